@@ -1,0 +1,77 @@
+// Open-addressing hash map for keyed operator state: one probe sequence over a flat array of
+// slots, lookups by a precomputed hash (key_by hashes each element once), no allocation per key
+// beyond the slot array's growth.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace tidemark::detail {
+
+template <class K, class V>
+class flat_hash_map {
+ public:
+  struct slot {
+    std::uint64_t hash = 0;
+    bool used = false;
+    K key{};
+    V value{};
+  };
+
+  /// Returns the value for `key` (whose hash is `h`), inserting `make()` when absent.
+  template <class Make>
+  V& find_or_insert(std::uint64_t h, const K& key, Make&& make) {
+    if ((size_ + 1) * 4 > slots_.size() * 3) grow();
+    auto mask = slots_.size() - 1;
+    for (auto i = h & mask;; i = (i + 1) & mask) {
+      auto& s = slots_[i];
+      if (!s.used) {
+        s.used = true;
+        s.hash = h;
+        s.key = key;
+        s.value = make();
+        ++size_;
+        return s.value;
+      }
+      if (s.hash == h && s.key == key) return s.value;
+    }
+  }
+
+  std::size_t size() const noexcept { return size_; }
+
+  template <class F>
+  void for_each(F&& f) {
+    for (auto& s : slots_)
+      if (s.used) f(s.key, s.value);
+  }
+
+ private:
+  void grow() {
+    std::vector<slot> old(slots_.empty() ? 16 : slots_.size() * 2);
+    old.swap(slots_);
+    auto mask = slots_.size() - 1;
+    for (auto& s : old)
+      if (s.used) {
+        auto i = s.hash & mask;
+        while (slots_[i].used) i = (i + 1) & mask;
+        slots_[i] = std::move(s);
+      }
+  }
+
+  std::vector<slot> slots_;
+  std::size_t size_ = 0;
+};
+
+/// Mixes a std::hash result so that low bits are usable for partitioning and probing.
+inline std::uint64_t mix_hash(std::uint64_t x) noexcept {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+}  // namespace tidemark::detail

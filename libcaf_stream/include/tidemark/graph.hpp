@@ -1,0 +1,71 @@
+// The logical graph of a job: operators and the edges between them, as plain data. The typed
+// API (job.hpp) builds it; validation, plan compilation, timezone analysis and the replication
+// planner read it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tidemark/operator.hpp"
+
+namespace tidemark {
+
+using node_id = std::uint32_t;
+
+/// How elements on an edge are spread over the consumer's instances.
+enum class partitioning {
+  forward,    ///< instance i to instance i (rebalance when the parallelism differs)
+  rebalance,  ///< whole batches round robin over all consumer instances
+  key_hash,   ///< by the key hash that key_by computed
+  broadcast,  ///< every element to every consumer instance
+};
+
+const char* to_string(partitioning p) noexcept;
+
+struct logical_edge {
+  node_id from = 0;
+  partitioning part = partitioning::forward;
+};
+
+enum class node_kind { source, transform, sink };
+
+struct logical_node {
+  node_id id = 0;
+  std::string name;
+  /// What the operator does, e.g. "map", "filter", "key_by", "reduce", "collect".
+  std::string op;
+  node_kind kind = node_kind::transform;
+  std::uint32_t parallelism = 1;
+  error_policy on_error = error_policy::fail;
+  std::vector<logical_edge> inputs;
+  /// Creates the logic of one instance (sources use make_source instead).
+  std::function<std::unique_ptr<operator_logic>(const instance_info&)> make_operator;
+  std::function<std::unique_ptr<source_logic>(const instance_info&)> make_source;
+};
+
+class logical_graph {
+ public:
+  /// Adds a node and returns its id (ids are dense, in insertion order).
+  node_id add(logical_node n);
+  logical_node& node(node_id id) { return nodes_.at(id); }
+  const logical_node& node(node_id id) const { return nodes_.at(id); }
+  const std::vector<logical_node>& nodes() const noexcept { return nodes_; }
+  /// Ids of the nodes that read from `id`, in insertion order.
+  std::vector<node_id> consumers(node_id id) const;
+  /// Node ids in an order where every node follows its inputs; nullopt on a cycle.
+  std::optional<std::vector<node_id>> topological_order() const;
+
+ private:
+  std::vector<logical_node> nodes_;
+};
+
+/// Checks that the graph can run: at least one source and one sink, every input edge points to an
+/// existing node, no stream is left dangling, no cycles, parallelism >= 1. Returns the first
+/// problem as a message naming the operator, or nullopt when the graph is valid.
+std::optional<std::string> validate(const logical_graph& g);
+
+}  // namespace tidemark

@@ -1,0 +1,388 @@
+// The typed dataflow API: a job is built from sources, transformed as stream<T>, partitioned
+// with key_by / rebalance / broadcast, and ended by sinks. Building only records the logical
+// graph; tidemark::run (tidemark/runtime.hpp) validates and executes it.
+#pragma once
+
+#include <atomic>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tidemark/graph.hpp"
+#include "tidemark/operators.hpp"
+
+namespace tidemark {
+
+template <class T>
+class stream;
+template <class K, class T, class KeyFn>
+class keyed_stream;
+
+namespace detail {
+
+struct job_state {
+  std::string name;
+  logical_graph graph;
+  std::uint32_t default_parallelism = 1;
+};
+
+template <class T, class = void>
+struct is_printable : std::false_type {};
+template <class T>
+struct is_printable<T, std::void_t<decltype(std::declval<std::ostream&>() << std::declval<const T&>())>>
+    : std::true_type {};
+
+template <class T>
+std::string to_line(const T& x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
+}  // namespace detail
+
+/// Filled by a collect() sink when the job has run. Copies share the same result.
+template <class T>
+class collected {
+ public:
+  collected() : state_(std::make_shared<ops::collected_state<T>>()) {}
+  /// Every element that reached the sink (instances' results concatenated, in no fixed order).
+  const std::vector<T>& values() const noexcept { return state_->values; }
+  std::shared_ptr<ops::collected_state<T>> state() const { return state_; }
+
+ private:
+  std::shared_ptr<ops::collected_state<T>> state_;
+};
+
+/// Filled by a count() sink when the job has run.
+class counted {
+ public:
+  counted() : total_(std::make_shared<std::atomic<std::uint64_t>>(0)) {}
+  std::uint64_t value() const noexcept { return total_->load(); }
+  std::shared_ptr<std::atomic<std::uint64_t>> state() const { return total_; }
+
+ private:
+  std::shared_ptr<std::atomic<std::uint64_t>> total_;
+};
+
+class job {
+ public:
+  explicit job(std::string name = "job") : state_(std::make_shared<detail::job_state>()) {
+    state_->name = std::move(name);
+  }
+
+  const std::string& name() const noexcept { return state_->name; }
+  const logical_graph& graph() const noexcept { return state_->graph; }
+  /// The graph itself, for tools that build or rewrite plans directly.
+  logical_graph& graph() noexcept { return state_->graph; }
+
+  /// Parallelism of operators that do not set their own (default 1).
+  job& default_parallelism(std::uint32_t n) {
+    state_->default_parallelism = n;
+    return *this;
+  }
+
+  /// Emits the elements of `xs`; instance k of p emits the k-th slice.
+  template <class T>
+  stream<T> from_container(std::vector<T> xs, std::string name = "") {
+    auto shared = std::make_shared<const std::vector<T>>(std::move(xs));
+    return add_source<T>("from_container", std::move(name), [shared](const instance_info& info) {
+      return std::make_unique<ops::container_source<T>>(shared, info);
+    });
+  }
+
+  /// Calls `f()` (returning std::optional<T>) until it returns nullopt. Every instance runs its
+  /// own copy of `f`.
+  template <class F>
+  auto from_generator(F f, std::string name = "") {
+    static_assert(std::is_invocable_v<F&>, "from_generator(f): f must be callable as f()");
+    using R = std::decay_t<std::invoke_result_t<F&>>;
+    static_assert(is_optional<R>::value,
+                  "from_generator(f): f must return std::optional<T>; nullopt ends the stream");
+    using T = typename R::value_type;
+    return add_source<T>("generator", std::move(name), [f](const instance_info&) {
+      return std::make_unique<ops::generator_source<T, F>>(f);
+    });
+  }
+
+  /// Lines of a text file, without their newline; a missing file fails the job at run.
+  stream<std::string> from_text_file(std::string path, std::string name = "");
+
+ private:
+  template <class T>
+  friend class stream;
+  template <class K, class T, class KeyFn>
+  friend class keyed_stream;
+
+  template <class R>
+  struct is_optional : std::false_type {};
+  template <class U>
+  struct is_optional<std::optional<U>> : std::true_type {};
+
+  template <class T, class Make>
+  stream<T> add_source(std::string op, std::string name, Make make);
+
+  node_id add_node(std::string op, std::string name, node_kind kind, std::vector<logical_edge> in,
+                   std::function<std::unique_ptr<operator_logic>(const instance_info&)> make) {
+    logical_node n;
+    n.op = std::move(op);
+    n.kind = kind;
+    n.parallelism = state_->default_parallelism;
+    n.inputs = std::move(in);
+    n.make_operator = std::move(make);
+    return finish_node(std::move(n), std::move(name));
+  }
+
+  node_id finish_node(logical_node n, std::string name) {
+    auto id = state_->graph.add(std::move(n));
+    auto& added = state_->graph.node(id);
+    added.name = name.empty() ? added.op + "_" + std::to_string(id) : std::move(name);
+    return id;
+  }
+
+  std::shared_ptr<detail::job_state> state_;
+};
+
+/// A stream of T produced by one operator. Methods add operators downstream of it.
+template <class T>
+class stream {
+ public:
+  using value_type = T;
+
+  /// Names the operator that produces this stream (names appear in plans, errors and metrics).
+  stream& name(std::string n) {
+    node().name = std::move(n);
+    return *this;
+  }
+  /// Number of parallel instances of the operator that produces this stream.
+  stream& parallelism(std::uint32_t n) {
+    node().parallelism = n;
+    return *this;
+  }
+  /// What the producing operator does when its user function throws.
+  stream& on_error(error_policy p) {
+    node().on_error = p;
+    return *this;
+  }
+
+  template <class F>
+  auto map(F f, std::string name = "") const {
+    static_assert(std::is_invocable_v<F&, const T&>,
+                  "map(f): f must be callable as f(const T&) with the stream's element type T");
+    using U = std::decay_t<std::invoke_result_t<F&, const T&>>;
+    static_assert(!std::is_void_v<U>,
+                  "map(f): f must return the new element; use a sink for side effects");
+    return then<U>("map", std::move(name), [f](const instance_info&) {
+      return std::make_unique<ops::map_logic<T, U, F>>(f);
+    });
+  }
+
+  template <class F>
+  stream<T> filter(F f, std::string name = "") const {
+    static_assert(std::is_invocable_v<F&, const T&>,
+                  "filter(f): f must be callable as f(const T&) with the stream's element type T");
+    static_assert(std::is_convertible_v<std::invoke_result_t<F&, const T&>, bool>,
+                  "filter(f): f must return bool (true keeps the element)");
+    return then<T>("filter", std::move(name), [f](const instance_info&) {
+      return std::make_unique<ops::filter_logic<T, F>>(f);
+    });
+  }
+
+  /// f(const T&, collector<U>&) emits any number of U per element.
+  template <class U, class F>
+  stream<U> flat_map(F f, std::string name = "") const {
+    static_assert(std::is_invocable_v<F&, const T&, collector<U>&>,
+                  "flat_map<U>(f): f must be callable as f(const T&, tidemark::collector<U>&)");
+    return then<U>("flat_map", std::move(name), [f](const instance_info&) {
+      return std::make_unique<ops::flat_map_logic<T, U, F>>(f);
+    });
+  }
+
+  /// Partitions by `key(const T&)`: equal keys meet in the same instance downstream.
+  template <class KeyFn>
+  auto key_by(KeyFn key, std::string name = "") const {
+    static_assert(std::is_invocable_v<KeyFn&, const T&>,
+                  "key_by(f): f must be callable as f(const T&) and return the key");
+    using K = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
+    static_assert(std::is_default_constructible_v<std::hash<K>>,
+                  "key_by(f): the key type needs a std::hash specialization");
+    static_assert(std::is_default_constructible_v<K> && std::is_copy_assignable_v<K>,
+                  "key_by(f): the key type must be default-constructible and copyable");
+    auto keyed = then<T>("key_by", std::move(name), [key](const instance_info&) {
+      return std::make_unique<ops::key_by_logic<T, KeyFn>>(key);
+    });
+    return keyed_stream<K, T, KeyFn>{keyed, key};
+  }
+
+  /// Merges this stream with others of the same type.
+  template <class... Streams>
+  stream<T> merge(const Streams&... others) const {
+    static_assert((std::is_same_v<Streams, stream<T>> && ...),
+                  "merge(s...): every stream must have the same element type");
+    std::vector<logical_edge> in{edge()};
+    (in.push_back(others.edge()), ...);
+    auto id = job_.add_node("union", "", node_kind::transform, std::move(in),
+                            [](const instance_info&) { return std::make_unique<ops::union_logic>(); });
+    return stream<T>{job_, id};
+  }
+
+  /// The next operator receives whole batches round robin over its instances.
+  stream<T> rebalance() const { return with_partitioning(partitioning::rebalance); }
+  /// The next operator's every instance receives every element.
+  stream<T> broadcast() const { return with_partitioning(partitioning::broadcast); }
+
+  // ---- sinks ----
+
+  collected<T> collect(std::string name = "") const {
+    collected<T> result;
+    then_sink("collect", std::move(name), [s = result.state()](const instance_info&) {
+      return std::make_unique<ops::collect_sink<T>>(s);
+    });
+    return result;
+  }
+
+  counted count(std::string name = "") const {
+    counted result;
+    then_sink("count", std::move(name), [s = result.state()](const instance_info&) {
+      return std::make_unique<ops::count_sink>(s);
+    });
+    return result;
+  }
+
+  template <class F>
+  void for_each(F f, std::string name = "") const {
+    static_assert(std::is_invocable_v<F&, const T&>,
+                  "for_each(f): f must be callable as f(const T&)");
+    then_sink("for_each", std::move(name), [f](const instance_info&) {
+      return std::make_unique<ops::for_each_sink<T, F>>(f);
+    });
+  }
+
+  /// Prints one line per element to standard output (needs operator<<).
+  void print(std::string name = "") const {
+    static_assert(detail::is_printable<T>::value, "print(): T needs an operator<<(std::ostream&, const T&)");
+    auto writer = std::make_shared<ops::line_writer>();
+    writer->out = &std::cout;
+    then_sink("print", std::move(name), [writer](const instance_info&) {
+      return std::make_unique<ops::lines_sink<T, std::string (*)(const T&)>>(writer, &detail::to_line<T>);
+    });
+  }
+
+  /// Writes one line per element to `path`, formatted by `format(const T&) -> std::string`.
+  template <class Format>
+  void write_lines(std::string path, Format format, std::string name = "") const {
+    static_assert(std::is_invocable_r_v<std::string, Format&, const T&>,
+                  "write_lines(path, f): f must be callable as f(const T&) and return std::string");
+    auto writer = std::make_shared<ops::line_writer>();
+    then_sink("write_lines", std::move(name), [writer, path, format](const instance_info& info) {
+      if (!writer->out) writer->open(path, info.name);
+      return std::make_unique<ops::lines_sink<T, Format>>(writer, format);
+    });
+  }
+
+  /// Writes one line per element (operator<<) to `path`.
+  void write_lines(std::string path, std::string name = "") const {
+    static_assert(detail::is_printable<T>::value, "write_lines(path): T needs an operator<<");
+    write_lines(std::move(path), &detail::to_line<T>, std::move(name));
+  }
+
+  /// The operator that produces this stream.
+  node_id id() const noexcept { return id_; }
+
+ private:
+  friend class job;
+  template <class>
+  friend class stream;
+  template <class, class, class>
+  friend class keyed_stream;
+
+  stream(job j, node_id id, partitioning next = partitioning::forward)
+      : job_(std::move(j)), id_(id), next_(next) {}
+
+  logical_node& node() { return job_.state_->graph.node(id_); }
+  logical_edge edge() const { return {id_, next_}; }
+  stream with_partitioning(partitioning p) const { return stream{job_, id_, p}; }
+
+  template <class U, class Make>
+  stream<U> then(std::string op, std::string name, Make make) const {
+    auto id = job_.add_node(std::move(op), std::move(name), node_kind::transform, {edge()},
+                            std::move(make));
+    return stream<U>{job_, id};
+  }
+
+  template <class Make>
+  void then_sink(std::string op, std::string name, Make make) const {
+    job_.add_node(std::move(op), std::move(name), node_kind::sink, {edge()}, std::move(make));
+  }
+
+  mutable job job_;  // shares the job's state
+  node_id id_;
+  partitioning next_;
+};
+
+/// A stream partitioned by key K (computed by KeyFn); keyed operators keep state per key.
+template <class K, class T, class KeyFn>
+class keyed_stream {
+ public:
+  /// Running reduce per key: emits `acc = f(acc, x)` for each element; the first element of a key
+  /// starts its accumulator.
+  template <class F>
+  stream<T> reduce(F f, std::string name = "") const {
+    static_assert(std::is_invocable_r_v<T, F&, T, const T&>,
+                  "reduce(f): f must be callable as f(T accumulator, const T& element) and return T");
+    auto step = [f](std::optional<T> acc, const T& x) {
+      return acc ? std::optional<T>{f(std::move(*acc), x)} : std::optional<T>{x};
+    };
+    auto project = [](const K&, const std::optional<T>& acc) { return *acc; };
+    return keyed_then<T>("reduce", std::move(name), [key = key_, step, project](const instance_info&) {
+      return std::make_unique<
+          ops::fold_logic<T, K, std::optional<T>, KeyFn, decltype(step), decltype(project)>>(
+          key, std::nullopt, step, project);
+    });
+  }
+
+  /// Running fold per key: emits (key, acc = f(acc, x)) for each element; acc starts at `init`.
+  template <class A, class F>
+  stream<std::pair<K, A>> fold(A init, F f, std::string name = "") const {
+    static_assert(std::is_invocable_r_v<A, F&, A, const T&>,
+                  "fold(init, f): f must be callable as f(A accumulator, const T& element) and return A");
+    auto project = [](const K& k, const A& acc) { return std::pair<K, A>{k, acc}; };
+    return keyed_then<std::pair<K, A>>(
+        "fold", std::move(name), [key = key_, init, f, project](const instance_info&) {
+          return std::make_unique<ops::fold_logic<T, K, A, KeyFn, F, decltype(project)>>(
+              key, init, f, project);
+        });
+  }
+
+ private:
+  template <class>
+  friend class stream;
+
+  keyed_stream(stream<T> s, KeyFn key) : stream_(std::move(s)), key_(std::move(key)) {}
+
+  template <class U, class Make>
+  stream<U> keyed_then(std::string op, std::string name, Make make) const {
+    auto id = stream_.job_.add_node(std::move(op), std::move(name), node_kind::transform,
+                                    {{stream_.id_, partitioning::key_hash}}, std::move(make));
+    return stream<U>{stream_.job_, id};
+  }
+
+  stream<T> stream_;
+  KeyFn key_;
+};
+
+template <class T, class Make>
+stream<T> job::add_source(std::string op, std::string name, Make make) {
+  logical_node n;
+  n.op = std::move(op);
+  n.kind = node_kind::source;
+  n.make_source = std::move(make);
+  return stream<T>{*this, finish_node(std::move(n), std::move(name))};
+}
+
+}  // namespace tidemark

@@ -1,0 +1,83 @@
+// The contract between operators and the runtime. An operator instance transforms whole
+// batches; the runtime owns channels, credit, batching and threads. Pure logic: no actors here,
+// so every operator can be tested by calling it directly.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "tidemark/batch.hpp"
+
+namespace tidemark {
+
+/// What an operator does when its user function throws on one element.
+enum class error_policy {
+  fail,  ///< fail the job with the operator's name and the exception's message (default)
+  skip,  ///< drop the element, count it in the operator's `skipped` metric, go on
+};
+
+/// Where an operator's output goes: the next operator of a fused chain, or the channels.
+class emitter {
+ public:
+  virtual ~emitter() = default;
+  virtual void emit(batch_ptr b) = 0;
+  /// Announces that no element with an event time below `wm` follows on this stream.
+  virtual void emit_watermark(event_time wm) = 0;
+};
+
+/// Which instance of which operator a logic object serves.
+struct instance_info {
+  std::string name;
+  std::uint32_t index = 0;
+  std::uint32_t parallelism = 1;
+  std::size_t batch_size = 1024;
+};
+
+/// One instance of a (non-source) operator.
+class operator_logic {
+ public:
+  virtual ~operator_logic() = default;
+  /// Processes one batch that arrived on input `input` (0 unless the operator has several).
+  virtual void process(std::size_t input, batch_ptr in, emitter& out) = 0;
+  /// The minimum watermark over all inputs advanced to `wm`. The default forwards it.
+  virtual void on_watermark(event_time wm, emitter& out) { out.emit_watermark(wm); }
+  /// Every input has ended; emit what remains.
+  virtual void finish(emitter& out) {}
+
+  error_policy on_error = error_policy::fail;
+  /// Elements dropped under error_policy::skip.
+  std::uint64_t skipped = 0;
+
+ protected:
+  /// Runs `f` for one element under the operator's error policy.
+  template <class F>
+  bool guarded(F&& f) {
+    try {
+      f();
+      return true;
+    } catch (...) {
+      if (on_error == error_policy::fail) throw;
+      ++skipped;
+      return false;
+    }
+  }
+};
+
+/// The first operator of a job: produces batches until it is exhausted.
+class source_logic {
+ public:
+  virtual ~source_logic() = default;
+  /// Called once before the first pull; throws when the source cannot start (missing file).
+  virtual void open() {}
+  /// Emits at most `max` elements; returns false once the source is exhausted.
+  virtual bool pull(std::size_t max, emitter& out) = 0;
+};
+
+/// A job that could not be built or that failed while running. The message names the operator.
+class job_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tidemark

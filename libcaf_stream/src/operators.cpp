@@ -1,0 +1,59 @@
+#include "tidemark/operators.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+#include "tidemark/job.hpp"
+
+namespace tidemark {
+
+std::atomic<std::int64_t> batch_gauge::live_{0};
+std::atomic<std::int64_t> batch_gauge::peak_{0};
+
+void batch_gauge::created() noexcept {
+  auto now = live_.fetch_add(1, std::memory_order_relaxed) + 1;
+  auto peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+namespace ops {
+
+text_file_source::text_file_source(std::string path, const instance_info& info)
+    : path_(std::move(path)), index_(info.index), parallelism_(info.parallelism) {}
+
+void text_file_source::open() {
+  in_.open(path_);
+  if (!in_)
+    throw job_error("cannot open '" + path_ + "': " + std::strerror(errno) +
+                    " (check the path; relative paths start in the working directory)");
+}
+
+bool text_file_source::pull(std::size_t max, emitter& out) {
+  auto b = std::make_unique<batch<std::string>>();
+  std::string line;
+  while (b->values.size() < max && std::getline(in_, line)) {
+    if (line_++ % parallelism_ == index_) b->values.push_back(std::move(line));
+  }
+  bool more = static_cast<bool>(in_);
+  if (!b->values.empty()) out.emit(std::move(b));
+  return more;
+}
+
+void line_writer::open(const std::string& path, const std::string& op) {
+  file = std::make_unique<std::ofstream>(path);
+  if (!*file)
+    throw job_error("operator '" + op + "': cannot open '" + path + "' for writing: " +
+                    std::strerror(errno));
+  out = file.get();
+}
+
+}  // namespace ops
+
+stream<std::string> job::from_text_file(std::string path, std::string name) {
+  return add_source<std::string>("text_file", std::move(name), [path](const instance_info& info) {
+    return std::make_unique<ops::text_file_source>(path, info);
+  });
+}
+
+}  // namespace tidemark
