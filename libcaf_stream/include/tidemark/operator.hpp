@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -24,7 +25,15 @@ class emitter {
   virtual void emit(batch_ptr b) = 0;
   /// Announces that no element with an event time below `wm` follows on this stream.
   virtual void emit_watermark(event_time wm) = 0;
+  /// Marks this output idle (true) or active again (false). Consumers leave idle inputs out of the
+  /// minimum watermark, so a quiet partition does not hold the job back.
+  virtual void emit_idle(bool idle) = 0;
 };
+
+/// Watermark of a stream that has ended or that carries no event time: nothing can follow it.
+inline constexpr event_time end_of_time = INT64_MAX;
+/// Watermark of an input before its first watermark.
+inline constexpr event_time start_of_time = INT64_MIN;
 
 /// Which instance of which operator a logic object serves.
 struct instance_info {
@@ -44,6 +53,14 @@ class operator_logic {
   virtual void on_watermark(event_time wm, emitter& out) { out.emit_watermark(wm); }
   /// Every input has ended; emit what remains.
   virtual void finish(emitter& out) {}
+
+  /// Processing-time timer: when > 0, the runtime calls on_timer about every this many ms.
+  virtual std::int64_t timer_period_ms() const { return 0; }
+  /// `now_ms` is the wall-clock time in milliseconds since the epoch.
+  virtual void on_timer(std::int64_t now_ms, emitter& out) {}
+
+  /// Adds operator-specific metrics (late events, memory by tier, ...) to the instance's report.
+  virtual void add_metrics(std::map<std::string, double>& out) const {}
 
   error_policy on_error = error_policy::fail;
   /// Elements dropped under error_policy::skip.
