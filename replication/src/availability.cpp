@@ -66,25 +66,6 @@ availability_estimate simulate_availability(const replication_model& m, const re
   return result;
 }
 
-std::vector<planner_options> all_strategies(std::uint32_t max_level) {
-  std::vector<planner_options> result;
-  for (auto h : {heuristic::random, heuristic::low_utilization, heuristic::query_out_degree,
-                 heuristic::product})
-    for (bool query_level : {false, true})
-      for (auto s : {selection_strategy::breadth_first, selection_strategy::direct_levels,
-                     selection_strategy::knapsack})
-        for (auto p : {placement_strategy::bin_packing, placement_strategy::colour_constrained}) {
-          planner_options o;
-          o.importance = h;
-          o.query_level = query_level;
-          o.selection = s;
-          o.placement = p;
-          o.max_level = max_level;
-          result.push_back(o);
-        }
-  return result;
-}
-
 namespace {
 
 optimized_plan evaluate(const replication_model& m, planner_options opts, double spare,

@@ -247,7 +247,7 @@ replication_model model_from_json(const std::string& text, const std::string& or
       }
     }
     named.done();
-    ids[n.name] = g.add(std::move(n));
+    ids[*name] = g.add(std::move(n));
     inputs.push_back(std::move(ins));
     annotations[*name] = std::move(a);
   }

@@ -20,6 +20,25 @@ double spare_capacity(const replication_model& m) {
   return sum;
 }
 
+std::vector<planner_options> all_strategies(std::uint32_t max_level) {
+  std::vector<planner_options> result;
+  for (auto h : {heuristic::random, heuristic::low_utilization, heuristic::query_out_degree,
+                 heuristic::product})
+    for (bool query_level : {false, true})
+      for (auto s : {selection_strategy::breadth_first, selection_strategy::direct_levels,
+                     selection_strategy::knapsack})
+        for (auto p : {placement_strategy::bin_packing, placement_strategy::colour_constrained}) {
+          planner_options o;
+          o.importance = h;
+          o.query_level = query_level;
+          o.selection = s;
+          o.placement = p;
+          o.max_level = max_level;
+          result.push_back(o);
+        }
+  return result;
+}
+
 replica_plan plan_replicas(const replication_model& m, const planner_options& opts) {
   if (auto problem = validate(m)) throw model_error(*problem);
   if (opts.max_level < 1) throw model_error("max_level is 0: ask for at least one replica");

@@ -38,9 +38,6 @@ double running_fraction(const replication_model& m,
 availability_estimate simulate_availability(const replication_model& m, const replica_plan& plan,
                                             const simulation_options& opts);
 
-/// Every combination of heuristic, operator or query level, selection and placement strategy.
-std::vector<planner_options> all_strategies(std::uint32_t max_level);
-
 struct optimized_plan {
   bool feasible = false;  ///< false when no candidate met the target (the best is returned)
   planner_options options;

@@ -41,6 +41,9 @@ struct replica_plan {
 /// apply_load_model); throws model_error otherwise. Deterministic for a given seed.
 replica_plan plan_replicas(const replication_model& m, const planner_options& opts);
 
+/// Every combination of heuristic, operator or query level, selection and placement strategy.
+std::vector<planner_options> all_strategies(std::uint32_t max_level);
+
 /// Free CPU after the primaries, summed over hosts (an overloaded host counts as 0).
 double spare_capacity(const replication_model& m);
 
