@@ -50,6 +50,16 @@ std::optional<std::string> validate(const replication_model& m) {
       return op_name(m, i) + " is placed on host #" + std::to_string(m.primary[i]) +
              ", but there are only " + std::to_string(m.hosts.size()) + " hosts";
   }
+  if (!m.replicas.empty()) {
+    if (m.replicas.size() != m.operators.size())
+      return "the running replicas are listed for " + std::to_string(m.replicas.size()) +
+             " operators, but there are " + std::to_string(m.operators.size());
+    for (op_index i = 0; i < m.operators.size(); ++i)
+      for (auto h : m.replicas[i])
+        if (h >= m.hosts.size() || h == m.primary[i])
+          return op_name(m, i) + " has a replica on host #" + std::to_string(h) +
+                 ", which does not exist or holds its primary";
+  }
   if (m.queries.empty()) return "the model has no queries: every job needs a sink";
   for (const auto& q : m.queries) {
     if (q.operators.empty()) return "query '" + q.name + "' has no operators";

@@ -14,7 +14,11 @@ std::size_t replica_plan::replica_count() const noexcept {
 double spare_capacity(const replication_model& m) {
   std::vector<double> free(m.hosts.size());
   for (host_index h = 0; h < m.hosts.size(); ++h) free[h] = m.hosts[h].cpu_capacity;
-  for (op_index i = 0; i < m.operators.size(); ++i) free[m.primary[i]] -= m.operators[i].load;
+  for (op_index i = 0; i < m.operators.size(); ++i) {
+    free[m.primary[i]] -= m.operators[i].load;
+    if (!m.replicas.empty())
+      for (auto h : m.replicas[i]) free[h] -= m.operators[i].load;
+  }
   double sum = 0;
   for (auto f : free) sum += std::max(0.0, f);
   return sum;
@@ -47,15 +51,16 @@ replica_plan plan_replicas(const replication_model& m, const planner_options& op
   replica_plan plan;
   plan.importance = operator_importance(m, opts.importance, opts.seed);
   plan.budget = opts.spare ? *opts.spare : spare_capacity(m);
-  plan.selected = select_replicas(
-    m, plan.importance,
-    {opts.selection, opts.query_level, opts.max_level, plan.budget, opts.seed});
-  plan.replicas = place_replicas(m, plan.selected, plan.importance,
-                                 {opts.placement, opts.colour_limit, opts.seed});
-  for (op_index i = 0; i < m.operators.size(); ++i) {
+  replica_packer packer{m, {opts.placement, opts.colour_limit, opts.seed}, m.replicas};
+  std::vector<std::uint32_t> current;
+  for (const auto& r : m.replicas) current.push_back(static_cast<std::uint32_t>(r.size()));
+  select_replicas(m, plan.importance,
+                  {opts.selection, opts.query_level, opts.max_level, plan.budget, opts.seed,
+                   std::move(current), &packer});
+  plan.replicas = packer.replicas();
+  plan.unplaced = packer.rejected();
+  for (op_index i = 0; i < m.operators.size(); ++i)
     plan.replica_load += m.operators[i].load * static_cast<double>(plan.replicas[i].size());
-    plan.unplaced += plan.selected[i] - plan.replicas[i].size();
-  }
   return plan;
 }
 

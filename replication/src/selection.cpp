@@ -1,5 +1,6 @@
 // Selection as passes over groups of operators (single operators, or the operators of a query),
-// each group raised to a target level when the extra load fits what is left of the budget.
+// each group raised to a target level when the extra load fits what is left of the budget and,
+// with a packer, its replicas fit on hosts.
 #include "tidemark/replication/selection.hpp"
 
 #include <algorithm>
@@ -39,7 +40,10 @@ struct group {
 class selector {
  public:
   selector(const replication_model& m, const selection_options& opts)
-    : m_(m), opts_(opts), level_(m.operators.size()), budget_(opts.budget) {}
+    : m_(m), opts_(opts), level_(m.operators.size()), budget_(opts.budget) {
+    if (!opts.current.empty()) level_ = opts.current;
+  }
+
 
   std::uint32_t target(double importance) const {
     if (opts_.strategy != selection_strategy::direct_levels) return 0;  // set per pass
@@ -71,6 +75,12 @@ class selector {
       auto level = pass_level ? pass_level : target(g.importance);
       double w = extra(g, level);
       if (w > budget_ + slack) continue;
+      if (opts_.packer) {
+        std::vector<op_index> replicas;
+        for (auto i : g.ops)
+          for (auto l = level_[i]; l < level; ++l) replicas.push_back(i);
+        if (!opts_.packer->place(replicas)) continue;
+      }
       budget_ -= w;
       for (auto i : g.ops) level_[i] = std::max(level_[i], level);
     }
@@ -109,10 +119,10 @@ class selector {
 std::vector<std::uint32_t> select_replicas(const replication_model& m,
                                            const std::vector<double>& op_importance,
                                            const selection_options& opts) {
-  if (op_importance.size() != m.operators.size())
-    throw model_error("select_replicas: " + std::to_string(op_importance.size()) +
-                      " importance values for " + std::to_string(m.operators.size()) +
-                      " operators");
+  auto n = m.operators.size();
+  if (op_importance.size() != n || (!opts.current.empty() && opts.current.size() != n))
+    throw model_error("select_replicas: importance and current levels need one value per "
+                      "operator (" + std::to_string(n) + ")");
   return selector{m, opts}.run(op_importance);
 }
 

@@ -24,7 +24,12 @@ const std::vector<double> falling{0.9, 0.8, 0.7, 0.6};
 
 levels select(const replication_model& m, const std::vector<double>& imp, selection_strategy s,
               double budget, std::uint32_t max_level = 1, bool query_level = false) {
-  return select_replicas(m, imp, {s, query_level, max_level, budget, 1});
+  selection_options o;
+  o.strategy = s;
+  o.query_level = query_level;
+  o.max_level = max_level;
+  o.budget = budget;
+  return select_replicas(m, imp, o);
 }
 
 }  // namespace
@@ -117,4 +122,35 @@ BOOST_AUTO_TEST_CASE(no_strategy_ever_exceeds_the_budget) {
             }
             BOOST_TEST(used <= budget + 1e-9);
           }
+}
+
+BOOST_AUTO_TEST_CASE(budget_of_replicas_without_a_host_goes_to_the_next_operators) {
+  test::model_builder b;
+  b.host("h0", 1.0).host("h1", 0.5);
+  b.op("a", 0.4, 0);
+  b.op("b", 0.3, 1);
+  b.op("c", 0.1, 0);
+  auto m = b.build();
+  std::vector<double> imp{0.9, 0.8, 0.7};
+  BOOST_TEST(select(m, imp, selection_strategy::breadth_first, 1.0) == (levels{1, 1, 1}),
+             tt::per_element());
+  // a's replica (0.4) fits only h1, which has 0.2 left: skipped; b's goes to h0, c's to h1.
+  replica_packer packer{m, {}};
+  selection_options o;
+  o.budget = 1.0;
+  o.packer = &packer;
+  BOOST_TEST(select_replicas(m, imp, o) == (levels{0, 1, 1}), tt::per_element());
+  BOOST_TEST(packer.rejected() == 1u);
+  auto r = packer.replicas();
+  BOOST_TEST(r[1] == (std::vector<host_index>{0}), tt::per_element());
+  BOOST_TEST(r[2] == (std::vector<host_index>{1}), tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(existing_replicas_are_kept_and_not_paid_for_again) {
+  auto m = four();
+  selection_options o;
+  o.budget = 0.3;
+  o.current = {1, 0, 0, 0};
+  // o0 already has its replica; the budget goes to o1 (0.3), then nothing else fits.
+  BOOST_TEST(select_replicas(m, falling, o) == (levels{1, 1, 0, 0}), tt::per_element());
 }

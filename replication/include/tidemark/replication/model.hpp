@@ -70,6 +70,9 @@ struct replication_model {
   std::vector<query> queries;
   std::vector<host_info> hosts;
   std::vector<host_index> primary;  ///< host of each operator's primary instance
+  /// Hosts of the replicas already running, per operator (empty: none yet). The planner keeps
+  /// them and plans only additional ones.
+  std::vector<std::vector<host_index>> replicas;
 };
 
 /// Returns the first problem of the model (bad input order, unknown host, negative cost,

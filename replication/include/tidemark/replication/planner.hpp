@@ -19,7 +19,8 @@ struct planner_options {
   bool query_level = false;
   selection_strategy selection = selection_strategy::breadth_first;
   placement_strategy placement = placement_strategy::bin_packing;
-  /// Load the replicas may use; when unset, the CPU the hosts have left after the primaries.
+  /// Load new replicas may use; when unset, the CPU the hosts have left after the primaries
+  /// and the running replicas.
   std::optional<double> spare;
   std::uint32_t max_level = 1;
   std::uint32_t colour_limit = 1;
@@ -28,23 +29,28 @@ struct planner_options {
 
 struct replica_plan {
   std::vector<double> importance;                 ///< per operator
-  std::vector<std::uint32_t> selected;            ///< replicas the selection asked for
-  std::vector<std::vector<host_index>> replicas;  ///< hosts of the placed replicas
+  /// Hosts of each operator's replicas: the running ones (model.replicas), then the new ones.
+  std::vector<std::vector<host_index>> replicas;
   double budget = 0;        ///< the spare load selection worked with
-  double replica_load = 0;  ///< load of the placed replicas
-  std::size_t unplaced = 0;  ///< selected replicas that no host could take
+  double replica_load = 0;  ///< load of all replicas in `replicas`
+  /// Replicas that the budget allowed but no host could take; selection skipped their
+  /// operators (or queries) and offered the load to the next ones.
+  std::size_t unplaced = 0;
 
   std::size_t replica_count() const noexcept;
 };
 
 /// Plans replicas for a model that validate() accepts and whose loads are set (see
 /// apply_load_model); throws model_error otherwise. Deterministic for a given seed.
+/// Selection drives placement: each replica (or query's worth of replicas) that selection
+/// accepts is placed at once, in selection order, and only placed replicas use budget.
 replica_plan plan_replicas(const replication_model& m, const planner_options& opts);
 
 /// Every combination of heuristic, operator or query level, selection and placement strategy.
 std::vector<planner_options> all_strategies(std::uint32_t max_level);
 
-/// Free CPU after the primaries, summed over hosts (an overloaded host counts as 0).
+/// Free CPU after the primaries and running replicas, summed over hosts (an overloaded host
+/// counts as 0).
 double spare_capacity(const replication_model& m);
 
 }  // namespace tidemark::replication

@@ -1,4 +1,5 @@
-// Operator selection: which operators get replicas, and how many, within the spare load.
+// Operator selection: which operators get replicas, and how many, within the spare load;
+// optionally placing each accepted replica right away.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "tidemark/replication/model.hpp"
+#include "tidemark/replication/placement.hpp"
 
 namespace tidemark::replication {
 
@@ -32,11 +34,18 @@ struct selection_options {
   std::uint32_t max_level = 1;  ///< replicas per operator at most
   double budget = 0;            ///< spare load the replicas may use
   std::uint64_t seed = 1;       ///< orders equal importances
+  /// Replicas each operator has already (empty: none); selection raises levels from there and
+  /// the budget pays only for the new ones.
+  std::vector<std::uint32_t> current;
+  /// When set, a raise is accepted only if the packer can place its new replicas (all of a
+  /// query's, or none), so budget is never spent on replicas that fit no host.
+  replica_packer* packer = nullptr;
 };
 
-/// The number of replicas of each operator. An operator is skipped when its load no longer fits
-/// the budget, and smaller ones after it are still considered. The sum of level * load never
-/// exceeds the budget.
+/// The number of replicas of each operator, current ones included. An operator (or query) is
+/// skipped when its load no longer fits the budget (or the packer finds no host), and smaller
+/// ones after it are still considered. The new replicas' load, (level - current) * load, sums
+/// to at most the budget.
 std::vector<std::uint32_t> select_replicas(const replication_model& m,
                                            const std::vector<double>& op_importance,
                                            const selection_options& opts);
