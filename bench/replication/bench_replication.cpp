@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -82,48 +81,10 @@ int main(int argc, char** argv) {
   });
   double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
 
-  nlohmann::json j;
-  j["runs"] = opts.runs;
-  j["hosts"] = opts.workload.hosts;
-  j["load"] = opts.workload.load;
-  j["failure_probabilities"] = opts.failure_probabilities;
-  j["spare_percent"] = opts.spare_percent;
-  j["workload"] = {{"queries", r.queries},
-                   {"operators", r.operators},
-                   {"shared_operators", r.shared_operators},
-                   {"max_operator_load", r.max_operator_load},
-                   {"generated_queries", opts.workload.queries},
-                   {"streams", opts.workload.streams},
-                   {"predicates", opts.workload.predicates}};
-  for (std::size_t s = 0; s < opts.series.size(); ++s) {
-    nlohmann::json series;
-    series["name"] = opts.series[s].name;
-    series["running"] = r.running[s];
-    series["standard_error"] = r.standard_error[s];
-    series["replicated_operators"] = r.replicated_operators[s];
-    series["unplaced_replicas"] = r.unplaced[s];
-    j["series"].push_back(series);
-  }
+  auto j = nlohmann::json::parse(to_json(opts, r));
   j["simulation_seconds"] = seconds;
   j["planning"] = timing;
   std::ofstream(out_path) << j.dump(1) << "\n";
-
-  // The paper's reference points: p = 2 % and p = 3 % at 50 % spare.
-  auto at = [&](std::size_t s, double spare, double p) {
-    auto l = std::find(opts.spare_percent.begin(), opts.spare_percent.end(), spare) -
-             opts.spare_percent.begin();
-    auto k = std::find(opts.failure_probabilities.begin(), opts.failure_probabilities.end(), p) -
-             opts.failure_probabilities.begin();
-    return 100 * r.running[s][l][k];
-  };
-  std::printf("workload: %.0f queries, %.0f operators, %.1f %% shared, max operator load %.3f\n",
-              r.queries, r.operators, 100 * r.shared_operators, r.max_operator_load);
-  std::printf("running queries (%%) at p = 2 %%, spare 50 %%:\n");
-  for (std::size_t s = 0; s < opts.series.size(); ++s)
-    std::printf("  %-24s %.2f  (spare 0: %.2f, 100: %.2f)  replicated operators %.0f %%\n",
-                opts.series[s].name.c_str(), at(s, 50, 0.02), at(s, 0, 0.02), at(s, 100, 0.02),
-                100 * r.replicated_operators[s][6]);
-  std::printf("product at p = 3 %%: spare 50 %% %.2f, spare 100 %% %.2f\n", at(3, 50, 0.03),
-              at(3, 100, 0.03));
-  std::printf("simulation took %.1f s; wrote %s\n", seconds, out_path.c_str());
+  std::printf("%s\nsimulation took %.1f s; wrote %s\n", to_text(opts, r).c_str(), seconds,
+              out_path.c_str());
 }

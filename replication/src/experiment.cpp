@@ -5,10 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "random.hpp"
 #include "tidemark/replication/availability.hpp"
@@ -185,8 +189,9 @@ std::vector<experiment_series> paper_series() {
     make("out-degree", heuristic::query_out_degree),
     make("product", heuristic::product),
   };
-  result.push_back(make("product, query level", heuristic::product));
+  result.push_back(make("product, query level, knapsack", heuristic::product));
   result.back().options.query_level = true;
+  result.back().options.selection = selection_strategy::knapsack;
   result.push_back(make("knapsack on out-degree", heuristic::query_out_degree));
   result.back().options.selection = selection_strategy::knapsack;
   result.push_back(make("product, colour", heuristic::product));
@@ -257,6 +262,66 @@ experiment_result run_experiment(const experiment_options& opts,
         result.standard_error[s][l][k] = std::sqrt(var / n);
       }
   return result;
+}
+
+std::string to_json(const experiment_options& opts, const experiment_result& r) {
+  nlohmann::json j;
+  j["runs"] = opts.runs;
+  j["hosts"] = opts.workload.hosts;
+  j["load"] = opts.workload.load;
+  j["failure_probabilities"] = opts.failure_probabilities;
+  j["spare_percent"] = opts.spare_percent;
+  j["workload"] = {{"generated_queries", opts.workload.queries},
+                   {"streams", opts.workload.streams},
+                   {"predicates", opts.workload.predicates},
+                   {"seed", opts.workload.seed},
+                   {"queries", r.queries},
+                   {"operators", r.operators},
+                   {"shared_operators", r.shared_operators},
+                   {"max_operator_load", r.max_operator_load}};
+  j["series"] = nlohmann::json::array();
+  for (std::size_t s = 0; s < opts.series.size(); ++s)
+    j["series"].push_back({{"name", opts.series[s].name},
+                           {"running", r.running[s]},
+                           {"standard_error", r.standard_error[s]},
+                           {"replicated_operators", r.replicated_operators[s]},
+                           {"rejected_placements", r.unplaced[s]}});
+  return j.dump(1);
+}
+
+std::string to_text(const experiment_options& opts, const experiment_result& r) {
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%u runs; per run %.0f queries, %.0f operators (%.1f %% shared), %u hosts, "
+                "load %.0f\n",
+                opts.runs, r.queries, r.operators, 100 * r.shared_operators, opts.workload.hosts,
+                opts.workload.load);
+  out << line;
+  for (double spare : {50.0, 100.0}) {
+    auto it = std::find(opts.spare_percent.begin(), opts.spare_percent.end(), spare);
+    if (it == opts.spare_percent.end()) continue;
+    auto l = static_cast<std::size_t>(it - opts.spare_percent.begin());
+    std::snprintf(line, sizeof line, "\nrunning queries (%%), spare %.0f %%\n%-34s", spare,
+                  "host failure probability");
+    out << line;
+    for (double p : opts.failure_probabilities) {
+      std::snprintf(line, sizeof line, "%8.2f%%", 100 * p);
+      out << line;
+    }
+    out << "   replicated ops\n";
+    for (std::size_t s = 0; s < opts.series.size(); ++s) {
+      std::snprintf(line, sizeof line, "%-34s", opts.series[s].name.c_str());
+      out << line;
+      for (std::size_t k = 0; k < opts.failure_probabilities.size(); ++k) {
+        std::snprintf(line, sizeof line, "%9.2f", 100 * r.running[s][l][k]);
+        out << line;
+      }
+      std::snprintf(line, sizeof line, "%10.0f %%\n", 100 * r.replicated_operators[s][l]);
+      out << line;
+    }
+  }
+  return out.str();
 }
 
 }  // namespace tidemark::replication

@@ -54,7 +54,8 @@ struct experiment_result {
   std::vector<std::vector<std::vector<double>>> running;         ///< fraction of queries
   std::vector<std::vector<std::vector<double>>> standard_error;  ///< of running
   std::vector<std::vector<double>> replicated_operators;  ///< [series][spare] fraction
-  std::vector<std::vector<double>> unplaced;              ///< [series][spare] replicas per run
+  /// [series][spare]: replicas per run that fit the budget but no host (plan.unplaced)
+  std::vector<std::vector<double>> unplaced;
   // Workload statistics, averaged over runs.
   double operators = 0;
   double queries = 0;
@@ -70,5 +71,14 @@ struct experiment_result {
 /// `progress` (optional) is called with the number of finished runs, from one thread at a time.
 experiment_result run_experiment(const experiment_options& opts,
                                  const std::function<void(std::uint32_t)>& progress = {});
+
+/// The options and results as a JSON document: "failure_probabilities", "spare_percent",
+/// "workload" statistics, and per series "running" and "standard_error" ([spare][p]),
+/// "replicated_operators" and "rejected_placements" ([spare], see replica_plan::unplaced).
+std::string to_json(const experiment_options& opts, const experiment_result& r);
+
+/// A table per spare level of 50 % and 100 % (when simulated): running queries in percent per
+/// series and failure probability.
+std::string to_text(const experiment_options& opts, const experiment_result& r);
 
 }  // namespace tidemark::replication
