@@ -4,6 +4,7 @@
 
 #include <wiredtiger.h>
 
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -167,6 +168,7 @@ void wt_cursor::fail(int code, const char* op) const {
 
 void wt_cursor::set_key(std::string_view key) {
   key_.assign(key.data(), key.size());
+  if (key.empty()) return;  // WiredTiger rejects (and logs) empty keys; the operations handle them
   WT_ITEM item;
   std::memset(&item, 0, sizeof item);
   item.data = key.data();
@@ -195,6 +197,7 @@ std::string_view wt_cursor::value() const {
 }
 
 bool wt_cursor::search() {
+  if (key_.empty()) return false;  // no row can have an empty key
   int rc = cursor_->search(cursor_);
   if (rc == WT_NOTFOUND) return false;
   if (rc != 0) fail(rc, "looking up in");
@@ -232,10 +235,12 @@ bool wt_cursor::prev() {
 }
 
 void wt_cursor::insert() {
+  if (key_.empty()) fail(EINVAL, "inserting an empty key (not permitted) into");
   if (int rc = cursor_->insert(cursor_); rc != 0) fail(rc, "inserting into");
 }
 
 void wt_cursor::remove() {
+  if (key_.empty()) return;  // absent by definition
   int rc = cursor_->remove(cursor_);
   if (rc != 0 && rc != WT_NOTFOUND) fail(rc, "removing from");
 }

@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(logged_levels_keep_every_acknowledged_write) {
     run_and_kill([&] {
       auto conn = wt_connection::open(dir.path(), logged);
       table_store table{conn, "rows", level};
-      for (int i = 0; i < 500; ++i) table.insert("r" + std::to_string(1000 + i), std::to_string(i));
+      for (int i = 0; i < 200; ++i) table.insert("r" + std::to_string(1000 + i), std::to_string(i));
       blob_store blobs{conn, "blobs", level, 4096};
       blobs.put("model", std::string(10000, 'm'));
       crash_now();
@@ -61,9 +61,9 @@ BOOST_AUTO_TEST_CASE(logged_levels_keep_every_acknowledged_write) {
     auto conn = wt_connection::open(dir.path(), logged);
     table_store table{conn, "rows", level};
     auto rows = table.prefix("r");
-    BOOST_TEST(rows.size() == 500u, to_string(level));
-    BOOST_TEST(rows.back().key == "r1499");
-    BOOST_TEST(rows.back().value == "499");
+    BOOST_TEST(rows.size() == 200u, to_string(level));
+    BOOST_TEST(rows.back().key == "r1199");
+    BOOST_TEST(rows.back().value == "199");
     auto model = blob_store(conn, "blobs", level).get("model");
     BOOST_REQUIRE_MESSAGE(model.has_value(), "blob lost at level " << to_string(level));
     BOOST_TEST(*model == std::string(10000, 'm'));

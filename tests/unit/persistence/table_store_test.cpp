@@ -41,6 +41,11 @@ BOOST_AUTO_TEST_CASE(rows_survive_closing_and_reopening_the_database) {
   BOOST_TEST(table.lookup("city-1").value() == "24.0");
   BOOST_TEST(table.lookup("city-2").value() == std::string("bin\0ary", 7));
   BOOST_TEST(!table.lookup("city-3").has_value());
+  BOOST_TEST(!table.lookup("").has_value());
+  BOOST_CHECK_EXCEPTION(table.insert("", "x"), storage_error, [](const storage_error& e) {
+    return std::string{e.what()} ==
+           "inserting an empty key (not permitted) into table:readings key \"\": Invalid argument";
+  });
 }
 
 BOOST_AUTO_TEST_CASE(range_scans_are_ordered_bytewise_and_end_exclusive) {

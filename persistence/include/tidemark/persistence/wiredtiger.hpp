@@ -118,7 +118,8 @@ class wt_transaction {
 };
 
 /// A cursor over a table whose keys and values are raw bytes (key_format=u, value_format=u),
-/// ordered bytewise. Views returned by key()/value() stay valid until the next call on the
+/// ordered bytewise. The empty key is never stored: searching it finds nothing, seeking it starts
+/// at the first row, inserting it throws. Views returned by key()/value() stay valid until the next call on the
 /// cursor; bytes passed to set_key()/set_value() must stay alive until the next call too.
 class wt_cursor {
  public:
