@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 namespace tidemark::persistence {
@@ -51,6 +52,9 @@ std::string quote_bytes(std::string_view bytes) {
 // ---- wt_connection ----
 
 std::shared_ptr<wt_connection> wt_connection::open(const std::string& home, const std::string& config) {
+  std::error_code ec;
+  std::filesystem::create_directories(home, ec);
+  if (ec) throw storage_error(ec.value(), "creating the WiredTiger home directory '" + home + "': " + ec.message());
   WT_CONNECTION* conn = nullptr;
   std::string full = config.empty() ? "create" : "create," + config;
   check(wiredtiger_open(home.c_str(), nullptr, full.c_str(), &conn),

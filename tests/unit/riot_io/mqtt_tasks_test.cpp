@@ -4,106 +4,19 @@
 #define BOOST_TEST_MODULE riot_mqtt_tasks
 #include <boost/test/unit_test.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <csignal>
-#include <fstream>
-#include <thread>
 
-#include "../../support/temp_dir.hpp"
+#include "../../support/mosquitto_broker.hpp"
 #include "sample_data.hpp"
 #include "tidemark/riot/io/mqtt_tasks.hpp"
 
 using namespace tidemark::riot::io;
 using namespace std::chrono_literals;
-using tidemark::test::temp_dir;
+using tidemark::test::eventually;
+using tidemark::test::free_port;
+using broker = tidemark::test::mosquitto_broker;
 
 namespace {
-
-sockaddr_in loopback(int port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
-
-// A loopback port nobody listens on right now (the kernel picks it).
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  auto addr = loopback(0);
-  BOOST_REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool accepts_connections(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  auto addr = loopback(port);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  close(fd);
-  return ok;
-}
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
-// A mosquitto broker on 127.0.0.1:port with a minimal config, killed when the test ends.
-class broker {
- public:
-  broker() : port_(free_port()) {
-    std::ofstream conf(dir_ / "mosquitto.conf");
-    conf << "listener " << port_ << " 127.0.0.1\nallow_anonymous true\nlog_type error\n";
-    conf.close();
-    start();
-  }
-  ~broker() { stop(); }
-  broker(const broker&) = delete;
-  broker& operator=(const broker&) = delete;
-
-  int port() const noexcept { return port_; }
-
-  void start() {
-    auto conf = dir_ / "mosquitto.conf";
-    pid_ = fork();
-    BOOST_REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      execl("/usr/sbin/mosquitto", "mosquitto", "-c", conf.c_str(), static_cast<char*>(nullptr));
-      execlp("mosquitto", "mosquitto", "-c", conf.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    BOOST_REQUIRE_MESSAGE(eventually([&] { return accepts_connections(port_) || exited(); }, 5s) && !exited(),
-                          "mosquitto did not start on port " << port_);
-  }
-
-  void stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  bool exited() { return waitpid(pid_, nullptr, WNOHANG) == pid_; }
-
-  temp_dir dir_{"mosquitto"};
-  int port_;
-  pid_t pid_ = -1;
-};
 
 mqtt_broker at(int port) {
   mqtt_broker b;

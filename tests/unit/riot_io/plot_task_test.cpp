@@ -32,6 +32,12 @@ std::vector<plot_series> city_series() {
   return {temperature, humidity};
 }
 
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
 std::uint32_t big_endian_u32(const std::string& s, std::size_t at) {
   std::uint32_t x = 0;
   for (std::size_t i = 0; i < 4; ++i) x = (x << 8) | static_cast<unsigned char>(s[at + i]);
@@ -65,9 +71,18 @@ BOOST_AUTO_TEST_CASE(svg_charts_are_svg_documents_with_the_series_drawn) {
   BOOST_TEST(svg.rfind("<?xml", 0) == 0u);
   auto root = svg.find("<svg");
   BOOST_REQUIRE(root != std::string::npos);
-  BOOST_TEST(svg.find("width=\"800pt\" height=\"600pt\"", root) != std::string::npos);
+  BOOST_TEST(svg.find("width=\"800pt\"", root) != std::string::npos);
+  BOOST_TEST(svg.find("height=\"600pt\"", root) != std::string::npos);
   BOOST_TEST(svg.find("</svg>") != std::string::npos);
   BOOST_TEST(svg.size() > 10000u);
+  // Each series is one polyline of all its 200 points in its palette colour, plus a legend line.
+  for (const char* colour : {"stroke=\"#1F77B4\"", "stroke=\"#FF7F0E\""}) {
+    BOOST_TEST(count(svg, colour) == 2u);
+    auto line = svg.find(colour);
+    auto points = svg.find("points=\"", line);
+    auto end = svg.find('"', points + 8);
+    BOOST_TEST(count(svg.substr(points, end - points), ",") == 200u);
+  }
   BOOST_TEST(plot.errors().count() == 0u);
 }
 

@@ -27,6 +27,8 @@ std::map<std::string, std::string> read_zip(const std::string& path) {
   for (zip_int64_t i = 0; i < zip_get_num_entries(archive, 0); ++i) {
     zip_stat_t st;
     zip_stat_index(archive, i, 0, &st);
+    BOOST_TEST(st.comp_method == ZIP_CM_DEFLATE);
+    BOOST_TEST(st.comp_size < st.size);  // SenML text and file contents compress
     std::string bytes(st.size, '\0');
     zip_file_t* f = zip_fopen_index(archive, i, 0);
     BOOST_REQUIRE(f);
@@ -91,6 +93,14 @@ BOOST_AUTO_TEST_CASE(remote_zip_appears_complete_in_the_target_directory) {
   BOOST_TEST(contents.at("city-metadata.txt").size() == 91154u);
   BOOST_TEST((names_in(dir / "mnt/node2") == std::vector<std::string>{"remote-0.zip"}));
   BOOST_TEST(names_in(dir / "staging").empty());
+}
+
+BOOST_AUTO_TEST_CASE(bad_configurations_are_rejected) {
+  temp_dir dir;
+  BOOST_CHECK_THROW((zip_batch{{dir / "out", "x", 0}}), std::invalid_argument);
+  zip_batch_config config{dir / "out", "x", 1};
+  config.compression_level = 10;
+  BOOST_CHECK_THROW(zip_batch{config}, std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(unreadable_files_and_unwritable_archives_are_counted) {

@@ -1,5 +1,6 @@
-// The multi-line plot through PLplot: a fresh PLplot stream per chart on the pngcairo or
-// svgcairo device, writing into an in-memory FILE (open_memstream) instead of a named file.
+// The multi-line plot through PLplot: a fresh PLplot stream per chart on the pngcairo device or
+// PLplot's own svg device (text as <text>, five times faster than svgcairo, which writes every
+// glyph as a path), writing into an in-memory FILE (open_memstream) instead of a named file.
 #include "tidemark/riot/io/plot_task.hpp"
 
 #include <plplot/plplot.h>
@@ -99,7 +100,7 @@ std::optional<std::string> multi_line_plot::process(const std::string& title,
     plsabort(&on_plplot_abort);
     PLINT stream = 0;
     plmkstrm(&stream);
-    plsdev(config_.format == plot_format::png ? "pngcairo" : "svgcairo");
+    plsdev(config_.format == plot_format::png ? "pngcairo" : "svg");
     plsfile(out);
     plspage(0, 0, config_.width, config_.height, 0, 0);
     plscolbg(255, 255, 255);

@@ -29,7 +29,7 @@ void fsync_file(const fs::path& p, int flags) {
 
 }  // namespace
 
-void write_zip(const std::string& path, const std::vector<zip_entry>& entries) {
+void write_zip(const std::string& path, const std::vector<zip_entry>& entries, int compression_level) {
   int code = 0;
   zip_t* archive = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code);
   if (!archive) {
@@ -42,8 +42,11 @@ void write_zip(const std::string& path, const std::vector<zip_entry>& entries) {
   for (const auto& e : entries) {
     // The buffers must live until zip_close, which is below; libzip does not copy them.
     zip_source_t* source = zip_source_buffer(archive, e.bytes.data(), e.bytes.size(), 0);
-    if (!source || zip_file_add(archive, e.name.c_str(), source, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE) < 0) {
-      if (source) zip_source_free(source);
+    zip_int64_t index = -1;
+    if (source) index = zip_file_add(archive, e.name.c_str(), source, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
+    if (index < 0 || zip_set_file_compression(archive, static_cast<zip_uint64_t>(index), ZIP_CM_DEFLATE,
+                                              static_cast<zip_uint32_t>(compression_level)) < 0) {
+      if (source && index < 0) zip_source_free(source);
       std::string message = "zip archive " + path + ": cannot add entry '" + e.name +
                             "': " + zip_strerror(archive);
       zip_discard(archive);
@@ -59,6 +62,8 @@ void write_zip(const std::string& path, const std::vector<zip_entry>& entries) {
 
 zip_batch::zip_batch(zip_batch_config config) : config_(std::move(config)) {
   if (config_.max_entries == 0) throw std::invalid_argument("zip_batch: max_entries must be > 0");
+  if (config_.compression_level < 1 || config_.compression_level > 9)
+    throw std::invalid_argument("zip_batch: compression_level must be 1..9");
   fs::create_directories(config_.directory);
   if (!config_.staging_directory.empty()) fs::create_directories(config_.staging_directory);
   pending_.reserve(config_.max_entries);
@@ -94,10 +99,10 @@ std::optional<std::string> zip_batch::write_archive() {
   pending_.reserve(config_.max_entries);
   try {
     if (config_.staging_directory.empty()) {
-      write_zip(target.string(), entries);  // libzip itself writes a temp file and renames it
+      write_zip(target.string(), entries, config_.compression_level);  // libzip itself writes a temp file and renames it
     } else {
       auto staged = fs::path(config_.staging_directory) / name;
-      write_zip(staged.string(), entries);
+      write_zip(staged.string(), entries, config_.compression_level);
       auto part = fs::path(config_.directory) / ("." + name + ".part");
       fs::copy_file(staged, part, fs::copy_options::overwrite_existing);
       fsync_file(part, O_RDONLY);

@@ -38,8 +38,8 @@ class wt_session;
 /// closed when the last session and store using it is gone. Thread-safe.
 class wt_connection : public std::enable_shared_from_this<wt_connection> {
  public:
-  /// Opens (with `create` added, so a missing directory database is created) the database in
-  /// `home`, which must exist. `config` is a wiredtiger_open configuration string, e.g.
+  /// Opens the database in directory `home`, creating the directory and the database when
+  /// missing. `config` is a wiredtiger_open configuration string (`create` is added), e.g.
   /// "log=(enabled=true),cache_size=256MB". Throws storage_error naming `home`.
   static std::shared_ptr<wt_connection> open(const std::string& home, const std::string& config = "");
 

@@ -1,5 +1,5 @@
 // RIoTBench's multi-line plot (the STATS visualization): one chart per call with one line per
-// series, rendered by PLplot's cairo devices to PNG or SVG bytes.
+// series, rendered by PLplot to SVG (its svg device) or PNG (its pngcairo device) bytes.
 #pragma once
 
 #include <cstdint>
