@@ -26,6 +26,7 @@ namespace {
 
 struct result {
   std::string task;    ///< paper code
+  std::string label;   ///< a short name for the chart, e.g. "ATI power_loss"
   std::string detail;  ///< what exactly ran
   std::uint64_t messages;
   double seconds;
@@ -78,14 +79,14 @@ int main(int argc, char** argv) {
     table_insert insert{conn, {table, key, 100, level}};
     double s = timed(n, [&](std::uint64_t i) { insert.process(city_row(lines, i)); });
     s += timed(1, [&](std::uint64_t) { insert.flush(); });
-    results.push_back({"ATI", std::string{"table insert, batch 100, "} + to_string(level), n, s,
+    results.push_back({"ATI", std::string{"ATI "} + to_string(level), std::string{"table insert, batch 100, "} + to_string(level), n, s,
                        insert.errors().count(), none});
   }
   {
     const std::uint64_t n = 200000 * scale;
     table_lookup lookup{conn, {"city_process_crash", key}};
     double s = timed(n, [&](std::uint64_t i) { lookup.process(city_row(lines, (i * 7919) % n)); });
-    results.push_back({"ATL", "table lookup of a random stored row", n, s, lookup.misses(), none});
+    results.push_back({"ATL", "ATL", "table lookup of a random stored row", n, s, lookup.misses(), none});
     table_range_scan scan{conn, {"city_process_crash"}};
     const std::uint64_t q = 5000 * scale;
     double s2 = timed(q, [&](std::uint64_t i) {
@@ -93,23 +94,28 @@ int main(int argc, char** argv) {
       auto start = 1422748800000LL + static_cast<long long>(i % 55) * 1000;
       scan.process(start, start + 3000);
     });
-    results.push_back({"ATR", "table range query of 3 s of CITY events, " +
+    results.push_back({"ATR", "ATR", "table range query of 3 s of CITY events, " +
                                   std::to_string(scan.rows_returned() / q) + " rows each on average",
                        q, s2, 0, 1.0 / 60});
   }
 
   const std::string model = std::string{TIDEMARK_DATA_DIR} + "/DecisionTreeClassify-SYS.arff";
-  const std::vector<std::pair<std::string, blob_target>> targets{
-      {"WiredTiger blob store", wiredtiger_blobs{conn, "models"}},
-      {"directory with fsync", directory_blobs{dir / "blobs", true}}};
-  for (const auto& [where, target] : targets) {
+  struct blob_case {
+    std::string where;
+    std::string tag;
+    blob_target target;
+  };
+  const std::vector<blob_case> targets{
+      {"WiredTiger blob store", "WiredTiger", wiredtiger_blobs{conn, "models"}},
+      {"directory with fsync", "directory", directory_blobs{dir / "blobs", true}}};
+  for (const auto& [where, tag, target] : targets) {
     const std::uint64_t n = (std::holds_alternative<directory_blobs>(target) ? 100 : 500) * scale;
     blob_upload upload{{target, ""}};
     double s = timed(n, [&](std::uint64_t) { upload.process(model); });
-    results.push_back({"ABU", "blob upload of a 44 KB model file, " + where, n, s, upload.errors().count(), none});
+    results.push_back({"ABU", "ABU " + tag, "blob upload of a 44 KB model file, " + where, n, s, upload.errors().count(), none});
     blob_download download{{target}};
     double s2 = timed(n * 4, [&](std::uint64_t) { download.process("DecisionTreeClassify-SYS.arff"); });
-    results.push_back({"ABD", "blob download of a 44 KB model file, " + where, n * 4, s2,
+    results.push_back({"ABD", "ABD " + tag, "blob download of a 44 KB model file, " + where, n * 4, s2,
                        download.errors().count(), none});
   }
 
@@ -125,9 +131,9 @@ int main(int argc, char** argv) {
     double pub_s = timed(n, [&](std::uint64_t i) { publisher.process(lines[i % lines.size()]); });
     while (received < n && subscriber.poll(std::chrono::seconds{2})) ++received;
     double sub_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    results.push_back({"MQP", "MQTT publish QoS 0 of a CITY SenML line to mosquitto on loopback", n, pub_s,
+    results.push_back({"MQP", "MQP", "MQTT publish QoS 0 of a CITY SenML line to mosquitto on loopback", n, pub_s,
                        publisher.errors().count(), none});
-    results.push_back({"MQS", "MQTT subscribe: all published lines received (end to end)", received, sub_s,
+    results.push_back({"MQS", "MQS", "MQTT subscribe: all published lines received (end to end)", received, sub_s,
                        n - received + subscriber.dropped(), none});
   }
 
@@ -145,11 +151,11 @@ int main(int argc, char** argv) {
   {
     const std::uint64_t n = 300 * scale;
     double s = timed(n, [&](std::uint64_t) { chart = svg.process("CITY sensor", series).value_or(""); });
-    results.push_back({"PLT", "multi-line SVG chart, 3 series x 20 points, 800x600", n, s, svg.errors().count(), 25});
+    results.push_back({"PLT", "PLT svg", "multi-line SVG chart, 3 series x 20 points, 800x600", n, s, svg.errors().count(), 25});
     multi_line_plot png{{plot_format::png}};
     const std::uint64_t m = 100 * scale;
     double s2 = timed(m, [&](std::uint64_t) { png.process("CITY sensor", series); });
-    results.push_back({"PLT", "multi-line PNG chart, 3 series x 20 points, 800x600", m, s2, png.errors().count(), 25});
+    results.push_back({"PLT", "PLT png", "multi-line PNG chart, 3 series x 20 points, 800x600", m, s2, png.errors().count(), 25});
   }
   for (bool remote : {false, true}) {
     const std::uint64_t n = 500 * scale;
@@ -157,7 +163,7 @@ int main(int argc, char** argv) {
     if (remote) config.staging_directory = dir / "staging";
     zip_batch zip{config};
     double s = timed(n, [&](std::uint64_t i) { zip.process({"chart" + std::to_string(i) + ".svg", chart}); });
-    results.push_back({remote ? "RZP" : "LZP",
+    results.push_back({remote ? "RZP" : "LZP", remote ? "RZP" : "LZP",
                        std::string{"zip of SVG charts ("} + std::to_string(chart.size() / 1024) +
                            " KB), 10 per archive, deflate level 1" + (remote ? ", staged then moved with fsync" : ""),
                        n, s, zip.errors().count(), remote ? 300.0 : 3000.0});
@@ -167,7 +173,7 @@ int main(int argc, char** argv) {
   std::printf("%-4s %12s %10s  %s\n", "task", "msg/s", "paper", "what");
   for (const auto& r : results) {
     double rate = static_cast<double>(r.messages) / r.seconds;
-    nlohmann::json t{{"task", r.task}, {"detail", r.detail}, {"messages", r.messages},
+    nlohmann::json t{{"task", r.task}, {"label", r.label}, {"detail", r.detail}, {"messages", r.messages},
                      {"seconds", r.seconds}, {"rate", rate}, {"errors", r.errors}};
     t["paper_storm_rate"] = std::isnan(r.paper_rate) ? nlohmann::json(nullptr) : nlohmann::json(r.paper_rate);
     tasks.push_back(t);

@@ -15,10 +15,10 @@ def main():
     doc = json.load(open(sys.argv[1]))
     os.makedirs(sys.argv[2], exist_ok=True)
     tasks = doc["tasks"]
-    labels = [f'{t["task"]}\n{t["detail"][:28]}' for t in tasks]
+    labels = [t["label"] for t in tasks]
     rates = [t["rate"] for t in tasks]
     paper = [t["paper_storm_rate"] for t in tasks]
-    fig, ax = plt.subplots(figsize=(14, 6))
+    fig, ax = plt.subplots(figsize=(11, 5))
     xs = range(len(tasks))
     ax.bar([x - 0.2 for x in xs], rates, width=0.4, label="Tidemark task, 1 thread")
     ax.bar([x + 0.2 for x in xs], [p if p is not None else 0 for p in paper], width=0.4,
@@ -26,7 +26,7 @@ def main():
     ax.set_yscale("log")
     ax.set_ylabel("messages / s")
     ax.set_xticks(list(xs))
-    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=9)
     ax.set_title("RIoTBench I/O and plot tasks: peak rate on one thread")
     ax.legend()
     fig.tight_layout()
