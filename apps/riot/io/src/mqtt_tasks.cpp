@@ -6,7 +6,8 @@
 #include <mosquitto.h>
 
 #include <condition_variable>
-#include <cstring>
+#include <cerrno>
+#include <system_error>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -14,6 +15,11 @@
 namespace tidemark::riot::io {
 
 namespace detail {
+
+namespace {
+// The text of the current errno (thread-safe, unlike strerror).
+std::string errno_text() { return std::error_code{errno, std::generic_category()}.message(); }
+}  // namespace
 
 class mqtt_client {
  public:
@@ -35,7 +41,7 @@ class mqtt_client {
     mosquitto_reconnect_delay_set(mosq_, broker.reconnect_min_s, broker.reconnect_max_s, true);
     if (int rc = mosquitto_connect_async(mosq_, broker.host.c_str(), broker.port, broker.keepalive_s);
         rc != MOSQ_ERR_SUCCESS)
-      connection_failed(rc == MOSQ_ERR_ERRNO ? std::strerror(errno) : mosquitto_strerror(rc));
+      connection_failed(rc == MOSQ_ERR_ERRNO ? errno_text() : mosquitto_strerror(rc));
     if (int rc = mosquitto_loop_start(mosq_); rc != MOSQ_ERR_SUCCESS) {
       mosquitto_destroy(mosq_);
       throw std::runtime_error("MQTT client for " + endpoint_ + ": cannot start its network thread: " +
@@ -129,7 +135,7 @@ class mqtt_client {
       c.subscribed_ = false;
     }
     // rc 0 is our own disconnect; anything else is a lost or refused connection.
-    if (rc != 0) c.connection_failed(rc == MOSQ_ERR_ERRNO ? std::strerror(errno) : mosquitto_strerror(rc));
+    if (rc != 0) c.connection_failed(rc == MOSQ_ERR_ERRNO ? errno_text() : mosquitto_strerror(rc));
   }
 
   static void on_subscribe(mosquitto*, void* obj, int, int, const int*) {

@@ -7,7 +7,7 @@
 #include <zip.h>
 
 #include <cerrno>
-#include <cstring>
+#include <system_error>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -24,7 +24,7 @@ void fsync_file(const fs::path& p, int flags) {
   int rc = fd < 0 ? -1 : ::fsync(fd);
   int err = errno;
   if (fd >= 0) ::close(fd);
-  if (rc != 0) throw std::runtime_error("fsync " + p.string() + ": " + std::strerror(err));
+  if (rc != 0) throw std::runtime_error("fsync " + p.string() + ": " + std::error_code{err, std::generic_category()}.message());
 }
 
 }  // namespace

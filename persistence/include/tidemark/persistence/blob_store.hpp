@@ -29,7 +29,7 @@ struct blob_info {
 /// connection's cache (cache_size) while it is written.
 class blob_store {
  public:
-  static constexpr std::size_t default_chunk_size = 256 * 1024;
+  static constexpr std::size_t default_chunk_size = std::size_t{256} * 1024;
 
   /// Opens store `name` (letters, digits, '_', '-', '.'), creating it with `level` if missing;
   /// new blobs are cut into `chunk_size`-byte chunks. Throws std::invalid_argument as

@@ -11,9 +11,9 @@
 #include <string_view>
 
 // WiredTiger's own struct tags; <wiredtiger.h> stays out of this header.
-struct __wt_connection;
-struct __wt_session;
-struct __wt_cursor;
+struct __wt_connection;  // NOLINT(bugprone-reserved-identifier): WiredTiger's name
+struct __wt_session;     // NOLINT(bugprone-reserved-identifier)
+struct __wt_cursor;      // NOLINT(bugprone-reserved-identifier)
 
 namespace tidemark::persistence {
 
