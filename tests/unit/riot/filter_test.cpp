@@ -30,7 +30,7 @@ BOOST_AUTO_TEST_CASE(range_filter_marks_out_of_range_fields_of_city_messages) {
   for (auto& o : obs) {
     auto [lo, hi] = bounds.at(o.obs_type);
     bool expected = o.value >= lo && o.value <= hi;
-    BOOST_TEST(rgf.process(o) == expected);
+    BOOST_TEST(*rgf.process(o) == expected);
     BOOST_TEST(o.missing == !expected);
     marked[o.obs_type] += !expected;
   }

@@ -55,14 +55,13 @@ bool range_filter::check(std::string_view field, double value) const {
   return it == config_.ranges.end() || (value >= it->second.min && value <= it->second.max);
 }
 
-bool range_filter::process(observation& o) {
+result<bool> range_filter::process(observation& o) {
   auto it = config_.ranges.find(o.obs_type);
   if (it == config_.ranges.end()) return true;
   if (!o.numeric) {
-    fail("range_filter", "message " + std::to_string(o.msg_id) + ", field '" + o.obs_type +
-                             "': value \"" + o.text + "\" is not a number");
     o.missing = true;
-    return false;
+    return fail("range_filter", "message " + std::to_string(o.msg_id) + ", field '" + o.obs_type +
+                                    "': value \"" + o.text + "\" is not a number");
   }
   bool ok = o.value >= it->second.min && o.value <= it->second.max;
   if (!ok) o.missing = true;

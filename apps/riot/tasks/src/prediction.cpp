@@ -548,7 +548,12 @@ bool sliding_regression::accepts(const observation& o) const {
 
 std::optional<observation> sliding_regression::process(const observation& o) {
   if (!accepts(o)) return std::nullopt;
-  auto predictions = step(states_[detail::state_key(o)], o.value);
+  return process(states_[sensor_field_key(o)], o);
+}
+
+std::optional<observation> sliding_regression::process(state& s, const observation& o) const {
+  if (!accepts(o)) return std::nullopt;
+  auto predictions = step(s, o.value);
   if (predictions.empty()) return std::nullopt;
   observation out = o;
   out.meta = o.meta + ',' + o.obs_type;

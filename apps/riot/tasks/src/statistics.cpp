@@ -59,13 +59,17 @@ bool block_average::accepts(const observation& o) const {
 
 std::optional<observation> block_average::process(const observation& o) {
   if (!accepts(o)) return std::nullopt;
-  auto mean = step(states_[detail::state_key(o)], o.value);
+  return process(states_[sensor_field_key(o)], o);
+}
+
+std::optional<observation> block_average::process(state& s, const observation& o) const {
+  if (!accepts(o)) return std::nullopt;
+  auto mean = step(s, o.value);
   if (!mean) return std::nullopt;
   observation out = o;
   out.meta = o.meta + ',' + o.obs_type;
   out.obs_type = "AVG";
-  out.value = *mean;
-  out.text = detail::format_double(*mean);
+  set_value(out, *mean);
   return out;
 }
 
@@ -195,10 +199,13 @@ bool kalman_filter::accepts(const observation& o) const {
 
 std::optional<observation> kalman_filter::process(const observation& o) {
   if (!accepts(o)) return std::nullopt;
-  auto [it, fresh] = states_.try_emplace(detail::state_key(o), initial());
+  return process(states_.try_emplace(sensor_field_key(o), initial()).first->second, o);
+}
+
+std::optional<observation> kalman_filter::process(state& s, const observation& o) const {
+  if (!accepts(o)) return std::nullopt;
   observation out = o;
-  out.value = step(it->second, o.value);
-  out.text = detail::format_double(out.value);
+  set_value(out, step(s, o.value));
   return out;
 }
 
@@ -247,10 +254,7 @@ bool interpolation::accepts(const observation& o) const {
 bool interpolation::step(state& s, observation& o) const {
   if (o.missing || !o.numeric) {
     if (s.window.empty()) return false;
-    o.value = std::accumulate(s.window.begin(), s.window.end(), 0.0) / static_cast<double>(s.window.size());
-    o.text = detail::format_double(o.value);
-    o.numeric = true;
-    o.missing = false;
+    set_value(o, std::accumulate(s.window.begin(), s.window.end(), 0.0) / static_cast<double>(s.window.size()));
     return true;
   }
   s.window.push_back(o.value);
@@ -258,9 +262,15 @@ bool interpolation::step(state& s, observation& o) const {
   return true;
 }
 
+std::optional<observation> interpolation::process(state& s, const observation& o) const {
+  observation out = o;
+  if (accepts(out)) step(s, out);
+  return out;
+}
+
 bool interpolation::process(observation& o) {
   if (!accepts(o)) return !o.missing;
-  return step(states_[detail::state_key(o)], o);
+  return step(states_[sensor_field_key(o)], o);
 }
 
 }  // namespace tidemark::riot

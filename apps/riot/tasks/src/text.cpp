@@ -113,6 +113,15 @@ std::string format_double(double x) {
   return std::string(buf, end);
 }
 
-std::string state_key(const observation& o) { return o.sensor_id + '\x1f' + o.obs_type; }
-
 }  // namespace tidemark::riot::detail
+
+namespace tidemark::riot {
+
+void set_value(observation& o, double x) {
+  o.value = x;
+  o.text = detail::format_double(x);
+  o.numeric = true;
+  o.missing = false;
+}
+
+}  // namespace tidemark::riot

@@ -43,7 +43,4 @@ void append_json_string(std::string& out, std::string_view text);
 /// The shortest text that reads back as `x`.
 std::string format_double(double x);
 
-/// The key of per-sensor, per-field task state (sensor id + field name).
-std::string state_key(const observation& o);
-
 }  // namespace tidemark::riot::detail

@@ -39,9 +39,9 @@ class range_filter : public error_counter {
   /// True when `field`'s value is in range or `field` has no range.
   bool check(std::string_view field, double value) const;
 
-  /// Checks one observation; an out-of-range value is marked missing. A non-numeric value of a
-  /// ranged field is marked missing too and counted as an error. Returns whether it passed.
-  bool process(observation& o);
+  /// Checks one observation; an out-of-range value is marked missing. Returns whether it passed,
+  /// or an error (counted) for a non-numeric value of a ranged field, which is marked missing too.
+  result<bool> process(observation& o);
 
  private:
   range_filter_config config_;

@@ -27,4 +27,10 @@ struct observation {
   bool missing = false;
 };
 
+/// The key of per-sensor, per-field task state (sensor id + field name).
+inline std::string sensor_field_key(const observation& o) { return o.sensor_id + '\x1f' + o.obs_type; }
+
+/// Sets a computed numeric value: value, its shortest round-trip text, numeric, not missing.
+void set_value(observation& o, double x);
+
 }  // namespace tidemark::riot

@@ -202,11 +202,14 @@ class sliding_regression {
 
   explicit sliding_regression(sliding_regression_config config);
 
+  state initial() const { return {}; }
   /// Adds `y`; returns the predictions (empty while the window is filling).
   std::vector<double> step(state& s, double y) const;
   bool accepts(const observation& o) const;
-  /// Keyed by sensor id + field: obs_type "SLR", text the '#'-joined predictions, value their
-  /// mean, meta "<meta>,<field>".
+  /// Once the window is full: obs_type "SLR", text the '#'-joined predictions, value their mean,
+  /// meta "<meta>,<field>".
+  std::optional<observation> process(state& s, const observation& o) const;
+  /// The same, keyed by sensor id + field.
   std::optional<observation> process(const observation& o);
 
  private:

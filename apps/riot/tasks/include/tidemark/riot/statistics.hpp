@@ -45,12 +45,15 @@ class block_average {
 
   explicit block_average(block_average_config config);
 
+  state initial() const { return {}; }
   /// Adds `x`; returns the block's mean when this value completes it (and starts the next block).
   std::optional<double> step(state& s, double x) const;
   /// Whether `o` is one of the averaged fields and has a usable value.
   bool accepts(const observation& o) const;
-  /// Keyed by sensor id + field. Emits an observation with obs_type "AVG", the mean as value and
-  /// meta "<meta>,<field>" when a block completes.
+  /// The "AVG" observation (the block's mean as value, meta "<meta>,<field>") when `o` completes
+  /// the block held in `s`.
+  std::optional<observation> process(state& s, const observation& o) const;
+  /// The same, keyed by sensor id + field.
   std::optional<observation> process(const observation& o);
 
  private:
@@ -151,7 +154,9 @@ class kalman_filter {
   /// Folds measurement `z` into `s`; returns the new estimate.
   double step(state& s, double z) const;
   bool accepts(const observation& o) const;
-  /// Keyed by sensor id + field: the observation with its value replaced by the estimate.
+  /// The observation with its value replaced by the estimate (configured fields only).
+  std::optional<observation> process(state& s, const observation& o) const;
+  /// The same, keyed by sensor id + field.
   std::optional<observation> process(const observation& o);
 
  private:
@@ -210,10 +215,13 @@ class interpolation {
 
   explicit interpolation(interpolation_config config);
 
+  state initial() const { return {}; }
   /// Fills or records `o` in `s`. Returns false when `o` is missing and `s` has no history (it stays
   /// missing).
   bool step(state& s, observation& o) const;
   bool accepts(const observation& o) const;
+  /// `o`, filled in from `s` or recorded in it when it is of a configured field.
+  std::optional<observation> process(state& s, const observation& o) const;
   /// Keyed by sensor id + field; observations of other fields pass unchanged.
   bool process(observation& o);
 
