@@ -71,12 +71,12 @@ BOOST_AUTO_TEST_CASE(malformed_senml_is_a_counted_error_naming_the_problem) {
     const char* says;
   };
   std::vector<bad> cases{
-      {"not json at all", "senml_parse: the message is not a JSON object"},
+      {"not json at all", "senml_parse: not JSON: Problem while parsing an atom starting with the letter 'n'"},
       {"[1,2]", "senml_parse: the message is not a JSON object"},
       {R"({"bt":1})", "senml_parse: no entry array 'e'"},
       {R"({"e":{}})", "senml_parse: 'e' must be an array of entries"},
       {R"({"e":[{"n":"x","v":"abc"}]})", "senml_parse: entry 0: 'v' is not a number: \"abc\""},
-      {R"({"e":[{"n":"a","v":"1"},{"u":"x","v":"1"}]})", "senml_parse: entry 1 has no name ('n')"},
+      {R"({"e":[{"n":"a","v":"1"},{"u":"x","v":"1"}]})", "senml_parse: entry 1 has no name ('n') and there is no base name ('bn')"},
       {R"({"e":[{"n":"x"}]})", "senml_parse: entry 0 ('x') has no value (v, sv or bv)"},
       {R"({"bt":"yesterday","e":[]})", "senml_parse: 'bt' is not a number: \"yesterday\""},
       {R"({"e":[3]})", "senml_parse: entry 0 is not a JSON object"},

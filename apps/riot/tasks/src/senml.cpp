@@ -10,7 +10,7 @@
 
 namespace tidemark::riot {
 
-namespace sj = simdjson::ondemand;
+namespace dom = simdjson::dom;
 
 const senml_field* senml_record::find(std::string_view name) const noexcept {
   for (auto& f : fields)
@@ -18,9 +18,10 @@ const senml_field* senml_record::find(std::string_view name) const noexcept {
   return nullptr;
 }
 
+// The DOM parser dispatches at run time to the best kernel for the CPU (the on-demand API would
+// be fixed at compile time to the portable fallback kernel); it validates the whole message first.
 struct senml_parse::impl {
-  sj::parser parser;
-  std::string buffer;  // the message plus simdjson's padding
+  dom::parser parser;
 };
 
 senml_parse::senml_parse() : impl_(std::make_unique<impl>()) {}
@@ -32,59 +33,48 @@ namespace {
 
 const char* task = "senml_parse";
 
-// Reads a value that RIoTBench writes either as a JSON number or as a numeric string. Returns the
-// text as written and sets `number` when it is numeric.
-simdjson::error_code read_numeric(sj::value v, std::string& text, std::optional<double>& number) {
-  sj::json_type type;
-  if (auto e = v.type().get(type)) return e;
-  if (type == sj::json_type::string) {
-    std::string_view s;
-    if (auto e = v.get_string().get(s)) return e;
+// Reads a value that RIoTBench writes either as a JSON number or as a numeric string into its
+// text and number; false when it is neither.
+bool read_numeric(dom::element v, std::string& text, std::optional<double>& number) {
+  if (v.is_string()) {
+    std::string_view s = v.get_string().value_unsafe();
     text.assign(s);
     number = detail::parse_double(s);
-    return simdjson::SUCCESS;
+    return true;
   }
-  if (type == sj::json_type::number) {
-    text.assign(detail::trim(v.raw_json_token()));
-    number = detail::parse_double(text);
-    return simdjson::SUCCESS;
+  if (v.is_int64()) {
+    auto i = v.get_int64().value_unsafe();
+    text = std::to_string(i);
+    number = static_cast<double>(i);
+    return true;
   }
-  return simdjson::INCORRECT_TYPE;
+  if (v.is_number()) {
+    number = v.get_double().value_unsafe();
+    text = detail::format_double(*number);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
 
 result<senml_record> senml_parse::process(std::string_view json) {
-  auto& buf = impl_->buffer;
-  buf.reserve(json.size() + simdjson::SIMDJSON_PADDING);
-  buf.assign(json);
-  sj::document doc;
-  if (auto e = impl_->parser.iterate(buf.data(), buf.size(), buf.capacity()).get(doc))
+  dom::element doc;
+  if (auto e = impl_->parser.parse(json.data(), json.size()).get(doc))
     return fail(task, std::string("not JSON: ") + simdjson::error_message(e));
-  sj::object root;
+  dom::object root;
   if (doc.get_object().get(root)) return fail(task, "the message is not a JSON object");
 
   senml_record rec;
-  std::string base_name, base_unit;
-  struct pending {
-    senml_field field;
-    std::optional<double> number;
-    std::optional<std::int64_t> t;
-    bool has_value = false;
-  };
-  std::vector<pending> entries;
-  bool has_entries = false;
-  std::string text;
+  std::string base_name, base_unit, text;
   std::optional<double> number;
+  std::vector<std::optional<std::int64_t>> times;
+  std::vector<bool> named;
+  bool has_entries = false;
 
-  for (auto member : root) {
-    std::string_view key;
-    if (member.unescaped_key().get(key)) return fail(task, "malformed JSON in a member name");
-    sj::value v;
-    if (member.value().get(v)) return fail(task, "malformed JSON in member '" + std::string(key) + "'");
+  for (auto [key, v] : root) {
     if (key == "bt") {
-      if (read_numeric(v, text, number))
-        return fail(task, "'bt' must be a number or a numeric string");
+      if (!read_numeric(v, text, number)) return fail(task, "'bt' must be a number or a numeric string");
       auto bt = detail::parse_int(text);
       if (!bt) {
         if (!number) return fail(task, "'bt' is not a number: \"" + text + "\"");
@@ -96,67 +86,64 @@ result<senml_record> senml_parse::process(std::string_view json) {
       if (v.get_string().get(s)) return fail(task, "'" + std::string(key) + "' must be a string");
       (key == "bn" ? base_name : base_unit).assign(s);
     } else if (key == "e") {
-      sj::array arr;
+      dom::array arr;
       if (v.get_array().get(arr)) return fail(task, "'e' must be an array of entries");
       has_entries = true;
+      rec.fields.reserve(arr.size());
       std::size_t index = 0;
-      for (auto element : arr) {
-        auto where = "entry " + std::to_string(index);
-        ++index;
-        sj::object entry;
-        if (element.get_object().get(entry)) return fail(task, where + " is not a JSON object");
-        auto& p = entries.emplace_back();
-        bool has_name = false;
-        for (auto em : entry) {
-          std::string_view ek;
-          if (em.unescaped_key().get(ek)) return fail(task, where + ": malformed JSON");
-          sj::value ev;
-          if (em.value().get(ev)) return fail(task, where + ": malformed value of '" + std::string(ek) + "'");
+      for (dom::element element : arr) {
+        auto where = [&] { return "entry " + std::to_string(index); };
+        dom::object entry;
+        if (element.get_object().get(entry)) return fail(task, where() + " is not a JSON object");
+        auto& f = rec.fields.emplace_back();
+        auto& t = times.emplace_back();
+        bool has_name = false, has_value = false;
+        for (auto [ek, ev] : entry) {
           std::string_view s;
           if (ek == "n") {
-            if (ev.get_string().get(s)) return fail(task, where + ": 'n' must be a string");
-            p.field.name.assign(s);
+            if (ev.get_string().get(s)) return fail(task, where() + ": 'n' must be a string");
+            f.name.assign(s);
             has_name = true;
           } else if (ek == "u") {
-            if (ev.get_string().get(s)) return fail(task, where + ": 'u' must be a string");
-            p.field.unit.assign(s);
+            if (ev.get_string().get(s)) return fail(task, where() + ": 'u' must be a string");
+            f.unit.assign(s);
           } else if (ek == "v") {
-            if (read_numeric(ev, p.field.text, p.number) || !p.number)
-              return fail(task, where + ": 'v' is not a number" +
-                                    (p.field.text.empty() ? "" : ": \"" + p.field.text + "\""));
-            p.has_value = true;
+            if (!read_numeric(ev, f.text, number) || !number)
+              return fail(task, where() + ": 'v' is not a number" + (f.text.empty() ? "" : ": \"" + f.text + "\""));
+            f.value = *number;
+            f.numeric = true;
+            has_value = true;
           } else if (ek == "sv" || ek == "vs") {
-            if (ev.get_string().get(s)) return fail(task, where + ": '" + std::string(ek) + "' must be a string");
-            p.field.text.assign(s);
-            p.has_value = true;
+            if (ev.get_string().get(s)) return fail(task, where() + ": '" + std::string(ek) + "' must be a string");
+            f.text.assign(s);
+            has_value = true;
           } else if (ek == "bv" || ek == "vb") {
             bool b = false;
-            if (ev.get_bool().get(b)) return fail(task, where + ": '" + std::string(ek) + "' must be true or false");
-            p.field.text = b ? "true" : "false";
-            p.has_value = true;
+            if (ev.get_bool().get(b)) return fail(task, where() + ": '" + std::string(ek) + "' must be true or false");
+            f.text = b ? "true" : "false";
+            has_value = true;
           } else if (ek == "t") {
-            if (read_numeric(ev, text, number) || !number)
-              return fail(task, where + ": 't' is not a number");
-            p.t = static_cast<std::int64_t>(*number);
+            if (!read_numeric(ev, text, number) || !number) return fail(task, where() + ": 't' is not a number");
+            t = static_cast<std::int64_t>(*number);
           }
           // Other SenML members (ut, s, ver, ...) carry nothing the tasks use.
         }
-        if (!has_name && base_name.empty()) return fail(task, where + " has no name ('n')");
-        if (!p.has_value) return fail(task, where + " ('" + p.field.name + "') has no value (v, sv or bv)");
+        named.push_back(has_name);
+        if (!has_value) return fail(task, where() + " ('" + f.name + "') has no value (v, sv or bv)");
+        ++index;
       }
     }
   }
   if (!has_entries) return fail(task, "no entry array 'e'");
 
   // bn/bu/bt may come after "e" in the object, so they are applied once the whole message is read.
-  rec.fields.reserve(entries.size());
-  for (auto& p : entries) {
-    auto& f = rec.fields.emplace_back(std::move(p.field));
+  for (std::size_t i = 0; i < rec.fields.size(); ++i) {
+    auto& f = rec.fields[i];
+    if (!named[i] && base_name.empty())
+      return fail(task, "entry " + std::to_string(i) + " has no name ('n') and there is no base name ('bn')");
     if (!base_name.empty()) f.name.insert(0, base_name);
     if (f.unit.empty()) f.unit = base_unit;
-    f.numeric = p.number.has_value();
-    f.value = p.number.value_or(0);
-    f.time = rec.base_time + p.t.value_or(0);
+    f.time = rec.base_time + times[i].value_or(0);
   }
   return rec;
 }
