@@ -548,7 +548,7 @@ bool sliding_regression::accepts(const observation& o) const {
 
 std::optional<observation> sliding_regression::process(const observation& o) {
   if (!accepts(o)) return std::nullopt;
-  return process(states_[sensor_field_key(o)], o);
+  return process(states_.get(o, [] { return state{}; }), o);
 }
 
 std::optional<observation> sliding_regression::process(state& s, const observation& o) const {

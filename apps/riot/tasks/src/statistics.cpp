@@ -59,7 +59,7 @@ bool block_average::accepts(const observation& o) const {
 
 std::optional<observation> block_average::process(const observation& o) {
   if (!accepts(o)) return std::nullopt;
-  return process(states_[sensor_field_key(o)], o);
+  return process(states_.get(o, [] { return state{}; }), o);
 }
 
 std::optional<observation> block_average::process(state& s, const observation& o) const {
@@ -91,14 +91,19 @@ accumulator::accumulator(accumulator_config config) : config_(std::move(config))
 
 result<std::optional<accumulated>> accumulator::process(const observation& o) {
   std::optional<task_error> error;
-  auto comma = o.meta.rfind(',');
-  auto field = comma == std::string::npos ? o.meta : o.meta.substr(comma + 1);
-  auto& values = current_[o.sensor_id + o.obs_type][field];
+  std::string_view meta = o.meta;
+  auto comma = meta.rfind(',');
+  auto field = comma == std::string_view::npos ? meta : meta.substr(comma + 1);
+  key_.assign(o.sensor_id) += o.obs_type;
+  auto outer = current_.find(key_);
+  if (outer == current_.end()) outer = current_.emplace(key_, accumulated::mapped_type{}).first;
+  auto inner = outer->second.find(field);
+  if (inner == outer->second.end()) inner = outer->second.emplace(std::string(field), std::vector<timed_value>{}).first;
+  auto& values = inner->second;
   if (contains(config_.multivalue_types, o.obs_type)) {
-    std::vector<std::string_view> parts;
-    detail::split(o.text, '#', parts);
+    detail::split(o.text, '#', parts_);
     std::vector<timed_value> parsed;
-    for (auto p : parts) {
+    for (auto p : parts_) {
       auto x = detail::parse_double(p);
       if (!x) {
         error = fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
@@ -197,9 +202,10 @@ bool kalman_filter::accepts(const observation& o) const {
   return o.numeric && !o.missing && contains(config_.fields, o.obs_type);
 }
 
-std::optional<observation> kalman_filter::process(const observation& o) {
-  if (!accepts(o)) return std::nullopt;
-  return process(states_.try_emplace(sensor_field_key(o), initial()).first->second, o);
+bool kalman_filter::process(observation& o) {
+  if (!accepts(o)) return false;
+  set_value(o, step(states_.get(o, [this] { return initial(); }), o.value));
+  return true;
 }
 
 std::optional<observation> kalman_filter::process(state& s, const observation& o) const {
@@ -270,7 +276,7 @@ std::optional<observation> interpolation::process(state& s, const observation& o
 
 bool interpolation::process(observation& o) {
   if (!accepts(o)) return !o.missing;
-  return step(states_[sensor_field_key(o)], o);
+  return step(states_.get(o, [] { return state{}; }), o);
 }
 
 }  // namespace tidemark::riot

@@ -119,7 +119,9 @@ namespace tidemark::riot {
 
 void set_value(observation& o, double x) {
   o.value = x;
-  o.text = detail::format_double(x);
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+  o.text.assign(buf, end);  // reuses the string's capacity
   o.numeric = true;
   o.missing = false;
 }

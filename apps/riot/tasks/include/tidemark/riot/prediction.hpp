@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tidemark/riot/dataset.hpp"
+#include "tidemark/riot/detail/keyed_states.hpp"
 #include "tidemark/riot/observation.hpp"
 #include "tidemark/riot/result.hpp"
 
@@ -214,7 +215,7 @@ class sliding_regression {
 
  private:
   sliding_regression_config config_;
-  std::unordered_map<std::string, state> states_;
+  detail::keyed_states<state> states_;
 };
 
 }  // namespace tidemark::riot

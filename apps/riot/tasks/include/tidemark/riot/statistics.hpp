@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tidemark/riot/dataset.hpp"
+#include "tidemark/riot/detail/keyed_states.hpp"
 #include "tidemark/riot/observation.hpp"
 #include "tidemark/riot/result.hpp"
 
@@ -58,7 +59,7 @@ class block_average {
 
  private:
   block_average_config config_;
-  std::unordered_map<std::string, state> states_;
+  detail::keyed_states<state> states_;
 };
 
 // ---- accumulator -----------------------------------------------------------------------------
@@ -81,8 +82,9 @@ struct timed_value {
 };
 
 /// One emitted window: sensor id + obs type -> original field (last meta element) -> values in
-/// time order (stable for equal times).
-using accumulated = std::map<std::string, std::map<std::string, std::vector<timed_value>>>;
+/// time order (stable for equal times). Ordered maps with transparent lookup by string_view.
+using accumulated =
+    std::map<std::string, std::map<std::string, std::vector<timed_value>, std::less<>>, std::less<>>;
 
 /// Collects observations and emits them grouped every `window_size` inputs.
 class accumulator : public error_counter {
@@ -97,6 +99,8 @@ class accumulator : public error_counter {
   accumulator_config config_;
   accumulated current_;
   std::size_t count_ = 0;
+  std::string key_;  // scratch: sensor id + obs type
+  std::vector<std::string_view> parts_;  // scratch: multi-value elements
 };
 
 // ---- distinct approximate count ---------------------------------------------------------------
@@ -156,12 +160,14 @@ class kalman_filter {
   bool accepts(const observation& o) const;
   /// The observation with its value replaced by the estimate (configured fields only).
   std::optional<observation> process(state& s, const observation& o) const;
-  /// The same, keyed by sensor id + field.
-  std::optional<observation> process(const observation& o);
+  /// Keyed by sensor id + field, in place: replaces the value of a configured field by its
+  /// estimate and returns true; returns false and leaves other fields alone (a 1:1 transform
+  /// needs no copy).
+  bool process(observation& o);
 
  private:
   kalman_config config_;
-  std::unordered_map<std::string, state> states_;
+  detail::keyed_states<state> states_;
 };
 
 // ---- second-order moment -----------------------------------------------------------------------
@@ -227,7 +233,7 @@ class interpolation {
 
  private:
   interpolation_config config_;
-  std::unordered_map<std::string, state> states_;
+  detail::keyed_states<state> states_;
 };
 
 }  // namespace tidemark::riot

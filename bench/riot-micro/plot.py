@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""plot.py JSON OUTDIR: log-scale bars of each RIoTBench task's peak throughput on one thread
+(Tidemark, per wall second and per CPU-second) next to the paper's Apache Storm figures."""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: plot.py RESULT.json OUTDIR")
+    with open(sys.argv[1]) as f:
+        report = json.load(f)
+    tasks = report["tasks"]
+    codes = [t["code"] for t in tasks]
+    x = range(len(tasks))
+    w = 0.28
+    fig, ax = plt.subplots(figsize=(12, 5))
+    ax.bar([i - w for i in x], [t["storm_msg_s"] for t in tasks], w, label="Storm (paper, 1 thread)", color="#999999")
+    ax.bar(list(x), [t["throughput_msg_s"] for t in tasks], w, label="Tidemark, per wall second (shared host)", color="#4c72b0")
+    ax.bar([i + w for i in x], [t["throughput_msg_per_cpu_s"] for t in tasks], w, label="Tidemark, per CPU-second", color="#55a868")
+    ax.set_yscale("log")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(codes)
+    ax.set_ylabel("peak throughput (msg/s, log scale)")
+    ax.set_title("RIoTBench micro-benchmark: one task on one thread (%s)" % report.get("cpu", ""))
+    ax.grid(axis="y", which="major", alpha=0.3)
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    os.makedirs(sys.argv[2], exist_ok=True)
+    out = os.path.join(sys.argv[2], "riot-micro-throughput.png")
+    fig.savefig(out, dpi=120)
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
