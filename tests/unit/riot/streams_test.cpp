@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "sample_data.hpp"
+#include "tidemark/riot/parse.hpp"
 #include "tidemark/riot/streams.hpp"
 #include "tidemark/runtime.hpp"
 
@@ -76,4 +77,21 @@ BOOST_AUTO_TEST_CASE(kalman_and_interpolation_streams_match_the_plain_tasks) {
   tidemark::run(j);
   BOOST_TEST(smoothed.values().size() == expected.size());
   BOOST_TEST(rows_of(smoothed.values()) == rows_of(expected));
+}
+
+BOOST_AUTO_TEST_CASE(apply_task_runs_any_fallible_task_and_reports_its_errors) {
+  std::vector<std::string> rows{"1,ci4lnqzte000002xpokc9d25v0,8", "2,no-such-sensor,9", "3,ci4lnqzte000002xpokc9d25v0,7"};
+  tidemark::job j("riot_apply_test");
+  task_errors errors;
+  auto config = annotate_config::for_dataset(dataset::city, riot_test::data_dir());
+  auto annotated = apply_task<std::string>(j.from_container(rows), [config] { return annotate(config); }, errors,
+                                           "annotate")
+                       .collect();
+  tidemark::run(j);
+  auto values = annotated.values();
+  std::sort(values.begin(), values.end());
+  BOOST_TEST(values == (std::vector<std::string>{"1,ci4lnqzte000002xpokc9d25v0,8,building4,analog",
+                                                 "3,ci4lnqzte000002xpokc9d25v0,7,building4,analog"}));
+  BOOST_TEST(errors.count() == 1u);
+  BOOST_TEST(errors.messages() == std::vector<std::string>{"annotate: no metadata for key 'no-such-sensor'"});
 }
