@@ -1,7 +1,9 @@
 // Benchmark `riot-micro`: RIoTBench's micro-benchmark per task on one thread. Each task's process()
 // runs in a loop over inputs built from the real sample data for a fixed time (peak throughput),
 // then once more with every call timed (latency percentiles); compared with the paper's Apache
-// Storm peak rates (one thread on a 2.2 GHz core).
+// Storm peak rates (one thread on a 2.2 GHz core). With --runtime it also runs the paper's harness,
+// source -> task -> sink, through tidemark::run on one scheduler thread for the tasks that have
+// stream adapters.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -23,6 +25,8 @@
 #include "tidemark/riot/prediction.hpp"
 #include "tidemark/riot/senml.hpp"
 #include "tidemark/riot/statistics.hpp"
+#include "tidemark/riot/streams.hpp"
+#include "tidemark/runtime.hpp"
 
 using namespace tidemark::riot;
 using clock_type = std::chrono::steady_clock;
@@ -282,6 +286,112 @@ nlohmann::json measure(const task_case& c, double seconds, std::uint64_t& sink) 
   return j;
 }
 
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// source (cycling over `inputs`, n elements) -> build(source) -> count sink, on one scheduler
+// thread; the source copies each element, as a spout would emit it.
+template <class In, class Build>
+nlohmann::json through_runtime(const std::string& code, std::shared_ptr<const std::vector<In>> inputs,
+                               std::uint64_t n, Build build) {
+  tidemark::job j("riot-micro-" + code);
+  auto source = j.from_generator(
+      [inputs, n, i = std::uint64_t{0}]() mutable -> std::optional<In> {
+        if (i == n) return std::nullopt;
+        return (*inputs)[i++ % inputs->size()];
+      },
+      "source");
+  auto out = build(source).count("sink");
+  tidemark::run_options opts;
+  opts.threads = 1;
+  auto cpu0 = process_cpu_seconds();
+  auto r = tidemark::run(j, opts);
+  auto cpu = process_cpu_seconds() - cpu0;
+  nlohmann::json x;
+  x["code"] = code;
+  x["elements"] = n;
+  x["outputs"] = out.value();
+  x["seconds"] = r.seconds;
+  x["throughput_msg_s"] = static_cast<double>(n) / r.seconds;
+  x["process_cpu_seconds"] = cpu;
+  x["throughput_msg_per_cpu_s"] = static_cast<double>(n) / cpu;
+  std::printf("runtime %-4s %10llu msgs  %12.0f msg/s  %12.0f msg/cpu-s  (%llu out)\n", code.c_str(),
+              static_cast<unsigned long long>(n), x["throughput_msg_s"].get<double>(),
+              x["throughput_msg_per_cpu_s"].get<double>(), static_cast<unsigned long long>(out.value()));
+  std::fflush(stdout);
+  return x;
+}
+
+// The tasks with stream adapters, through the runtime; `n` elements each (fewer for XML).
+nlohmann::json runtime_cases(const inputs& in, const std::string& dir, const std::string& only, std::uint64_t n) {
+  nlohmann::json all = nlohmann::json::array();
+  auto want = [&](const char* code) { return only.empty() || only == code; };
+  auto json = std::make_shared<const std::vector<std::string>>(in.city_json);
+  auto obs = std::make_shared<const std::vector<observation>>(in.city_obs);
+  auto rows = std::make_shared<const std::vector<std::string>>(in.city_csv);
+  auto taxi = std::make_shared<const std::vector<std::string>>(in.taxi_rows);
+  task_errors errors;
+  if (want("SML"))
+    all.push_back(through_runtime("SML", json, n, [&](const auto& s) {
+      return parse_senml(s, senml_fanout_config::for_dataset(dataset::city, dir), errors);
+    }));
+  if (want("ANN"))
+    all.push_back(through_runtime("ANN", rows, n, [&](const auto& s) {
+      auto config = annotate_config::for_dataset(dataset::city, dir);
+      return apply_task<std::string>(s, [config] { return annotate(config); }, errors, "annotate");
+    }));
+  if (want("XML")) {
+    auto xml = std::make_shared<const std::vector<std::string>>(1, in.xml);
+    all.push_back(through_runtime("XML", xml, n / 50, [&](const auto& s) {
+      return apply_task<xml_summary>(s, [] { return xml_parse(); }, errors, "xml_parse");
+    }));
+  }
+  if (want("RGF"))
+    all.push_back(through_runtime("RGF", obs, n, [&](const auto& s) {
+      return range_filter_marks(s, range_filter_config::for_dataset(dataset::city), errors);
+    }));
+  if (want("BLF")) {
+    std::vector<std::string> ids;
+    for (auto& o : in.city_obs) ids.push_back(o.sensor_id);
+    auto check = std::make_shared<const bloom_filter_check>(
+        bloom_filter_check::from_ids(bloom_filter_config::for_dataset(dataset::city), ids));
+    all.push_back(through_runtime("BLF", obs, n, [&](const auto& s) { return bloom_filter_marks(s, check); }));
+  }
+  if (want("DAC"))
+    all.push_back(through_runtime("DAC", obs, n, [&](const auto& s) {
+      return distinct_sensors(s, distinct_count_config::for_dataset(dataset::city));
+    }));
+  if (want("KAL"))
+    all.push_back(through_runtime("KAL", obs, n, [&](const auto& s) { return kalman(s, kalman_config::for_dataset(dataset::city)); }));
+  if (want("AVG"))
+    all.push_back(through_runtime("AVG", obs, n, [&](const auto& s) {
+      return block_average_of(s, block_average_config::for_dataset(dataset::city));
+    }));
+  if (want("INP"))
+    all.push_back(through_runtime("INP", obs, n, [&](const auto& s) {
+      return interpolate(s, interpolation_config::for_dataset(dataset::city));
+    }));
+  if (want("SLR"))
+    all.push_back(through_runtime("SLR", obs, n, [&](const auto& s) {
+      return sliding_regression_of(s, sliding_regression_config::for_dataset(dataset::city));
+    }));
+  if (want("MLR")) {
+    std::string batch;
+    for (auto& r : in.taxi_rows) batch += r + "\n";
+    auto config = linear_regression_config::for_dataset(dataset::taxi);
+    auto model = *model_codec::decode_linear_regression(*linear_regression_train(config).process(batch));
+    all.push_back(through_runtime("MLR", taxi, n, [&](const auto& s) {
+      return apply_task<double>(s, [config, model] { return linear_regression_predict(config, model); }, errors,
+                                "linear_regression_predict");
+    }));
+  }
+  if (errors.count() != 0) throw std::runtime_error("runtime harness: " + errors.messages().front());
+  return all;
+}
+
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   for (std::string l; std::getline(in, l);)
@@ -295,10 +405,14 @@ int main(int argc, char** argv) {
   CLI::App app{"RIoTBench micro-benchmark: each task's peak throughput and latency on one thread"};
   std::string out = "riot-micro.json", only, dir = default_data_dir();
   double seconds = 1.0;
+  bool runtime = false;
+  std::uint64_t runtime_messages = 1'000'000;
   app.add_option("--out", out, "JSON report path");
   app.add_option("--task", only, "run only this task (its code, e.g. KAL, or class name)");
   app.add_option("--seconds", seconds, "throughput measurement per task")->check(CLI::PositiveNumber);
   app.add_option("--data", dir, "RIoTBench sample data directory");
+  app.add_flag("--runtime", runtime, "also run source -> task -> sink through tidemark::run (one thread)");
+  app.add_option("--runtime-messages", runtime_messages, "messages per task through the runtime");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -326,6 +440,10 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(r["errors"].get<std::uint64_t>()));
       std::fflush(stdout);
       report["tasks"].push_back(std::move(r));
+    }
+    if (runtime) {
+      report["runtime"] = runtime_cases(in, dir, only, runtime_messages);
+      found = found || !report["runtime"].empty();
     }
     if (!found) {
       std::cerr << "no task '" << only << "'; use a code such as SML, KAL, DTT or a class name\n";

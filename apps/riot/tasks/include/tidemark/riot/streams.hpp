@@ -71,19 +71,22 @@ class per_instance {
 };
 
 /// key_by(sensor, field).fold over `Task::state`, emitting what `task.process(state, obs)` returns.
+/// The fold emits (key, accumulator) per element, so the accumulator holds the state and the
+/// output behind pointers: the per-element copy is two pointer copies, not a window of values.
 template <class Task>
 stream<observation> keyed_task(const stream<observation>& in, std::shared_ptr<const Task> task,
                                const std::string& name) {
   using state = typename Task::state;
   struct acc {
-    std::optional<state> s;
-    std::optional<observation> out;
+    std::shared_ptr<state> s;
+    std::shared_ptr<const observation> out;
   };
   return in.key_by([](const observation& o) { return sensor_field_key(o); }, name + "_by_sensor")
       .fold(acc{},
             [task](acc a, const observation& o) {
-              if (!a.s) a.s = task->initial();
-              a.out = task->process(*a.s, o);
+              if (!a.s) a.s = std::make_shared<state>(task->initial());
+              auto out = task->process(*a.s, o);
+              a.out = out ? std::make_shared<const observation>(std::move(*out)) : nullptr;
               return a;
             },
             name)
