@@ -85,7 +85,9 @@ class memory_window_store final : public window_store<K, T> {
     auto* src = it->second.find(h, k);
     if (!src) return;
     std::vector<T> moved = std::move(*src);
-    forget(it, h, k);
+    bytes_ -= moved.capacity() * sizeof(T);
+    events_ -= moved.size();
+    forget(it, h, k);  // src is empty now
     auto& dst = table(into).find_or_insert(h, k, [] { return std::vector<T>{}; });
     bytes_ -= dst.capacity() * sizeof(T);
     dst.insert(dst.end(), std::make_move_iterator(moved.begin()), std::make_move_iterator(moved.end()));
