@@ -353,9 +353,12 @@ class stream {
     return stream<U>{job_, id};
   }
 
+  /// Sinks take the parallelism of the operator they end, so they fuse with it.
   template <class Make>
   void then_sink(std::string op, std::string name, Make make) const {
-    job_.add_node(std::move(op), std::move(name), node_kind::sink, {edge()}, std::move(make));
+    auto id = job_.add_node(std::move(op), std::move(name), node_kind::sink, {edge()}, std::move(make));
+    auto& g = job_.state_->graph;
+    g.node(id).parallelism = g.node(id_).parallelism;
   }
 
   mutable job job_;  // shares the job's state
