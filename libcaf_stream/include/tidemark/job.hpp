@@ -514,17 +514,25 @@ class window_streams {
  public:
   explicit window_streams(stream<window_output<K, R, T>> out) : out_(std::move(out)) {}
 
+  /// Parallel instances of the window operator (set it before results() and late()).
+  window_streams& parallelism(std::uint32_t n) {
+    out_.parallelism(n);
+    return *this;
+  }
+
   /// One window_result per firing of a (window, key).
   stream<window_result<K, R>> results() const { return pick<0, window_result<K, R>>("window_results"); }
   /// The dropped late events, with their event times.
   stream<T> late() const { return pick<1, T>("late_events"); }
 
  private:
+  // Splitting runs beside each window instance (same parallelism, so the plan fuses it).
   template <std::size_t I, class U>
   stream<U> pick(const char* op) const {
-    return out_.template then<U>(op, "", [](const instance_info&) {
+    auto s = out_.template then<U>(op, "", [](const instance_info&) {
       return std::make_unique<ops::window_output_logic<K, R, T, I>>();
     });
+    return s.parallelism(out_.job_.graph().node(out_.id_).parallelism);
   }
 
   stream<window_output<K, R, T>> out_;

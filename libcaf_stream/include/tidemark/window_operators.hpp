@@ -51,7 +51,9 @@ struct aggregate_function {
 
   payload make() const { return agg.template init<T>(); }
   void add(payload& p, const window_id&, std::uint64_t, const K&, const T& x) { agg.add(p, x); }
-  value_type result(payload& p, const window_id&, std::uint64_t, const K&) { return agg.result(p); }
+  value_type result(payload& p, const window_id&, const window_id&, std::uint64_t, const K&) {
+    return agg.result(p);
+  }
   void merge(payload& into, payload& from, const window_id&, const window_id&, std::uint64_t,
              const K&) {
     agg.merge(into, from);
@@ -77,8 +79,9 @@ struct process_function {
   void add(payload&, const window_id& w, std::uint64_t h, const K& k, const T& x) {
     store->append(w, h, k, x);
   }
-  value_type result(payload&, const window_id& w, std::uint64_t h, const K& k) {
-    window_events<T> events{store->events(w, h, k)};
+  /// `w` is the window as reported, `state` the id its events are stored under.
+  value_type result(payload&, const window_id& w, const window_id& state, std::uint64_t h, const K& k) {
+    window_events<T> events{store->events(state, h, k)};
     return f(k, w, events);
   }
   void merge(payload&, payload&, const window_id& from, const window_id& into, std::uint64_t h,
@@ -165,7 +168,7 @@ class window_logic_base : public operator_logic {
     guarded([&] {
       out_->values.emplace_back(std::in_place_index<0>,
                                 result_type{w, k, p.state.revision, final, timing,
-                                            fn_.result(p.data, state, h, k)});
+                                            fn_.result(p.data, w, state, h, k)});
       if (timed_) out_->times.push_back(w.end - 1);
       ++results_;
     });
