@@ -279,6 +279,13 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
       this->max_seen_ = std::max(this->max_seen_, t);
       this->guarded([&] {
         const K k = this->key_(b.values[i]);
+        if constexpr (std::is_same_v<Assigner, tumbling>) {
+          // Consecutive events mostly share a window: skip the assigner's division.
+          if (last_ && t >= last_->w.start && t < last_->w.end && !last_->expired) {
+            this->add(last_->w, last_->w, h, k, pane_of(*last_, h, k), b.values[i], false);
+            return;
+          }
+        }
         if (t >= this->wm_) {  // no window of t has passed its end
           assigner_.assign(t, [&](const window_id& w) {
             this->add(w, w, h, k, pane_of(entry(w), h, k), b.values[i], false);
@@ -321,6 +328,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     if (last_ && last_->w.start == w.start) return *last_;
     auto [it, inserted] = windows_.try_emplace(w.start);
     if (inserted) {
+      it->second.panes = std::move(spare_);  // reuses the last purged window's slots
       it->second.w = w;
       it->second.expired = w.end <= this->wm_;
     }
@@ -368,6 +376,8 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
       });
       e.expired = true;
       if (done || e.panes.empty()) {
+        spare_ = std::move(e.panes);
+        spare_.clear();
         it = windows_.erase(it);
         last_ = nullptr;
       } else {
@@ -385,6 +395,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
   Assigner assigner_;
   std::map<event_time, window_entry> windows_;
   window_entry* last_ = nullptr;
+  detail::flat_hash_map<K, pane> spare_;
 };
 
 /// Session windows: per key, a short list of sessions ordered by start. A session keeps the id it

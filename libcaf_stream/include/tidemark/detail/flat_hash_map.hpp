@@ -72,6 +72,13 @@ class flat_hash_map {
     --size_;
   }
 
+  /// Removes every entry but keeps the slot array, so a table can be reused without regrowing.
+  void clear() {
+    if (size_ == 0) return;
+    for (auto& s : slots_) s = slot{};
+    size_ = 0;
+  }
+
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   /// Bytes held by the slot array (not counting memory owned by keys or values).
