@@ -92,6 +92,18 @@ class stage_actor final : public caf::event_based_actor {
     for (auto& op : s_.ops) timer_period_ = std::max(timer_period_, op->timer_period_ms());
   }
 
+  /// Neighbours hold handles to each other; dropping them (and the operators) here breaks the
+  /// reference cycle so that actors and the resources their operators own are freed on exit.
+  void on_exit() override {
+    outs_.clear();
+    ins_.clear();
+    inbox_.clear();
+    s_.ops.clear();
+    s_.source.reset();
+    s_.outputs.clear();
+    s_.driver = nullptr;
+  }
+
   caf::behavior make_behavior() override {
     if (timer_period_ > 0) schedule_timer();
     return {

@@ -250,6 +250,9 @@ class stream {
     auto keyed = then<T>("key_by", std::move(name), [key](const instance_info&) {
       return std::make_unique<ops::key_by_logic<T, KeyFn>>(key);
     });
+    // hashing runs in its input's instances (fused), so per-key order survives up to the shuffle
+    auto& g = job_.state_->graph;
+    g.node(keyed.id_).parallelism = g.node(id_).parallelism;
     return keyed_stream<K, T, KeyFn>{keyed, key};
   }
 

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -171,4 +172,28 @@ BOOST_AUTO_TEST_CASE(print_sink_writes_one_line_per_element) {
   run(j);
   std::cout.rdbuf(old);
   BOOST_TEST(captured.str() == "30\n10\n20\n");
+}
+
+namespace {
+std::atomic<int> probes_destroyed{0};
+struct probe_sink final : operator_logic {
+  ~probe_sink() override { ++probes_destroyed; }
+  void process(std::size_t, batch_ptr, emitter&) override {}
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(operators_are_destroyed_when_run_returns) {
+  job j{"cleanup"};
+  auto s = j.from_container(iota(100)).map([](int x) { return x; }).parallelism(3);
+  logical_node sink;
+  sink.name = "probe";
+  sink.op = "probe";
+  sink.kind = node_kind::sink;
+  sink.parallelism = 3;
+  sink.inputs = {{s.id(), partitioning::forward}};
+  sink.make_operator = [](const instance_info&) { return std::make_unique<probe_sink>(); };
+  j.graph().add(std::move(sink));
+  run(j);
+  // operators own resources (files, database sessions): they must not outlive the run
+  BOOST_TEST(probes_destroyed.load() == 3);
 }

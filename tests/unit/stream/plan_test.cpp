@@ -70,3 +70,13 @@ BOOST_AUTO_TEST_CASE(validation_names_the_operator) {
   g.node(2).inputs[0].from = 7;
   BOOST_TEST(*validate(g) == "operator 'out' reads from unknown operator id 7");
 }
+
+BOOST_AUTO_TEST_CASE(key_by_runs_in_its_input_instances) {
+  job j{"keyed"};
+  auto m = j.from_container(std::vector<int>{1}, "src").map([](int x) { return x; }, "m").parallelism(3);
+  m.key_by([](int x) { return x; }, "k").fold(0, [](int a, int) { return a; }, "agg").count("sink");
+  auto p = compile(j.graph());
+  BOOST_REQUIRE(p.stages.size() == 3u);       // src | m => k | agg => sink
+  BOOST_TEST(p.stages[1].chain.size() == 2u);  // the hashing is fused with its input
+  BOOST_TEST(p.stages[1].parallelism == 3u);
+}
