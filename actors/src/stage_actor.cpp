@@ -89,7 +89,10 @@ class stage_actor final : public caf::event_based_actor {
       ins_.push_back(in);
     }
     grant_ = std::max<std::uint32_t>(1, s_.opts.credit / 2);
-    for (auto& op : s_.ops) timer_period_ = std::max(timer_period_, op->timer_period_ms());
+    // one timer per actor, ticking at the shortest period of its operators
+    for (auto& op : s_.ops)
+      if (auto p = op->timer_period_ms(); p > 0 && (timer_period_ == 0 || p < timer_period_))
+        timer_period_ = p;
   }
 
   /// Neighbours hold handles to each other; dropping them (and the operators) here breaks the

@@ -54,7 +54,9 @@ class operator_logic {
   /// Every input has ended; emit what remains.
   virtual void finish(emitter& out) {}
 
-  /// Processing-time timer: when > 0, the runtime calls on_timer about every this many ms.
+  /// Processing-time timer: when > 0, the runtime calls on_timer at least every this many ms
+  /// (more often when a fused neighbour asks for a shorter period: compare `now_ms` with your own
+  /// schedule).
   virtual std::int64_t timer_period_ms() const { return 0; }
   /// `now_ms` is the wall-clock time in milliseconds since the epoch.
   virtual void on_timer(std::int64_t now_ms, emitter& out) {}
