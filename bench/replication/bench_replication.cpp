@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
   app.add_option("--runs", opts.runs, "runs per point (the paper: 1000)");
   app.add_option("--threads", opts.threads, "worker threads");
   app.add_option("--queries", opts.workload.queries, "queries per generated system");
+  app.add_option("--streams", opts.workload.streams, "event streams the queries share");
+  app.add_option("--predicates", opts.workload.predicates,
+                 "distinct parameters per operator kind and input (fewer: more sharing)");
   app.add_option("--seed", opts.workload.seed, "seed of the first run's workload");
   CLI11_PARSE(app, argc, argv);
 

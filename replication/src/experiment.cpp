@@ -154,6 +154,7 @@ run_result one_run(const experiment_options& opts, std::uint32_t run) {
       for (auto& h : m.hosts) h.cpu_capacity = (w.load + extra) / w.hosts;
       auto o = series.options;
       o.spare = extra;
+      o.seed = w.seed;  // the random heuristic and tie breaks differ from run to run
       auto plan = plan_replicas(m, o);
       auto inst = instance_hosts(m, plan);
       for (double p : opts.failure_probabilities) {

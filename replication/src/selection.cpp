@@ -44,9 +44,8 @@ class selector {
     if (!opts.current.empty()) level_ = opts.current;
   }
 
-
+  // The level direct_levels gives a group of this importance.
   std::uint32_t target(double importance) const {
-    if (opts_.strategy != selection_strategy::direct_levels) return 0;  // set per pass
     auto t = static_cast<std::uint32_t>(std::ceil(importance * opts_.max_level - slack));
     return std::clamp<std::uint32_t>(t, 1, opts_.max_level);
   }
@@ -59,7 +58,8 @@ class selector {
     return sum;
   }
 
-  // One pass over `groups`: raises each, in order, to its level when the whole group fits.
+  // One pass over `groups`: raises each, in order, to `pass_level` (0: its target) when the
+  // whole group fits.
   // Knapsack orders by importance per unit of extra load, as it stands when the pass starts.
   void pass(const std::vector<group>& groups, std::uint32_t pass_level) {
     std::vector<double> score(groups.size());
