@@ -315,9 +315,12 @@ class stream {
     return stream<U>{job_, id};
   }
 
+  /// Sinks take the parallelism of the operator they end, so they fuse with it.
   template <class Make>
   void then_sink(std::string op, std::string name, Make make) const {
-    job_.add_node(std::move(op), std::move(name), node_kind::sink, {edge()}, std::move(make));
+    auto id = job_.add_node(std::move(op), std::move(name), node_kind::sink, {edge()}, std::move(make));
+    auto& g = job_.state_->graph;
+    g.node(id).parallelism = g.node(id_).parallelism;
   }
 
   mutable job job_;  // shares the job's state
@@ -335,14 +338,12 @@ class keyed_stream {
   stream<T> reduce(F f, std::string name = "") const {
     static_assert(std::is_invocable_r_v<T, F&, T, const T&>,
                   "reduce(f): f must be callable as f(T accumulator, const T& element) and return T");
-    auto step = [f](std::optional<T> acc, const T& x) {
-      return acc ? std::optional<T>{f(std::move(*acc), x)} : std::optional<T>{x};
-    };
-    auto project = [](const K&, const std::optional<T>& acc) { return *acc; };
-    return keyed_then<T>("reduce", std::move(name), [key = key_, step, project](const instance_info&) {
-      return std::make_unique<
-          ops::fold_logic<T, K, std::optional<T>, KeyFn, decltype(step), decltype(project)>>(
-          key, std::nullopt, step, project);
+    static_assert(std::is_default_constructible_v<T>,
+                  "reduce(f): T must be default-constructible (keyed state stores it)");
+    auto project = [](const K&, const T& acc) { return acc; };
+    return keyed_then<T>("reduce", std::move(name), [key = key_, f, project](const instance_info&) {
+      return std::make_unique<ops::fold_logic<T, K, T, KeyFn, F, decltype(project)>>(
+          key, std::nullopt, f, project);
     });
   }
 

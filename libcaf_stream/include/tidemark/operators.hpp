@@ -149,36 +149,52 @@ class key_by_logic final : public operator_logic {
 };
 
 /// Running per-key fold: for every element, `acc = f(acc, x)` on its key's accumulator, then emits
-/// `project(key, acc)`. Lookups use the hash key_by computed.
+/// `project(key, acc)`. The accumulator starts at `init`, or, without one (reduce), at the key's
+/// first element. Lookups use the hash key_by computed.
 template <class T, class K, class A, class KeyFn, class F, class Project>
 class fold_logic final : public operator_logic {
  public:
   using out_type = std::decay_t<std::invoke_result_t<Project&, const K&, const A&>>;
 
-  fold_logic(KeyFn key, A init, F f, Project project)
+  fold_logic(KeyFn key, std::optional<A> init, F f, Project project)
       : key_(std::move(key)), init_(std::move(init)), f_(std::move(f)), project_(std::move(project)) {}
 
   void process(std::size_t, batch_ptr in, emitter& out) override {
     auto& b = static_cast<batch<T>&>(*in);
+    if constexpr (std::is_same_v<out_type, T>) {
+      // reduce: each result replaces its element, so the input batch carries the output
+      if (on_error == error_policy::fail) {
+        for (std::size_t i = 0; i < b.values.size(); ++i) b.values[i] = step(b.hashes[i], b.values[i]);
+        b.hashes.clear();
+        out.emit(std::move(in));
+        return;
+      }
+    }
     auto result = std::make_unique<batch<out_type>>();
     result->values.reserve(b.values.size());
-    const bool timed = !b.times.empty();
-    for (std::size_t i = 0; i < b.values.size(); ++i) {
-      const auto& x = b.values[i];
-      guarded([&] {
-        K k = key_(x);
-        auto& acc = state_.find_or_insert(b.hashes[i], k, [&] { return init_; });
-        acc = f_(std::move(acc), x);
-        result->values.push_back(project_(k, acc));
-        if (timed) result->times.push_back(b.times[i]);
-      });
-    }
-    if (!result->values.empty()) out.emit(std::move(result));
+    std::vector<std::uint8_t> keep(b.values.size(), 1);
+    for (std::size_t i = 0; i < b.values.size(); ++i)
+      keep[i] = guarded([&] { result->values.push_back(step(b.hashes[i], b.values[i])); });
+    if (result->values.size() != b.values.size()) compact_columns(b, keep);
+    result->times = std::move(b.times);
+    out.emit(std::move(result));
   }
 
  private:
+  out_type step(std::uint64_t hash, const T& x) {
+    K k = key_(x);
+    auto [acc, added] = state_.find_or_add(hash, k);
+    if (!added)
+      acc = f_(std::move(acc), x);
+    else if constexpr (std::is_same_v<A, T>)
+      acc = init_ ? f_(*init_, x) : x;
+    else
+      acc = f_(*init_, x);
+    return project_(k, acc);
+  }
+
   KeyFn key_;
-  A init_;
+  std::optional<A> init_;
   F f_;
   Project project_;
   detail::flat_hash_map<K, A> state_;
@@ -220,17 +236,20 @@ class generator_source final : public source_logic {
 
   bool pull(std::size_t max, emitter& out) override {
     auto b = std::make_unique<batch<T>>();
-    b->values.reserve(max);
+    auto& xs = b->values;
+    xs.resize(max);
+    std::size_t n = 0;
     bool more = true;
-    while (b->values.size() < max) {
+    for (; n < max; ++n) {
       std::optional<T> x = f_();
       if (!x) {
         more = false;
         break;
       }
-      b->values.push_back(std::move(*x));
+      xs[n] = std::move(*x);
     }
-    if (!b->values.empty()) out.emit(std::move(b));
+    xs.resize(n);
+    if (n > 0) out.emit(std::move(b));
     return more;
   }
 

@@ -1,0 +1,67 @@
+// Messages between stage actors and the driver. All are local (one process); they are declared
+// unsafe for CAF's serialization on purpose: crossing a process boundary goes through the wire
+// format, not through CAF.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+
+#include "tidemark/batch.hpp"
+#include "tidemark/runtime.hpp"
+
+namespace tidemark::detail {
+
+/// CAF 0.17 requires copyable message types; a copy clones the batch (the runtime never copies).
+struct batch_holder {
+  batch_ptr ptr;
+  batch_holder() = default;
+  explicit batch_holder(batch_ptr p) noexcept : ptr(std::move(p)) {}
+  batch_holder(batch_holder&&) noexcept = default;
+  batch_holder& operator=(batch_holder&&) noexcept = default;
+  batch_holder(const batch_holder& other) : ptr(other.ptr ? other.ptr->clone() : nullptr) {}
+};
+
+/// A batch on channel slot `in` of the receiver, sent from output slot `out` of the sender.
+struct data_msg {
+  std::uint32_t in;
+  std::uint32_t out;
+  batch_holder batch;
+};
+
+/// A control item on a channel: a watermark, an idle/active flag, or end-of-stream.
+struct signal_msg {
+  enum kind_t : std::uint8_t { watermark, idle, active, eos };
+  std::uint32_t in;
+  kind_t kind;
+  event_time wm;
+};
+
+/// The receiver of output slot `out` processed `n` more batches.
+struct credit_msg {
+  std::uint32_t out;
+  std::uint32_t n;
+};
+
+struct done_msg {
+  instance_metrics metrics;
+};
+
+struct failed_msg {
+  std::string what;
+};
+
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using pump_atom = caf::atom_constant<caf::atom("pump")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using timer_atom = caf::atom_constant<caf::atom("timer")>;
+
+}  // namespace tidemark::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::data_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::signal_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::credit_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::done_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::failed_msg)
