@@ -2,11 +2,49 @@
 // one query per sink node, annotated costs and primary placement.
 #include "tidemark/replication/graph_adapter.hpp"
 
+#include "tidemark/runtime.hpp"
+
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
 
 namespace tidemark::replication {
+
+std::map<std::string, operator_annotation> measured_annotations(const job_result& r) {
+  if (!(r.seconds > 0)) throw model_error("the run lasted no time: nothing was measured");
+  struct totals {
+    double in = 0;
+    double out = 0;
+    double busy_s = 0;
+  };
+  std::map<std::string, totals> per_name;
+  for (const auto& inst : r.instances) {
+    auto handled = [](const operator_metrics& m) {
+      return static_cast<double>(m.events_in ? m.events_in : m.events_out);
+    };
+    double all = 0;
+    for (const auto& m : inst.operators) all += handled(m);
+    for (const auto& m : inst.operators) {
+      auto& t = per_name[m.name];
+      t.in += static_cast<double>(m.events_in);
+      t.out += static_cast<double>(m.events_out);
+      double share = all > 0 ? handled(m) / all : 1.0 / static_cast<double>(inst.operators.size());
+      t.busy_s += share * static_cast<double>(inst.busy_ns) * 1e-9;
+    }
+  }
+  std::map<std::string, operator_annotation> result;
+  for (const auto& [name, t] : per_name) {
+    auto& a = result[name];
+    if (t.in > 0) {
+      a.measured_input_rate = t.in / r.seconds;
+      a.selectivity = t.out / t.in;
+    } else {
+      a.source_rate = t.out / r.seconds;
+    }
+    a.measured_load = t.busy_s / r.seconds;
+  }
+  return result;
+}
 
 namespace {
 
