@@ -40,11 +40,14 @@ struct plan_args {
 
 // printf-style formatting onto std::cout, so that callers (and tests) can redirect it.
 [[gnu::format(printf, 1, 2)]] void say(const char* format, ...) {
-  char line[512];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(line, sizeof line, format, args);
+  va_list again;
+  va_copy(again, args);
+  std::string line(static_cast<std::size_t>(std::vsnprintf(nullptr, 0, format, args)), '\0');
   va_end(args);
+  std::vsnprintf(line.data(), line.size() + 1, format, again);
+  va_end(again);
   std::cout << line;
 }
 
