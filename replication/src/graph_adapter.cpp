@@ -100,11 +100,10 @@ replication_model model_from_graph(const logical_graph& g,
         bool pairwise = e.part == partitioning::forward && from.parallelism == n.parallelism;
         double share = e.part == partitioning::broadcast ? 1.0 : 1.0 / par;
         for (std::uint32_t j = 0; j < from.parallelism; ++j)
-          if (!pairwise || j == i)
-            op.inputs.push_back({first[e.from] + j, pairwise ? 1.0 : share});
+          if (!pairwise || j == i) op.inputs.push_back({first[e.from] + j, pairwise ? 1.0 : share});
       }
       m.primary.push_back(
-        a.hosts.empty() ? 0 : find_host(m.hosts, a.hosts[i], "operator '" + op.name + "'"));
+          a.hosts.empty() ? 0 : find_host(m.hosts, a.hosts[i], "operator '" + op.name + "'"));
       m.operators.push_back(std::move(op));
     }
   }
@@ -255,8 +254,10 @@ replication_model model_from_json(const std::string& text, const std::string& or
     a.bytes_out = named.number("bytes_out").value_or(0);
     a.measured_input_rate = named.number("input_rate");
     a.measured_load = named.number("load");
-    for (auto [key, v] : {std::pair{"rate", a.source_rate}, {"cost", a.cost},
-                          {"selectivity", a.selectivity}, {"bytes_in", a.bytes_in},
+    for (auto [key, v] : {std::pair{"rate", a.source_rate},
+                          {"cost", a.cost},
+                          {"selectivity", a.selectivity},
+                          {"bytes_in", a.bytes_in},
                           {"bytes_out", a.bytes_out},
                           {"input_rate", a.measured_input_rate.value_or(0)},
                           {"load", a.measured_load.value_or(0)}})
@@ -302,9 +303,9 @@ replication_model model_from_json(const std::string& text, const std::string& or
     auto& n = g.node(id);
     const auto& kind = kinds[id];
     if (!kind)
-      n.kind = n.inputs.empty()             ? node_kind::source
-               : g.consumers(id).empty()    ? node_kind::sink
-                                            : node_kind::transform;
+      n.kind = n.inputs.empty()          ? node_kind::source
+               : g.consumers(id).empty() ? node_kind::sink
+                                         : node_kind::transform;
     else if (*kind == "source")
       n.kind = node_kind::source;
     else if (*kind == "sink")

@@ -13,9 +13,12 @@ namespace tidemark::replication {
 
 const char* to_string(selection_strategy s) noexcept {
   switch (s) {
-    case selection_strategy::breadth_first: return "breadth-first";
-    case selection_strategy::direct_levels: return "direct";
-    case selection_strategy::knapsack: return "knapsack";
+    case selection_strategy::breadth_first:
+      return "breadth-first";
+    case selection_strategy::direct_levels:
+      return "direct";
+    case selection_strategy::knapsack:
+      return "knapsack";
   }
   return "?";
 }
@@ -40,7 +43,7 @@ struct group {
 class selector {
  public:
   selector(const replication_model& m, const selection_options& opts)
-    : m_(m), opts_(opts), level_(m.operators.size()), budget_(opts.budget) {
+      : m_(m), opts_(opts), level_(m.operators.size()), budget_(opts.budget) {
     if (!opts.current.empty()) level_ = opts.current;
   }
 
@@ -121,8 +124,10 @@ std::vector<std::uint32_t> select_replicas(const replication_model& m,
                                            const selection_options& opts) {
   auto n = m.operators.size();
   if (op_importance.size() != n || (!opts.current.empty() && opts.current.size() != n))
-    throw model_error("select_replicas: importance and current levels need one value per "
-                      "operator (" + std::to_string(n) + ")");
+    throw model_error(
+        "select_replicas: importance and current levels need one value per "
+        "operator (" +
+        std::to_string(n) + ")");
   return selector{m, opts}.run(op_importance);
 }
 

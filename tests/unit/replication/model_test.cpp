@@ -134,12 +134,33 @@ BOOST_AUTO_TEST_CASE(primaries_go_heaviest_first_to_the_least_used_host) {
 BOOST_AUTO_TEST_CASE(graph_instances_get_their_share_of_each_stream) {
   tidemark::logical_graph g;
   auto src = g.add({0, "src", "gen", tidemark::node_kind::source, 2, {}, {}, {}, {}});
-  auto map = g.add({0, "map", "map", tidemark::node_kind::transform, 2, {},
-                    {{src, tidemark::partitioning::forward}}, {}, {}});
-  auto agg = g.add({0, "agg", "reduce", tidemark::node_kind::transform, 4, {},
-                    {{map, tidemark::partitioning::key_hash}}, {}, {}});
-  g.add({0, "out", "collect", tidemark::node_kind::sink, 1, {},
-         {{agg, tidemark::partitioning::forward}}, {}, {}});
+  auto map = g.add({0,
+                    "map",
+                    "map",
+                    tidemark::node_kind::transform,
+                    2,
+                    {},
+                    {{src, tidemark::partitioning::forward}},
+                    {},
+                    {}});
+  auto agg = g.add({0,
+                    "agg",
+                    "reduce",
+                    tidemark::node_kind::transform,
+                    4,
+                    {},
+                    {{map, tidemark::partitioning::key_hash}},
+                    {},
+                    {}});
+  g.add({0,
+         "out",
+         "collect",
+         tidemark::node_kind::sink,
+         1,
+         {},
+         {{agg, tidemark::partitioning::forward}},
+         {},
+         {}});
   std::map<std::string, operator_annotation> ann;
   ann["src"].source_rate = 1000;
   ann["map"].cost = 1e-4;
@@ -167,8 +188,15 @@ BOOST_AUTO_TEST_CASE(graph_instances_get_their_share_of_each_stream) {
 BOOST_AUTO_TEST_CASE(graph_adapter_rejects_what_it_cannot_model) {
   tidemark::logical_graph g;
   auto src = g.add({0, "src", "gen", tidemark::node_kind::source, 1, {}, {}, {}, {}});
-  g.add({0, "out", "collect", tidemark::node_kind::sink, 1, {},
-         {{src, tidemark::partitioning::forward}}, {}, {}});
+  g.add({0,
+         "out",
+         "collect",
+         tidemark::node_kind::sink,
+         1,
+         {},
+         {{src, tidemark::partitioning::forward}},
+         {},
+         {}});
   std::map<std::string, operator_annotation> ann;
   ann["nope"].cost = 1;
   BOOST_CHECK_EXCEPTION(model_from_graph(g, ann, {{"a"}}), model_error, [](const auto& e) {
@@ -250,10 +278,24 @@ BOOST_AUTO_TEST_CASE(measured_run_metrics_become_annotations) {
 
   tidemark::logical_graph g;
   auto src = g.add({0, "src", "gen", tidemark::node_kind::source, 1, {}, {}, {}, {}});
-  auto map = g.add({0, "map", "map", tidemark::node_kind::transform, 1, {},
-                    {{src, tidemark::partitioning::forward}}, {}, {}});
-  g.add({0, "out", "collect", tidemark::node_kind::sink, 1, {},
-         {{map, tidemark::partitioning::forward}}, {}, {}});
+  auto map = g.add({0,
+                    "map",
+                    "map",
+                    tidemark::node_kind::transform,
+                    1,
+                    {},
+                    {{src, tidemark::partitioning::forward}},
+                    {},
+                    {}});
+  g.add({0,
+         "out",
+         "collect",
+         tidemark::node_kind::sink,
+         1,
+         {},
+         {{map, tidemark::partitioning::forward}},
+         {},
+         {}});
   auto m = model_from_graph(g, ann, {{"a", 4.0}, {"b", 4.0}});
   BOOST_TEST(m.operators[1].load == 0.15, tt::tolerance(1e-12));
   BOOST_TEST(m.operators[2].input_rate == 250.0);
