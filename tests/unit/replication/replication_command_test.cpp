@@ -128,3 +128,14 @@ BOOST_AUTO_TEST_CASE(simulate_runs_a_small_experiment) {
   BOOST_TEST(contains(r.out, "running queries (%), spare 50 %"));
   BOOST_TEST(contains(r.out, "product, colour"));
 }
+
+BOOST_AUTO_TEST_CASE(the_shipped_example_graph_plans) {
+  std::ifstream in(REPLICATION_EXAMPLE);
+  std::stringstream text;
+  text << in.rdbuf();
+  BOOST_REQUIRE(!text.str().empty());
+  auto r = run({"replication", "plan", "GRAPH", "--spare", "50%"}, text.str());
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(contains(r.out, "17 operators, 3 queries, 8 hosts, primary load 4.622"));
+  BOOST_TEST(contains(r.out, "13 of 17 operators replicated (13 replicas), replica load 2.202"));
+}
