@@ -40,11 +40,14 @@ struct plan_args {
 
 // printf-style formatting onto std::cout, so that callers (and tests) can redirect it.
 [[gnu::format(printf, 1, 2)]] void say(const char* format, ...) {
-  char line[512];
   va_list args;
   va_start(args, format);
-  std::vsnprintf(line, sizeof line, format, args);
+  va_list again;
+  va_copy(again, args);
+  std::string line(static_cast<std::size_t>(std::vsnprintf(nullptr, 0, format, args)), '\0');
   va_end(args);
+  std::vsnprintf(line.data(), line.size() + 1, format, again);
+  va_end(again);
   std::cout << line;
 }
 
@@ -80,26 +83,25 @@ void print_plan(const replication_model& m, const replica_plan& plan,
                 const availability_estimate& with, const availability_estimate& without,
                 const simulation_options& sim) {
   say("%-24s %8s %10s %8s  %s\n", "operator", "load", "importance", "replicas",
-              "primary -> replica hosts");
+      "primary -> replica hosts");
   std::size_t replicated = 0;
   for (op_index i = 0; i < m.operators.size(); ++i) {
     const auto& r = plan.replicas[i];
     replicated += !r.empty();
     std::string where = m.hosts[m.primary[i]].name + " ->";
     for (auto h : r) where += " " + m.hosts[h].name;
-    say("%-24s %8.3f %10.3f %8zu  %s\n", m.operators[i].name.c_str(),
-                m.operators[i].load, plan.importance[i], r.size(), where.c_str());
+    say("%-24s %8.3f %10.3f %8zu  %s\n", m.operators[i].name.c_str(), m.operators[i].load,
+        plan.importance[i], r.size(), where.c_str());
   }
   say("\n%zu of %zu operators replicated (%zu replicas), replica load %.3f of budget "
-              "%.3f; %zu replicas found no host\n",
-              replicated, m.operators.size(), plan.replica_count(), plan.replica_load,
-              plan.budget, plan.unplaced);
+      "%.3f; %zu replicas found no host\n",
+      replicated, m.operators.size(), plan.replica_count(), plan.replica_load, plan.budget,
+      plan.unplaced);
   say("estimated availability (host failure probability %.2f %% over the period, %u "
-              "runs): %.2f %% of queries running (+- %.2f), all %zu queries running in %.1f %% "
-              "of runs; without replicas %.2f %%\n",
-              100 * sim.failure_probability, sim.runs, 100 * with.running,
-              100 * with.standard_error, m.queries.size(), 100 * with.all_running,
-              100 * without.running);
+      "runs): %.2f %% of queries running (+- %.2f), all %zu queries running in %.1f %% "
+      "of runs; without replicas %.2f %%\n",
+      100 * sim.failure_probability, sim.runs, 100 * with.running, 100 * with.standard_error,
+      m.queries.size(), 100 * with.all_running, 100 * without.running);
 }
 
 void run_plan(const plan_args& a) {
@@ -121,9 +123,8 @@ void run_plan(const plan_args& a) {
     o.seed = a.seed;
     if (!a.spare.empty()) o.spare = parse_spare(a.spare, total_load(m));
     simulation_options sim{a.failure_probability, a.runs, a.seed};
-    say("%s: %zu operators, %zu queries, %zu hosts, primary load %.3f\n",
-                a.graph.c_str(), m.operators.size(), m.queries.size(), m.hosts.size(),
-                total_load(m));
+    say("%s: %zu operators, %zu queries, %zu hosts, primary load %.3f\n", a.graph.c_str(),
+        m.operators.size(), m.queries.size(), m.hosts.size(), total_load(m));
     replica_plan plan;
     availability_estimate with;
     if (a.target >= 0 || a.max_cost >= 0) {
@@ -131,8 +132,7 @@ void run_plan(const plan_args& a) {
       auto best = a.target >= 0 ? minimize_cost(m, a.target, candidates, sim)
                                 : maximize_availability(m, a.max_cost, candidates, sim);
       if (a.target >= 0 && !best.feasible)
-        say("no plan reaches %.2f %%; the most available one follows\n",
-                    100 * a.target);
+        say("no plan reaches %.2f %%; the most available one follows\n", 100 * a.target);
       o = best.options;
       plan = std::move(best.plan);
       with = best.availability;
@@ -141,8 +141,8 @@ void run_plan(const plan_args& a) {
       with = simulate_availability(m, plan, sim);
     }
     say("heuristic %s%s, selection %s, placement %s, at most %u replicas per operator\n\n",
-                to_string(o.importance), o.query_level ? " (query level)" : "",
-                to_string(o.selection), to_string(o.placement), o.max_level);
+        to_string(o.importance), o.query_level ? " (query level)" : "", to_string(o.selection),
+        to_string(o.placement), o.max_level);
     auto without = simulate_availability(m, replica_plan{}, sim);
     print_plan(m, plan, with, without, sim);
   } catch (const model_error& e) {
@@ -162,8 +162,7 @@ void run_simulate(const simulate_args& a) {
     auto r = run_experiment(a.opts, [&](std::uint32_t done) {
       if (done % step != 0 && done != a.opts.runs) return;
       std::fprintf(stderr, "  %u/%u runs (%.0f s)\n", done, a.opts.runs,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                     .count());
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     });
     std::cout << to_text(a.opts, r);
     if (!a.out.empty()) {
@@ -183,47 +182,49 @@ void add_replication_commands(CLI::App& app) {
 
   auto pa = std::make_shared<plan_args>();
   auto* plan = repl->add_subcommand(
-    "plan", "Print which operators of a graph get replicas, where, and the availability");
+      "plan", "Print which operators of a graph get replicas, where, and the availability");
   plan->add_option("graph", pa->graph, "JSON graph (see docs/replication.md)")
-    ->required()
-    ->check(CLI::ExistingFile);
+      ->required()
+      ->check(CLI::ExistingFile);
   plan->add_option("--spare", pa->spare,
                    "load replicas may use: a number (host capacities) or a percentage of the "
                    "primary load such as 50%; default: the hosts' free CPU");
-  plan->add_option("--heuristic", pa->heuristic_name, "random, low-utilization, out-degree, product")
-    ->check(CLI::IsMember({"random", "low-utilization", "out-degree", "product"}));
+  plan->add_option("--heuristic", pa->heuristic_name,
+                   "random, low-utilization, out-degree, product")
+      ->check(CLI::IsMember({"random", "low-utilization", "out-degree", "product"}));
   plan->add_flag("--query-level", pa->query_level, "replicate whole queries first");
   plan->add_option("--selection", pa->selection_name, "breadth-first, direct, knapsack")
-    ->check(CLI::IsMember({"breadth-first", "direct", "knapsack"}));
+      ->check(CLI::IsMember({"breadth-first", "direct", "knapsack"}));
   plan->add_option("--placement", pa->placement_name, "bin-packing, colour")
-    ->check(CLI::IsMember({"bin-packing", "colour"}));
+      ->check(CLI::IsMember({"bin-packing", "colour"}));
   plan->add_option("--max-level", pa->max_level, "replicas per operator at most")
-    ->check(CLI::Range(1u, 16u));
+      ->check(CLI::Range(1u, 16u));
   plan->add_option("--colour-limit", pa->colour_limit,
                    "replicas of one query per host with --placement colour")
-    ->check(CLI::Range(1u, 1000u));
+      ->check(CLI::Range(1u, 1000u));
   plan->add_option("--seed", pa->seed, "seed of the random heuristic, tie breaks and simulation");
   plan->add_option("--failure-probability", pa->failure_probability,
                    "probability that a host crashes during the period")
-    ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0));
   plan->add_option("--runs", pa->runs, "Monte Carlo runs")->check(CLI::Range(1u, 10000000u));
   auto* target = plan->add_option("--target", pa->target,
                                   "find the cheapest plan reaching this availability (0..1)")
-                   ->check(CLI::Range(0.0, 1.0));
+                     ->check(CLI::Range(0.0, 1.0));
   plan->add_option("--max-cost", pa->max_cost,
                    "find the most available plan using at most this replica load")
-    ->check(CLI::NonNegativeNumber)
-    ->excludes(target);
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(target);
   plan->callback([pa] { run_plan(*pa); });
 
   auto sa = std::make_shared<simulate_args>();
   auto* sim = repl->add_subcommand(
-    "simulate", "Run the heuristic replication paper's experiment (generated queries, 100 hosts)");
+      "simulate",
+      "Run the heuristic replication paper's experiment (generated queries, 100 hosts)");
   sim->add_option("--runs", sa->opts.runs, "runs per point")->check(CLI::Range(1u, 100000u));
   sim->add_option("--threads", sa->opts.threads, "worker threads")->check(CLI::Range(1u, 256u));
   sim->add_option("--hosts", sa->opts.workload.hosts, "hosts")->check(CLI::Range(1u, 100000u));
   sim->add_option("--queries", sa->opts.workload.queries, "queries per generated system")
-    ->check(CLI::Range(1u, 1000000u));
+      ->check(CLI::Range(1u, 1000000u));
   sim->add_option("--seed", sa->opts.workload.seed, "seed of the generated systems");
   sim->add_option("--out", sa->out, "also write the results as JSON to this file");
   sim->callback([sa] { run_simulate(*sa); });

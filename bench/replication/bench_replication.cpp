@@ -41,8 +41,8 @@ nlohmann::json time_planning(std::uint32_t target_operators) {
       o.seed = static_cast<std::uint64_t>(i + 1);
       replicas += plan_replicas(m, o).replica_count();
     }
-    double ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count() /
-                repeat;
+    double ms =
+        std::chrono::duration<double, std::milli>(clock_type::now() - start).count() / repeat;
     out["plan_ms"][s.name] = ms;
     out["replicas"][s.name] = replicas / repeat;
     std::printf("  plan %-24s %7.3f ms  (%zu operators, %zu replicas)\n", s.name.c_str(), ms,
@@ -61,16 +61,20 @@ int main(int argc, char** argv) {
   app.add_option("--runs", opts.runs, "runs per point (the paper: 1000)");
   app.add_option("--threads", opts.threads, "worker threads");
   app.add_option("--queries", opts.workload.queries, "queries per generated system");
+  app.add_option("--streams", opts.workload.streams, "event streams the queries share");
+  app.add_option("--predicates", opts.workload.predicates,
+                 "distinct parameters per operator kind and input (fewer: more sharing)");
   app.add_option("--seed", opts.workload.seed, "seed of the first run's workload");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("timing the planner on ~1000 operators, 100 hosts\n");
   auto timing = time_planning(1000);
 
-  std::printf("simulating %u runs x %zu strategies x %zu spare levels x %zu failure "
-              "probabilities on %u threads\n",
-              opts.runs, opts.series.size(), opts.spare_percent.size(),
-              opts.failure_probabilities.size(), opts.threads);
+  std::printf(
+      "simulating %u runs x %zu strategies x %zu spare levels x %zu failure "
+      "probabilities on %u threads\n",
+      opts.runs, opts.series.size(), opts.spare_percent.size(), opts.failure_probabilities.size(),
+      opts.threads);
   auto start = clock_type::now();
   std::uint32_t step = std::max(1u, opts.runs / 10);
   auto r = run_experiment(opts, [&](std::uint32_t done) {

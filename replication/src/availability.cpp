@@ -50,7 +50,7 @@ availability_estimate simulate_availability(const replication_model& m, const re
   double sum_sq = 0;
   std::uint32_t all = 0;
   for (std::uint32_t run = 0; run < opts.runs; ++run) {
-    for (auto& f : failed) f = gen.uniform() < opts.failure_probability;
+    for (auto& f : failed) f = static_cast<char>(gen.uniform() < opts.failure_probability);
     double x = running_fraction(m, instances, failed);
     sum += x;
     sum_sq += x * x;
@@ -59,8 +59,8 @@ availability_estimate simulate_availability(const replication_model& m, const re
   double n = opts.runs;
   availability_estimate result;
   result.running = sum / n;
-  double var = opts.runs > 1 ? std::max(0.0, (sum_sq - n * result.running * result.running) / (n - 1))
-                             : 0.0;
+  double var =
+      opts.runs > 1 ? std::max(0.0, (sum_sq - n * result.running * result.running) / (n - 1)) : 0.0;
   result.standard_error = std::sqrt(var / n);
   result.all_running = all / n;
   return result;

@@ -33,10 +33,9 @@ struct kind_traits {
 };
 
 constexpr kind_traits traits[] = {
-  {"source", 0.5, 1.0, 1.0},     {"projection", 0.5, 1.0, 1.0},
-  {"filter", 1.0, 0.05, 0.8},    {"aggregation", 2.0, 0.01, 0.1},
-  {"sequence", 3.0, 0.05, 0.3},  {"join", 1.5, 0.2, 1.0},
-  {"destination", 0.5, 1.0, 1.0},
+    {"source", 0.5, 1.0, 1.0},       {"projection", 0.5, 1.0, 1.0}, {"filter", 1.0, 0.05, 0.8},
+    {"aggregation", 2.0, 0.01, 0.1}, {"sequence", 3.0, 0.05, 0.3},  {"join", 1.5, 0.2, 1.0},
+    {"destination", 0.5, 1.0, 1.0},
 };
 
 class generator {
@@ -61,9 +60,7 @@ class generator {
   }
 
  private:
-  std::uint32_t pick(std::uint32_t n) {
-    return static_cast<std::uint32_t>(rng_.uniform() * n);
-  }
+  std::uint32_t pick(std::uint32_t n) { return static_cast<std::uint32_t>(rng_.uniform() * n); }
 
   // The operator of `k` with parameter `param` over `inputs`, reusing an equal one.
   op_index get(kind k, std::uint32_t param, std::vector<op_index> inputs) {
@@ -95,18 +92,26 @@ class generator {
     auto param = [&] { return pick(opts_.predicates); };
     op_index last = 0;
     switch (pick(6)) {
-      case 0: last = filtered(a); break;
-      case 1: last = get(kind::aggregation, param(), {filtered(a)}); break;
+      case 0:
+        last = filtered(a);
+        break;
+      case 1:
+        last = get(kind::aggregation, param(), {filtered(a)});
+        break;
       case 2:
         last = get(kind::filter, param(),
                    {get(kind::projection, param(), {get(kind::source, a, {})})});
         break;
-      case 3: last = get(kind::sequence, param(), {filtered(a)}); break;
-      case 4: last = get(kind::join, param(), {filtered(a), filtered(b)}); break;
+      case 3:
+        last = get(kind::sequence, param(), {filtered(a)});
+        break;
+      case 4:
+        last = get(kind::join, param(), {filtered(a), filtered(b)});
+        break;
       default:
-        last = get(kind::aggregation, param(),
-                   {get(kind::join, param(),
-                        {get(kind::source, a, {}), get(kind::source, b, {})})});
+        last =
+            get(kind::aggregation, param(),
+                {get(kind::join, param(), {get(kind::source, a, {}), get(kind::source, b, {})})});
         break;
     }
     get(kind::destination, q, {last});
@@ -142,9 +147,9 @@ run_result one_run(const experiment_options& opts, std::uint32_t run) {
   r.operators = static_cast<double>(m.operators.size());
   r.queries = static_cast<double>(m.queries.size());
   auto deg = query_degree(m);
-  r.shared = static_cast<double>(std::count_if(deg.begin(), deg.end(),
-                                               [](auto d) { return d > 1; })) /
-             r.operators;
+  r.shared =
+      static_cast<double>(std::count_if(deg.begin(), deg.end(), [](auto d) { return d > 1; })) /
+      r.operators;
   for (const auto& op : m.operators) r.max_load = std::max(r.max_load, op.load);
 
   std::vector<char> failed(m.hosts.size());
@@ -154,10 +159,12 @@ run_result one_run(const experiment_options& opts, std::uint32_t run) {
       for (auto& h : m.hosts) h.cpu_capacity = (w.load + extra) / w.hosts;
       auto o = series.options;
       o.spare = extra;
+      o.seed = w.seed;  // the random heuristic and tie breaks differ from run to run
       auto plan = plan_replicas(m, o);
       auto inst = instance_hosts(m, plan);
       for (double p : opts.failure_probabilities) {
-        for (std::size_t h = 0; h < failed.size(); ++h) failed[h] = threshold[h] < p;
+        for (std::size_t h = 0; h < failed.size(); ++h)
+          failed[h] = static_cast<char>(threshold[h] < p);
         r.running.push_back(running_fraction(m, inst, failed));
       }
       std::size_t replicated = 0;
@@ -184,10 +191,10 @@ std::vector<experiment_series> paper_series() {
     return s;
   };
   std::vector<experiment_series> result{
-    make("random", heuristic::random),
-    make("low-utilization", heuristic::low_utilization),
-    make("out-degree", heuristic::query_out_degree),
-    make("product", heuristic::product),
+      make("random", heuristic::random),
+      make("low-utilization", heuristic::low_utilization),
+      make("out-degree", heuristic::query_out_degree),
+      make("product", heuristic::product),
   };
   result.push_back(make("product, query level, knapsack", heuristic::product));
   result.back().options.query_level = true;
@@ -256,9 +263,9 @@ experiment_result run_experiment(const experiment_options& opts,
     for (std::size_t l = 0; l < nl; ++l)
       for (std::size_t k = 0; k < np; ++k) {
         double mean = result.running[s][l][k];
-        double var = n > 1 ? std::max(0.0, (result.standard_error[s][l][k] - n * mean * mean) /
-                                               (n - 1))
-                           : 0.0;
+        double var =
+            n > 1 ? std::max(0.0, (result.standard_error[s][l][k] - n * mean * mean) / (n - 1))
+                  : 0.0;
         result.standard_error[s][l][k] = std::sqrt(var / n);
       }
   return result;

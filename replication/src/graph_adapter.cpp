@@ -2,11 +2,49 @@
 // one query per sink node, annotated costs and primary placement.
 #include "tidemark/replication/graph_adapter.hpp"
 
+#include "tidemark/runtime.hpp"
+
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
 
 namespace tidemark::replication {
+
+std::map<std::string, operator_annotation> measured_annotations(const job_result& r) {
+  if (!(r.seconds > 0)) throw model_error("the run lasted no time: nothing was measured");
+  struct totals {
+    double in = 0;
+    double out = 0;
+    double busy_s = 0;
+  };
+  std::map<std::string, totals> per_name;
+  for (const auto& inst : r.instances) {
+    auto handled = [](const operator_metrics& m) {
+      return static_cast<double>(m.events_in ? m.events_in : m.events_out);
+    };
+    double all = 0;
+    for (const auto& m : inst.operators) all += handled(m);
+    for (const auto& m : inst.operators) {
+      auto& t = per_name[m.name];
+      t.in += static_cast<double>(m.events_in);
+      t.out += static_cast<double>(m.events_out);
+      double share = all > 0 ? handled(m) / all : 1.0 / static_cast<double>(inst.operators.size());
+      t.busy_s += share * static_cast<double>(inst.busy_ns) * 1e-9;
+    }
+  }
+  std::map<std::string, operator_annotation> result;
+  for (const auto& [name, t] : per_name) {
+    auto& a = result[name];
+    if (t.in > 0) {
+      a.measured_input_rate = t.in / r.seconds;
+      a.selectivity = t.out / t.in;
+    } else {
+      a.source_rate = t.out / r.seconds;
+    }
+    a.measured_load = t.busy_s / r.seconds;
+  }
+  return result;
+}
 
 namespace {
 
@@ -62,11 +100,10 @@ replication_model model_from_graph(const logical_graph& g,
         bool pairwise = e.part == partitioning::forward && from.parallelism == n.parallelism;
         double share = e.part == partitioning::broadcast ? 1.0 : 1.0 / par;
         for (std::uint32_t j = 0; j < from.parallelism; ++j)
-          if (!pairwise || j == i)
-            op.inputs.push_back({first[e.from] + j, pairwise ? 1.0 : share});
+          if (!pairwise || j == i) op.inputs.push_back({first[e.from] + j, pairwise ? 1.0 : share});
       }
       m.primary.push_back(
-        a.hosts.empty() ? 0 : find_host(m.hosts, a.hosts[i], "operator '" + op.name + "'"));
+          a.hosts.empty() ? 0 : find_host(m.hosts, a.hosts[i], "operator '" + op.name + "'"));
       m.operators.push_back(std::move(op));
     }
   }
@@ -217,8 +254,10 @@ replication_model model_from_json(const std::string& text, const std::string& or
     a.bytes_out = named.number("bytes_out").value_or(0);
     a.measured_input_rate = named.number("input_rate");
     a.measured_load = named.number("load");
-    for (auto [key, v] : {std::pair{"rate", a.source_rate}, {"cost", a.cost},
-                          {"selectivity", a.selectivity}, {"bytes_in", a.bytes_in},
+    for (auto [key, v] : {std::pair{"rate", a.source_rate},
+                          {"cost", a.cost},
+                          {"selectivity", a.selectivity},
+                          {"bytes_in", a.bytes_in},
                           {"bytes_out", a.bytes_out},
                           {"input_rate", a.measured_input_rate.value_or(0)},
                           {"load", a.measured_load.value_or(0)}})
@@ -264,9 +303,9 @@ replication_model model_from_json(const std::string& text, const std::string& or
     auto& n = g.node(id);
     const auto& kind = kinds[id];
     if (!kind)
-      n.kind = n.inputs.empty()             ? node_kind::source
-               : g.consumers(id).empty()    ? node_kind::sink
-                                            : node_kind::transform;
+      n.kind = n.inputs.empty()          ? node_kind::source
+               : g.consumers(id).empty() ? node_kind::sink
+                                         : node_kind::transform;
     else if (*kind == "source")
       n.kind = node_kind::source;
     else if (*kind == "sink")

@@ -10,10 +10,14 @@ namespace tidemark::replication {
 
 const char* to_string(heuristic h) noexcept {
   switch (h) {
-    case heuristic::random: return "random";
-    case heuristic::low_utilization: return "low-utilization";
-    case heuristic::query_out_degree: return "out-degree";
-    case heuristic::product: return "product";
+    case heuristic::random:
+      return "random";
+    case heuristic::low_utilization:
+      return "low-utilization";
+    case heuristic::query_out_degree:
+      return "out-degree";
+    case heuristic::product:
+      return "product";
   }
   return "?";
 }
@@ -56,8 +60,10 @@ std::vector<double> operator_importance(const replication_model& m, heuristic h,
         result[i] = detail::unit_interval(detail::mix(seed, i));
       return result;
     }
-    case heuristic::low_utilization: return low_utilization(m);
-    case heuristic::query_out_degree: return out_degree(m);
+    case heuristic::low_utilization:
+      return low_utilization(m);
+    case heuristic::query_out_degree:
+      return out_degree(m);
     case heuristic::product: {
       auto result = out_degree(m);
       auto lu = low_utilization(m);

@@ -9,7 +9,9 @@ namespace tidemark::replication {
 
 namespace {
 
-bool non_negative(double x) { return std::isfinite(x) && x >= 0; }
+bool non_negative(double x) {
+  return std::isfinite(x) && x >= 0;
+}
 
 std::string op_name(const replication_model& m, op_index i) {
   return "operator '" + m.operators[i].name + "'";
@@ -23,8 +25,7 @@ std::optional<std::string> validate(const replication_model& m) {
     if (!non_negative(h.cpu_capacity))
       return "host '" + h.name + "' has CPU capacity " + std::to_string(h.cpu_capacity) +
              ": use a finite number >= 0";
-    if (!(h.net_capacity >= 0))
-      return "host '" + h.name + "' has negative network capacity";
+    if (!(h.net_capacity >= 0)) return "host '" + h.name + "' has negative network capacity";
   }
   if (m.primary.size() != m.operators.size())
     return "the placement names " + std::to_string(m.primary.size()) + " hosts for " +
@@ -38,11 +39,9 @@ std::optional<std::string> validate(const replication_model& m) {
       if (!non_negative(e.share) || e.share > 1)
         return op_name(m, i) + " has an input share outside [0, 1]";
     }
-    if (!non_negative(op.source_rate) || !non_negative(op.cost) ||
-        !non_negative(op.selectivity) || !non_negative(op.bytes_in) ||
-        !non_negative(op.bytes_out))
-      return op_name(m, i) +
-             " has a negative or non-finite rate, cost, selectivity or tuple size";
+    if (!non_negative(op.source_rate) || !non_negative(op.cost) || !non_negative(op.selectivity) ||
+        !non_negative(op.bytes_in) || !non_negative(op.bytes_out))
+      return op_name(m, i) + " has a negative or non-finite rate, cost, selectivity or tuple size";
     if ((op.measured_load && !non_negative(*op.measured_load)) ||
         (op.measured_input_rate && !non_negative(*op.measured_input_rate)))
       return op_name(m, i) + " has a negative or non-finite measurement";

@@ -10,8 +10,10 @@ namespace tidemark::replication {
 
 const char* to_string(placement_strategy p) noexcept {
   switch (p) {
-    case placement_strategy::bin_packing: return "bin-packing";
-    case placement_strategy::colour_constrained: return "colour";
+    case placement_strategy::bin_packing:
+      return "bin-packing";
+    case placement_strategy::colour_constrained:
+      return "colour";
   }
   return "?";
 }
@@ -31,15 +33,15 @@ constexpr double slack = 1e-9;
 
 replica_packer::replica_packer(const replication_model& m, const placement_options& opts,
                                const std::vector<std::vector<host_index>>& existing)
-  : m_(m),
-    opts_(opts),
-    cpu_free_(m.hosts.size()),
-    net_free_(m.hosts.size()),
-    instances_(m.operators.size()),
-    neighbours_(m.operators.size()),
-    member_of_(m.operators.size()),
-    colour_count_(m.hosts.size()),
-    score_(m.hosts.size()) {
+    : m_(m),
+      opts_(opts),
+      cpu_free_(m.hosts.size()),
+      net_free_(m.hosts.size()),
+      instances_(m.operators.size()),
+      neighbours_(m.operators.size()),
+      member_of_(m.operators.size()),
+      colour_count_(m.hosts.size()),
+      score_(m.hosts.size()) {
   if (!existing.empty() && existing.size() != m.operators.size())
     throw model_error("replica_packer: existing replicas need one entry per operator (" +
                       std::to_string(m.operators.size()) + ")");
@@ -126,9 +128,9 @@ bool replica_packer::fits(op_index i, host_index h) const {
 }
 
 std::vector<std::vector<host_index>> place_replicas(
-  const replication_model& m, const std::vector<std::uint32_t>& levels,
-  const std::vector<double>& op_importance, const placement_options& opts,
-  const std::vector<std::vector<host_index>>& existing) {
+    const replication_model& m, const std::vector<std::uint32_t>& levels,
+    const std::vector<double>& op_importance, const placement_options& opts,
+    const std::vector<std::vector<host_index>>& existing) {
   if (levels.size() != m.operators.size() || op_importance.size() != m.operators.size())
     throw model_error("place_replicas: levels and importance need one value per operator (" +
                       std::to_string(m.operators.size()) + ")");

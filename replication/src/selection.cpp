@@ -13,9 +13,12 @@ namespace tidemark::replication {
 
 const char* to_string(selection_strategy s) noexcept {
   switch (s) {
-    case selection_strategy::breadth_first: return "breadth-first";
-    case selection_strategy::direct_levels: return "direct";
-    case selection_strategy::knapsack: return "knapsack";
+    case selection_strategy::breadth_first:
+      return "breadth-first";
+    case selection_strategy::direct_levels:
+      return "direct";
+    case selection_strategy::knapsack:
+      return "knapsack";
   }
   return "?";
 }
@@ -40,13 +43,12 @@ struct group {
 class selector {
  public:
   selector(const replication_model& m, const selection_options& opts)
-    : m_(m), opts_(opts), level_(m.operators.size()), budget_(opts.budget) {
+      : m_(m), opts_(opts), level_(m.operators.size()), budget_(opts.budget) {
     if (!opts.current.empty()) level_ = opts.current;
   }
 
-
+  // The level direct_levels gives a group of this importance.
   std::uint32_t target(double importance) const {
-    if (opts_.strategy != selection_strategy::direct_levels) return 0;  // set per pass
     auto t = static_cast<std::uint32_t>(std::ceil(importance * opts_.max_level - slack));
     return std::clamp<std::uint32_t>(t, 1, opts_.max_level);
   }
@@ -59,7 +61,8 @@ class selector {
     return sum;
   }
 
-  // One pass over `groups`: raises each, in order, to its level when the whole group fits.
+  // One pass over `groups`: raises each, in order, to `pass_level` (0: its target) when the
+  // whole group fits.
   // Knapsack orders by importance per unit of extra load, as it stands when the pass starts.
   void pass(const std::vector<group>& groups, std::uint32_t pass_level) {
     std::vector<double> score(groups.size());
@@ -121,8 +124,10 @@ std::vector<std::uint32_t> select_replicas(const replication_model& m,
                                            const selection_options& opts) {
   auto n = m.operators.size();
   if (op_importance.size() != n || (!opts.current.empty() && opts.current.size() != n))
-    throw model_error("select_replicas: importance and current levels need one value per "
-                      "operator (" + std::to_string(n) + ")");
+    throw model_error(
+        "select_replicas: importance and current levels need one value per "
+        "operator (" +
+        std::to_string(n) + ")");
   return selector{m, opts}.run(op_importance);
 }
 

@@ -63,8 +63,7 @@ BOOST_AUTO_TEST_CASE(a_replica_fails_only_with_its_primary) {
   auto m = chain();
   simulation_options o{p, 200000, 43};
   check(simulate_availability(m, with_replicas({{2}, {}}), o), (1 - p * p) * (1 - p), o.runs);
-  check(simulate_availability(m, with_replicas({{2}, {3}}), o), (1 - p * p) * (1 - p * p),
-        o.runs);
+  check(simulate_availability(m, with_replicas({{2}, {3}}), o), (1 - p * p) * (1 - p * p), o.runs);
   // Two replicas of S: S is lost only when all three hosts fail.
   check(simulate_availability(m, with_replicas({{2, 3}, {}}), o), (1 - p * p * p) * (1 - p),
         o.runs);

@@ -5,6 +5,7 @@
 
 #include "model_builder.hpp"
 #include "tidemark/replication/graph_adapter.hpp"
+#include "tidemark/runtime.hpp"
 
 using namespace tidemark::replication;
 namespace tt = boost::test_tools;
@@ -133,12 +134,33 @@ BOOST_AUTO_TEST_CASE(primaries_go_heaviest_first_to_the_least_used_host) {
 BOOST_AUTO_TEST_CASE(graph_instances_get_their_share_of_each_stream) {
   tidemark::logical_graph g;
   auto src = g.add({0, "src", "gen", tidemark::node_kind::source, 2, {}, {}, {}, {}});
-  auto map = g.add({0, "map", "map", tidemark::node_kind::transform, 2, {},
-                    {{src, tidemark::partitioning::forward}}, {}, {}});
-  auto agg = g.add({0, "agg", "reduce", tidemark::node_kind::transform, 4, {},
-                    {{map, tidemark::partitioning::key_hash}}, {}, {}});
-  g.add({0, "out", "collect", tidemark::node_kind::sink, 1, {},
-         {{agg, tidemark::partitioning::forward}}, {}, {}});
+  auto map = g.add({0,
+                    "map",
+                    "map",
+                    tidemark::node_kind::transform,
+                    2,
+                    {},
+                    {{src, tidemark::partitioning::forward}},
+                    {},
+                    {}});
+  auto agg = g.add({0,
+                    "agg",
+                    "reduce",
+                    tidemark::node_kind::transform,
+                    4,
+                    {},
+                    {{map, tidemark::partitioning::key_hash}},
+                    {},
+                    {}});
+  g.add({0,
+         "out",
+         "collect",
+         tidemark::node_kind::sink,
+         1,
+         {},
+         {{agg, tidemark::partitioning::forward}},
+         {},
+         {}});
   std::map<std::string, operator_annotation> ann;
   ann["src"].source_rate = 1000;
   ann["map"].cost = 1e-4;
@@ -166,8 +188,15 @@ BOOST_AUTO_TEST_CASE(graph_instances_get_their_share_of_each_stream) {
 BOOST_AUTO_TEST_CASE(graph_adapter_rejects_what_it_cannot_model) {
   tidemark::logical_graph g;
   auto src = g.add({0, "src", "gen", tidemark::node_kind::source, 1, {}, {}, {}, {}});
-  g.add({0, "out", "collect", tidemark::node_kind::sink, 1, {},
-         {{src, tidemark::partitioning::forward}}, {}, {}});
+  g.add({0,
+         "out",
+         "collect",
+         tidemark::node_kind::sink,
+         1,
+         {},
+         {{src, tidemark::partitioning::forward}},
+         {},
+         {}});
   std::map<std::string, operator_annotation> ann;
   ann["nope"].cost = 1;
   BOOST_CHECK_EXCEPTION(model_from_graph(g, ann, {{"a"}}), model_error, [](const auto& e) {
@@ -224,4 +253,50 @@ BOOST_AUTO_TEST_CASE(json_errors_name_the_file_and_the_operator) {
              "g.json: 'hosts' needs 'count', a whole number >= 1");
   BOOST_TEST(message(R"({"hosts": {"count": 1}, "operators": [{"name": "s", "rate": -1}]})") ==
              "g.json: operator #0 ('s') field 'rate' must be >= 0");
+}
+
+BOOST_AUTO_TEST_CASE(measured_run_metrics_become_annotations) {
+  tidemark::job_result run;
+  run.seconds = 2;
+  tidemark::instance_metrics fused;  // src -> map in one actor, busy 0.6 s
+  fused.busy_ns = 600'000'000;
+  fused.operators.push_back({"src", "gen", 0, 0, 1000, 0, 0, 0, {}});
+  fused.operators.push_back({"map", "map", 0, 1000, 500, 0, 0, 0, {}});
+  tidemark::instance_metrics sink;
+  sink.busy_ns = 100'000'000;
+  sink.operators.push_back({"out", "collect", 0, 500, 0, 0, 0, 0, {}});
+  run.instances = {fused, sink};
+  auto ann = measured_annotations(run);
+  BOOST_TEST(ann["src"].source_rate == 500.0);
+  BOOST_TEST(!ann["src"].measured_input_rate);
+  BOOST_TEST(*ann["src"].measured_load == 0.15, tt::tolerance(1e-12));  // half of 0.6 s over 2 s
+  BOOST_TEST(*ann["map"].measured_input_rate == 500.0);
+  BOOST_TEST(ann["map"].selectivity == 0.5);
+  BOOST_TEST(*ann["map"].measured_load == 0.15, tt::tolerance(1e-12));
+  BOOST_TEST(*ann["out"].measured_input_rate == 250.0);
+  BOOST_TEST(*ann["out"].measured_load == 0.05, tt::tolerance(1e-12));
+
+  tidemark::logical_graph g;
+  auto src = g.add({0, "src", "gen", tidemark::node_kind::source, 1, {}, {}, {}, {}});
+  auto map = g.add({0,
+                    "map",
+                    "map",
+                    tidemark::node_kind::transform,
+                    1,
+                    {},
+                    {{src, tidemark::partitioning::forward}},
+                    {},
+                    {}});
+  g.add({0,
+         "out",
+         "collect",
+         tidemark::node_kind::sink,
+         1,
+         {},
+         {{map, tidemark::partitioning::forward}},
+         {},
+         {}});
+  auto m = model_from_graph(g, ann, {{"a", 4.0}, {"b", 4.0}});
+  BOOST_TEST(m.operators[1].load == 0.15, tt::tolerance(1e-12));
+  BOOST_TEST(m.operators[2].input_rate == 250.0);
 }

@@ -12,7 +12,8 @@ using hosts = std::vector<host_index>;
 
 namespace {
 
-std::vector<std::vector<host_index>> place(const replication_model& m, std::vector<std::uint32_t> lv,
+std::vector<std::vector<host_index>> place(const replication_model& m,
+                                           std::vector<std::uint32_t> lv,
                                            placement_strategy s = placement_strategy::bin_packing) {
   std::vector<double> imp(m.operators.size());
   for (std::size_t i = 0; i < imp.size(); ++i) imp[i] = 1.0 - 0.01 * static_cast<double>(i);
@@ -157,6 +158,7 @@ BOOST_AUTO_TEST_CASE(running_replicas_stay_and_count_against_capacity) {
   BOOST_TEST(plan.replicas[1] == (hosts{0, 2}), tt::per_element());
   BOOST_TEST(plan.replica_load == 1.8, tt::tolerance(1e-12));
   m.replicas = {{0}, {}};
-  BOOST_TEST(*validate(m) == "operator 'S' has a replica on host #0, which does not exist or "
-                             "holds its primary");
+  BOOST_TEST(*validate(m) ==
+             "operator 'S' has a replica on host #0, which does not exist or "
+             "holds its primary");
 }

@@ -71,26 +71,29 @@ bool contains(const std::string& text, const std::string& part) {
 BOOST_AUTO_TEST_CASE(plan_prints_operators_replicas_hosts_and_availability) {
   // Loads: ticks 0.1, sap 0.2, avg 0.3, out 0.05, alert 0.05. Low utilization takes alert,
   // out and ticks (0.2 of 0.3); each replica joins a neighbour's host.
-  auto r = run({"replication", "plan", "GRAPH", "--spare", "0.3", "--heuristic",
-                "low-utilization"});
+  auto r =
+      run({"replication", "plan", "GRAPH", "--spare", "0.3", "--heuristic", "low-utilization"});
   BOOST_TEST(r.code == 0);
   BOOST_TEST(contains(r.out, "5 operators, 2 queries, 4 hosts, primary load 0.700"));
-  BOOST_TEST(contains(r.out, "heuristic low-utilization, selection breadth-first, placement "
-                             "bin-packing, at most 1 replicas per operator"));
+  BOOST_TEST(contains(r.out,
+                      "heuristic low-utilization, selection breadth-first, placement "
+                      "bin-packing, at most 1 replicas per operator"));
   BOOST_TEST(contains(r.out, "ticks                       0.100      0.667        1  a -> b\n"));
   BOOST_TEST(contains(r.out, "avg                         0.300      0.000        0  c ->\n"));
   BOOST_TEST(contains(r.out, "alert                       0.050      0.833        1  d -> b\n"));
   BOOST_TEST(contains(r.out, "out                         0.050      0.833        1  d -> c\n"));
-  BOOST_TEST(contains(r.out, "3 of 5 operators replicated (3 replicas), replica load 0.200 of "
-                             "budget 0.300; 0 replicas found no host"));
+  BOOST_TEST(contains(r.out,
+                      "3 of 5 operators replicated (3 replicas), replica load 0.200 of "
+                      "budget 0.300; 0 replicas found no host"));
   BOOST_TEST(contains(r.out, "estimated availability (host failure probability 2.00 %"));
 }
 
 BOOST_AUTO_TEST_CASE(spare_as_a_percentage_of_the_primary_load) {
   auto r = run({"replication", "plan", "GRAPH", "--spare", "100%", "--heuristic", "random"});
   BOOST_TEST(r.code == 0);
-  BOOST_TEST(contains(r.out, "5 of 5 operators replicated (5 replicas), replica load 0.700 of "
-                             "budget 0.700"));
+  BOOST_TEST(contains(r.out,
+                      "5 of 5 operators replicated (5 replicas), replica load 0.700 of "
+                      "budget 0.700"));
 }
 
 BOOST_AUTO_TEST_CASE(target_availability_picks_the_cheapest_plan) {
@@ -103,13 +106,15 @@ BOOST_AUTO_TEST_CASE(target_availability_picks_the_cheapest_plan) {
 BOOST_AUTO_TEST_CASE(bad_input_gets_a_message_and_exit_code_1) {
   auto r = run({"replication", "plan", "GRAPH", "--spare", "50x"});
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(r.err == "tidemark replication: --spare '50x' is not a load >= 0 or a percentage "
-                      "such as 50%\n");
+  BOOST_TEST(r.err ==
+             "tidemark replication: --spare '50x' is not a load >= 0 or a percentage "
+             "such as 50%\n");
   r = run({"replication", "plan", "GRAPH"}, R"({"hosts": {"count": 2},
             "operators": [{"name": "s", "cots": 1}]})");
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(contains(r.err, "replication_command_test_graph.json: operator #0 ('s') has unknown "
-                             "field 'cots'"));
+  BOOST_TEST(contains(r.err,
+                      "replication_command_test_graph.json: operator #0 ('s') has unknown "
+                      "field 'cots'"));
   r = run({"replication", "plan", "GRAPH", "--heuristic", "importance"});
   BOOST_TEST(r.code != 0);
   BOOST_TEST(contains(r.err, "importance not in {random,low-utilization,out-degree,product}"));
@@ -122,4 +127,15 @@ BOOST_AUTO_TEST_CASE(simulate_runs_a_small_experiment) {
   BOOST_TEST(contains(r.out, "2 runs; per run 20 queries"));
   BOOST_TEST(contains(r.out, "running queries (%), spare 50 %"));
   BOOST_TEST(contains(r.out, "product, colour"));
+}
+
+BOOST_AUTO_TEST_CASE(the_shipped_example_graph_plans) {
+  std::ifstream in(REPLICATION_EXAMPLE);
+  std::stringstream text;
+  text << in.rdbuf();
+  BOOST_REQUIRE(!text.str().empty());
+  auto r = run({"replication", "plan", "GRAPH", "--spare", "50%"}, text.str());
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(contains(r.out, "17 operators, 3 queries, 8 hosts, primary load 4.622"));
+  BOOST_TEST(contains(r.out, "13 of 17 operators replicated (13 replicas), replica load 2.202"));
 }

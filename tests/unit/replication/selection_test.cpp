@@ -36,19 +36,19 @@ levels select(const replication_model& m, const std::vector<double>& imp, select
 
 BOOST_AUTO_TEST_CASE(importance_order_skips_what_no_longer_fits) {
   // 0.4 fits (0.25 left), 0.3 does not, 0.2 does (0.05 left), 0.1 does not.
-  BOOST_TEST(select(four(), falling, selection_strategy::breadth_first, 0.65) ==
-                 (levels{1, 0, 1, 0}),
-             tt::per_element());
+  BOOST_TEST(
+      select(four(), falling, selection_strategy::breadth_first, 0.65) == (levels{1, 0, 1, 0}),
+      tt::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(breadth_first_replicates_every_operator_once_before_raising_levels) {
   // Level 1 for all takes 1.0; of the 0.2 left only the 0.2 operator gets a second replica.
-  BOOST_TEST(select(four(), falling, selection_strategy::breadth_first, 1.2, 2) ==
-                 (levels{1, 1, 2, 1}),
-             tt::per_element());
-  BOOST_TEST(select(four(), falling, selection_strategy::breadth_first, 1.0, 2) ==
-                 (levels{1, 1, 1, 1}),
-             tt::per_element());
+  BOOST_TEST(
+      select(four(), falling, selection_strategy::breadth_first, 1.2, 2) == (levels{1, 1, 2, 1}),
+      tt::per_element());
+  BOOST_TEST(
+      select(four(), falling, selection_strategy::breadth_first, 1.0, 2) == (levels{1, 1, 1, 1}),
+      tt::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(direct_levels_give_important_operators_their_level_at_once) {
@@ -77,13 +77,13 @@ BOOST_AUTO_TEST_CASE(query_level_replicates_whole_queries_first) {
   BOOST_TEST(select(m, imp, selection_strategy::breadth_first, 0.35) == (levels{1, 0, 1, 0}),
              tt::per_element());
   // Query level: all of B; A (0.3) does not fit what is left.
-  BOOST_TEST(select(m, imp, selection_strategy::breadth_first, 0.35, 1, true) ==
-                 (levels{0, 0, 1, 1}),
-             tt::per_element());
+  BOOST_TEST(
+      select(m, imp, selection_strategy::breadth_first, 0.35, 1, true) == (levels{0, 0, 1, 1}),
+      tt::per_element());
   // With 0.1 more, single operators fill the rest once no whole query fits.
-  BOOST_TEST(select(m, imp, selection_strategy::breadth_first, 0.4, 1, true) ==
-                 (levels{1, 0, 1, 1}),
-             tt::per_element());
+  BOOST_TEST(
+      select(m, imp, selection_strategy::breadth_first, 0.4, 1, true) == (levels{1, 0, 1, 1}),
+      tt::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(shared_operators_are_paid_for_once) {
@@ -94,9 +94,9 @@ BOOST_AUTO_TEST_CASE(shared_operators_are_paid_for_once) {
   b.op("D2", 0.1, 0, {s});
   auto m = b.build();
   // Query D1 costs 0.4; then query D2 costs only its own 0.1.
-  BOOST_TEST(select(m, {0.5, 0.5, 0.5}, selection_strategy::knapsack, 0.5, 1, true) ==
-                 (levels{1, 1, 1}),
-             tt::per_element());
+  BOOST_TEST(
+      select(m, {0.5, 0.5, 0.5}, selection_strategy::knapsack, 0.5, 1, true) == (levels{1, 1, 1}),
+      tt::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(no_strategy_ever_exceeds_the_budget) {

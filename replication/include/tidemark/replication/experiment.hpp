@@ -16,9 +16,9 @@ namespace tidemark::replication {
 struct workload_options {
   std::uint32_t hosts = 100;
   std::uint32_t queries = 500;
-  std::uint32_t streams = 40;     ///< distinct event sources the queries read
-  std::uint32_t predicates = 6;   ///< distinct parameters per operator kind and input
-  double load = 100;              ///< total load of the primaries, in host capacities
+  std::uint32_t streams = 40;    ///< distinct event sources the queries read
+  std::uint32_t predicates = 6;  ///< distinct parameters per operator kind and input
+  double load = 100;             ///< total load of the primaries, in host capacities
   std::uint64_t seed = 1;
 };
 
@@ -53,7 +53,7 @@ struct experiment_options {
 struct experiment_result {
   std::vector<std::vector<std::vector<double>>> running;         ///< fraction of queries
   std::vector<std::vector<std::vector<double>>> standard_error;  ///< of running
-  std::vector<std::vector<double>> replicated_operators;  ///< [series][spare] fraction
+  std::vector<std::vector<double>> replicated_operators;         ///< [series][spare] fraction
   /// [series][spare]: replicas per run that fit the budget but no host (plan.unplaced)
   std::vector<std::vector<double>> unplaced;
   // Workload statistics, averaged over runs.

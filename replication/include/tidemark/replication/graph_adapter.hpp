@@ -10,6 +10,10 @@
 #include "tidemark/graph.hpp"
 #include "tidemark/replication/model.hpp"
 
+namespace tidemark {
+struct job_result;
+}
+
 namespace tidemark::replication {
 
 /// What the planner needs to know about one logical operator beyond the graph. Rates, loads and
@@ -25,6 +29,13 @@ struct operator_annotation {
   /// Host name of each instance's primary; empty to let place_primaries decide.
   std::vector<std::string> hosts;
 };
+
+/// Annotations measured by a run of the job (tidemark::run's result): per operator name the
+/// source rate (sources) or input rate, the selectivity (events out / events in) and the load,
+/// in cores: busy time / run time. A fused stage reports one busy time for its whole chain; it
+/// is shared among the chain's operators in proportion to the events each handled (input events,
+/// output events for a source). Give hosts their CPU capacity in cores to match.
+std::map<std::string, operator_annotation> measured_annotations(const job_result& r);
 
 /// The model of `g` on `hosts`. Each instance of a node becomes one operator ("name" when the
 /// parallelism is 1, "name[i]" otherwise); a forward edge between equal parallelisms links

@@ -73,8 +73,8 @@ class replica_packer {
 /// decreasing importance, as a packer would; a replica that fits no host is left out, so the
 /// result may hold fewer replicas than `levels` asked for.
 std::vector<std::vector<host_index>> place_replicas(
-  const replication_model& m, const std::vector<std::uint32_t>& levels,
-  const std::vector<double>& op_importance, const placement_options& opts,
-  const std::vector<std::vector<host_index>>& existing = {});
+    const replication_model& m, const std::vector<std::uint32_t>& levels,
+    const std::vector<double>& op_importance, const placement_options& opts,
+    const std::vector<std::vector<host_index>>& existing = {});
 
 }  // namespace tidemark::replication

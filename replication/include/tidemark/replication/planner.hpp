@@ -28,7 +28,7 @@ struct planner_options {
 };
 
 struct replica_plan {
-  std::vector<double> importance;                 ///< per operator
+  std::vector<double> importance;  ///< per operator
   /// Hosts of each operator's replicas: the running ones (model.replicas), then the new ones.
   std::vector<std::vector<host_index>> replicas;
   double budget = 0;        ///< the spare load selection worked with
