@@ -224,3 +224,12 @@ BOOST_AUTO_TEST_CASE(annotate_appends_the_metadata_of_the_row_key) {
   BOOST_TEST(*fit.process("subject2,1417890600000,-9.2") == "subject2,1417890600000,-9.2,56,M");
   BOOST_CHECK_THROW(annotate_config::for_dataset(dataset::grid, data_dir()), std::invalid_argument);
 }
+
+BOOST_AUTO_TEST_CASE(csv_to_senml_writes_valid_json_numbers_for_loose_inputs) {
+  csv_to_senml c2s({{"timestamp", "x", "y"}, {"timestamp", "u", "u"}, {"v", "v", "v"}});
+  auto json = c2s.process("5,.5,+1");
+  BOOST_REQUIRE(json);
+  BOOST_TEST(*json == R"({"bt":5,"e":[{"n":"x","u":"u","v":0.5},{"n":"y","u":"u","v":1}]})");
+  senml_parse parse;
+  BOOST_TEST(parse.process(*json).has_value());
+}

@@ -57,10 +57,10 @@ result<std::string> csv_to_senml::process(std::string_view csv_row) {
     detail::append_json_string(json, detail::trim(config_.units[i]));
     auto cell = detail::trim(cells_[i]);
     if (config_.kinds[i] == "v") {
-      if (!detail::parse_double(cell))
-        return fail(task, "column '" + config_.names[i] + "' is not numeric: \"" + std::string(cell) + "\"");
+      auto x = detail::parse_double(cell);
+      if (!x) return fail(task, "column '" + config_.names[i] + "' is not numeric: \"" + std::string(cell) + "\"");
       json += ",\"v\":";
-      json += cell.front() == '+' ? cell.substr(1) : cell;
+      json += detail::format_double(*x);  // valid JSON even for inputs like ".5" or "+1"
     } else {
       json += ",\"sv\":";
       detail::append_json_string(json, cell);

@@ -4,6 +4,7 @@
 #include <Eigen/Dense>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -419,8 +420,8 @@ result<bool> decision_tree_classify::update_model(std::string_view bytes) {
 }
 
 result<std::string> decision_tree_classify::process(std::string_view csv_row) {
-  std::vector<std::string_view> cells;
-  if (auto e = parse_columns(csv_row, config_.feature_columns, cells, x_)) return fail("decision_tree_classify", "row: " + *e);
+  if (auto e = parse_columns(csv_row, config_.feature_columns, cells_, x_))
+    return fail("decision_tree_classify", "row: " + *e);
   return model_.classes[model_.classify(x_.data())];
 }
 
@@ -500,8 +501,7 @@ result<bool> linear_regression_predict::update_model(std::string_view bytes) {
 }
 
 result<double> linear_regression_predict::process(std::string_view csv_row) {
-  std::vector<std::string_view> cells;
-  if (auto e = parse_columns(csv_row, config_.feature_columns, cells, x_))
+  if (auto e = parse_columns(csv_row, config_.feature_columns, cells_, x_))
     return fail("linear_regression_predict", "row: " + *e);
   return model_.predict(x_.data());
 }

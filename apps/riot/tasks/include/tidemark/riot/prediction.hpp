@@ -130,7 +130,8 @@ class decision_tree_classify : public error_counter {
  private:
   decision_tree_config config_;
   decision_tree_model model_;
-  std::vector<double> x_;
+  std::vector<double> x_;                // scratch: the row's features
+  std::vector<std::string_view> cells_;  // scratch: the row's columns
 };
 
 // ---- linear regression ---------------------------------------------------------------------------
@@ -178,7 +179,8 @@ class linear_regression_predict : public error_counter {
  private:
   linear_regression_config config_;
   linear_regression_model model_;
-  std::vector<double> x_;
+  std::vector<double> x_;                // scratch: the row's features
+  std::vector<std::string_view> cells_;  // scratch: the row's columns
 };
 
 // ---- sliding-window linear regression --------------------------------------------------------
