@@ -59,7 +59,8 @@ BOOST_AUTO_TEST_CASE(a_job_inserts_parsed_city_rows_into_the_table_store) {
     BOOST_TEST(lookup.process(std::to_string(e.ts) + "," + e.source).value() ==
                std::to_string(e.ts) + "," + e.source + "," + e.temperature);
   }
-  auto& store = metrics_of(result.per_operator(), "store");
+  const auto operators = result.per_operator();
+  const auto& store = metrics_of(operators, "store");
   BOOST_TEST(store.events_in == 1000u);
   BOOST_TEST(store.extra.at("task_errors") == 0.0);
 }
