@@ -203,8 +203,8 @@ class stage_actor final : public caf::event_based_actor {
   /// Runs a message handler; a failure ends this actor and tells the driver.
   template <class F>
   void guarded(F&& f) {
-    if (failed_) return;
-    auto start = clock::now();
+    if (failed_ || done_) return;
+    busy_since_ = clock::now();
     try {
       f();
     } catch (const operator_failure& e) {
@@ -212,7 +212,7 @@ class stage_actor final : public caf::event_based_actor {
     } catch (const std::exception& e) {
       fail("stage " + std::to_string(s_.stage) + " failed: " + e.what());
     }
-    metrics_.busy_ns += (clock::now() - start).count();
+    if (!done_) metrics_.busy_ns += (clock::now() - busy_since_).count();
   }
 
   void fail(std::string what) {
@@ -345,6 +345,7 @@ class stage_actor final : public caf::event_based_actor {
       m.skipped = op(p).skipped;
       op(p).add_metrics(m.extra);
     }
+    metrics_.busy_ns += (clock::now() - busy_since_).count();
     send(s_.driver, done_msg{std::move(metrics_)});
     quit();
   }
@@ -472,6 +473,7 @@ class stage_actor final : public caf::event_based_actor {
   bool finished_ = false;
   bool failed_ = false;
   bool done_ = false;
+  clock::time_point busy_since_;  // start of the message handler that is running
 };
 
 void chain_link::emit(batch_ptr b) {

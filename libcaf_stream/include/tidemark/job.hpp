@@ -13,8 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "tidemark/event_time.hpp"
 #include "tidemark/graph.hpp"
 #include "tidemark/operators.hpp"
+#include "tidemark/window_operators.hpp"
 
 namespace tidemark {
 
@@ -22,6 +24,10 @@ template <class T>
 class stream;
 template <class K, class T, class KeyFn>
 class keyed_stream;
+template <class K, class T, class KeyFn, class Assigner>
+class windowed_stream;
+template <class K, class R, class T>
+class window_streams;
 
 namespace detail {
 
@@ -35,6 +41,15 @@ template <class T, class = void>
 struct is_printable : std::false_type {};
 template <class T>
 struct is_printable<T, std::void_t<decltype(std::declval<std::ostream&>() << std::declval<const T&>())>>
+    : std::true_type {};
+
+template <class Agg, class T, class = void>
+struct is_aggregate_for : std::false_type {};
+template <class Agg, class T>
+struct is_aggregate_for<
+    Agg, T,
+    std::void_t<decltype(std::declval<const Agg&>().add(
+        std::declval<typename Agg::template acc_type<T>&>(), std::declval<const T&>()))>>
     : std::true_type {};
 
 template <class T>
@@ -203,6 +218,25 @@ class stream {
     });
   }
 
+  /// Sets each element's event time to `ts(const T&)` and generates watermarks per `strategy`
+  /// (see watermark_strategy; by default bounded_out_of_orderness(0).every_ms(200)).
+  template <class TsFn, class P = no_punctuation>
+  stream<T> assign_timestamps(TsFn ts, watermark_strategy<P> strategy = ascending_timestamps().every_ms(200),
+                              std::string name = "") const {
+    static_assert(std::is_invocable_r_v<event_time, TsFn&, const T&>,
+                  "assign_timestamps(f, s): f must be callable as f(const T&) and return the event "
+                  "time (tidemark::event_time)");
+    static_assert(std::is_invocable_r_v<bool, P&, const T&>,
+                  "assign_timestamps(f, s): the punctuation predicate must be callable as "
+                  "p(const T&) and return bool");
+    if (strategy.period_ms <= 0 && strategy.period_events == 0 && std::is_same_v<P, no_punctuation>)
+      throw job_error("assign_timestamps: the watermark strategy never emits a watermark: add "
+                      "every_ms(p), every_events(n) or punctuated(pred)");
+    return then<T>("assign_timestamps", std::move(name), [ts, strategy](const instance_info&) {
+      return std::make_unique<ops::timestamp_logic<T, TsFn, P>>(ts, strategy);
+    });
+  }
+
   /// Partitions by `key(const T&)`: equal keys meet in the same instance downstream.
   template <class KeyFn>
   auto key_by(KeyFn key, std::string name = "") const {
@@ -300,6 +334,10 @@ class stream {
   friend class stream;
   template <class, class, class>
   friend class keyed_stream;
+  template <class, class, class, class>
+  friend class windowed_stream;
+  template <class, class, class>
+  friend class window_streams;
 
   stream(job j, node_id id, partitioning next = partitioning::forward)
       : job_(std::move(j)), id_(id), next_(next) {}
@@ -315,9 +353,12 @@ class stream {
     return stream<U>{job_, id};
   }
 
+  /// Sinks take the parallelism of the operator they end, so they fuse with it.
   template <class Make>
   void then_sink(std::string op, std::string name, Make make) const {
-    job_.add_node(std::move(op), std::move(name), node_kind::sink, {edge()}, std::move(make));
+    auto id = job_.add_node(std::move(op), std::move(name), node_kind::sink, {edge()}, std::move(make));
+    auto& g = job_.state_->graph;
+    g.node(id).parallelism = g.node(id_).parallelism;
   }
 
   mutable job job_;  // shares the job's state
@@ -335,15 +376,23 @@ class keyed_stream {
   stream<T> reduce(F f, std::string name = "") const {
     static_assert(std::is_invocable_r_v<T, F&, T, const T&>,
                   "reduce(f): f must be callable as f(T accumulator, const T& element) and return T");
-    auto step = [f](std::optional<T> acc, const T& x) {
-      return acc ? std::optional<T>{f(std::move(*acc), x)} : std::optional<T>{x};
-    };
-    auto project = [](const K&, const std::optional<T>& acc) { return *acc; };
-    return keyed_then<T>("reduce", std::move(name), [key = key_, step, project](const instance_info&) {
-      return std::make_unique<
-          ops::fold_logic<T, K, std::optional<T>, KeyFn, decltype(step), decltype(project)>>(
-          key, std::nullopt, step, project);
+    static_assert(std::is_default_constructible_v<T>,
+                  "reduce(f): T must be default-constructible (keyed state stores it)");
+    auto project = [](const K&, const T& acc) { return acc; };
+    return keyed_then<T>("reduce", std::move(name), [key = key_, f, project](const instance_info&) {
+      return std::make_unique<ops::fold_logic<T, K, T, KeyFn, F, decltype(project)>>(
+          key, std::nullopt, f, project);
     });
+  }
+
+  /// Windows per key: `a` is tumbling, sliding, session or a count window (windows.hpp).
+  template <class Assigner>
+  windowed_stream<K, T, KeyFn, Assigner> window(Assigner a) const {
+    static_assert(std::is_same_v<Assigner, tumbling> || std::is_same_v<Assigner, sliding> ||
+                      std::is_same_v<Assigner, session> || std::is_same_v<Assigner, count_window>,
+                  "window(a): a must be tumbling(...), sliding(...), session(...), "
+                  "count_tumbling(...) or count_sliding(...)");
+    return {*this, std::move(a)};
   }
 
   /// Running fold per key: emits (key, acc = f(acc, x)) for each element; acc starts at `init`.
@@ -362,6 +411,8 @@ class keyed_stream {
  private:
   template <class>
   friend class stream;
+  template <class, class, class, class>
+  friend class windowed_stream;
 
   keyed_stream(stream<T> s, KeyFn key) : stream_(std::move(s)), key_(std::move(key)) {}
 
@@ -374,6 +425,115 @@ class keyed_stream {
 
   stream<T> stream_;
   KeyFn key_;
+};
+
+/// A keyed stream cut into windows; aggregate() or process() adds the window operator.
+template <class K, class T, class KeyFn, class Assigner>
+class windowed_stream {
+  static constexpr bool timed = !std::is_same_v<Assigner, count_window>;
+
+ public:
+  windowed_stream(keyed_stream<K, T, KeyFn> in, Assigner a) : in_(std::move(in)), a_(std::move(a)) {}
+
+  /// Late events up to `ms` behind a window's end update it (default 0: late events are dropped
+  /// to the late output).
+  windowed_stream& allowed_lateness(event_time ms) {
+    static_assert(timed, "allowed_lateness: count windows have no event time");
+    if (ms < 0) throw job_error("allowed_lateness(ms): ms must be >= 0, got " + std::to_string(ms));
+    cfg_.allowed_lateness = ms;
+    return *this;
+  }
+  /// Early results before the watermark passes a window's end (the on-time result always comes).
+  windowed_stream& trigger(tidemark::trigger t) {
+    static_assert(timed, "trigger: count windows fire when full");
+    cfg_.early = t;
+    return *this;
+  }
+  /// When windows re-fire with late events within the allowed lateness.
+  windowed_stream& late_trigger(tidemark::late_trigger t) {
+    static_assert(timed, "late_trigger: count windows have no late events");
+    cfg_.late = std::move(t);
+    return *this;
+  }
+  /// Where process() functions keep window events (default: memory_window_store).
+  windowed_stream& store(std::function<std::unique_ptr<window_store<K, T>>()> make) {
+    make_store_ = std::move(make);
+    return *this;
+  }
+
+  /// Incremental aggregate per (window, key): agg::sum, count, min, max, mean, reduce, fold.
+  template <class Agg>
+  auto aggregate(Agg a, std::string name = "") const {
+    static_assert(detail::is_aggregate_for<Agg, T>::value,
+                  "aggregate(a): a must be an aggregate over the stream's elements, e.g. "
+                  "agg::sum(f) with f callable as f(const T&) (see windows.hpp for the interface)");
+    using fn = ops::aggregate_function<T, K, Agg>;
+    return add(std::move(name), [a](const instance_info&) { return fn{a}; });
+  }
+
+  /// Full-window function `f(const K&, const window_id&, window_events<T>&) -> R`, called with
+  /// all events of the (window, key) each time it fires.
+  template <class F>
+  auto process(F f, std::string name = "") const {
+    static_assert(std::is_invocable_v<F&, const K&, const window_id&, window_events<T>&>,
+                  "process(f): f must be callable as f(const K& key, const tidemark::window_id&, "
+                  "tidemark::window_events<T>& events) and return the window's result");
+    using fn = ops::process_function<T, K, F>;
+    static_assert(!std::is_void_v<typename fn::value_type>, "process(f): f must return the result");
+    auto make_store = make_store_;
+    return add(std::move(name), [f, make_store](const instance_info&) {
+      return fn{f, make_store ? make_store() : std::make_unique<memory_window_store<K, T>>()};
+    });
+  }
+
+ private:
+  template <class MakeFn>
+  auto add(std::string name, MakeFn make_fn) const {
+    using fn = std::invoke_result_t<MakeFn&, const instance_info&>;
+    using R = typename fn::value_type;
+    auto key = in_.key_;
+    auto out = in_.template keyed_then<window_output<K, R, T>>(
+        "window", std::move(name), [a = a_, key, cfg = cfg_, make_fn](const instance_info& info) {
+          return ops::make_window_logic<T, K>(a, key, make_fn(info), cfg, info.name);
+        });
+    return window_streams<K, R, T>{out};
+  }
+
+  keyed_stream<K, T, KeyFn> in_;
+  Assigner a_;
+  window_config cfg_;
+  std::function<std::unique_ptr<window_store<K, T>>()> make_store_;
+};
+
+/// The outputs of a window operator: results(), and late() for events that came after the
+/// allowed lateness of all their windows (each such event appears there exactly once).
+template <class K, class R, class T>
+class window_streams {
+ public:
+  explicit window_streams(stream<window_output<K, R, T>> out) : out_(std::move(out)) {}
+
+  /// Parallel instances of the window operator (set it before results() and late()).
+  window_streams& parallelism(std::uint32_t n) {
+    out_.parallelism(n);
+    return *this;
+  }
+
+  /// One window_result per firing of a (window, key).
+  stream<window_result<K, R>> results() const { return pick<0, window_result<K, R>>("window_results"); }
+  /// The dropped late events, with their event times.
+  stream<T> late() const { return pick<1, T>("late_events"); }
+
+ private:
+  // Splitting runs beside each window instance (same parallelism, so the plan fuses it).
+  template <std::size_t I, class U>
+  stream<U> pick(const char* op) const {
+    auto s = out_.template then<U>(op, "", [](const instance_info&) {
+      return std::make_unique<ops::window_output_logic<K, R, T, I>>();
+    });
+    return s.parallelism(out_.job_.graph().node(out_.id_).parallelism);
+  }
+
+  stream<window_output<K, R, T>> out_;
 };
 
 template <class T, class Make>

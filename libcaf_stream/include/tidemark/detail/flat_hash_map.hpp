@@ -23,6 +23,13 @@ class flat_hash_map {
   /// Returns the value for `key` (whose hash is `h`), inserting `make()` when absent.
   template <class Make>
   V& find_or_insert(std::uint64_t h, const K& key, Make&& make) {
+    auto [value, inserted] = find_or_add(h, key);
+    if (inserted) value = make();
+    return value;
+  }
+
+  /// Returns the value slot for `key` and whether it was just added (default-constructed).
+  std::pair<V&, bool> find_or_add(std::uint64_t h, const K& key) {
     if ((size_ + 1) * 4 > slots_.size() * 3) grow();
     auto mask = slots_.size() - 1;
     for (auto i = h & mask;; i = (i + 1) & mask) {
@@ -31,20 +38,70 @@ class flat_hash_map {
         s.used = true;
         s.hash = h;
         s.key = key;
-        s.value = make();
         ++size_;
-        return s.value;
+        return {s.value, true};
       }
-      if (s.hash == h && s.key == key) return s.value;
+      if (s.hash == h && s.key == key) return {s.value, false};
     }
   }
 
-  std::size_t size() const noexcept { return size_; }
+  /// The value for `key` (hash `h`), or nullptr when absent.
+  V* find(std::uint64_t h, const K& key) {
+    if (slots_.empty()) return nullptr;
+    auto mask = slots_.size() - 1;
+    for (auto i = h & mask;; i = (i + 1) & mask) {
+      auto& s = slots_[i];
+      if (!s.used) return nullptr;
+      if (s.hash == h && s.key == key) return &s.value;
+    }
+  }
 
+  /// Removes `key` (hash `h`) if present. Backward-shift deletion keeps probe sequences intact
+  /// without tombstones.
+  void erase(std::uint64_t h, const K& key) {
+    if (slots_.empty()) return;
+    auto mask = slots_.size() - 1;
+    auto i = h & mask;
+    for (;; i = (i + 1) & mask) {
+      if (!slots_[i].used) return;
+      if (slots_[i].hash == h && slots_[i].key == key) break;
+    }
+    for (auto j = (i + 1) & mask; slots_[j].used; j = (j + 1) & mask) {
+      auto home = slots_[j].hash & mask;
+      // Slot j may move into the hole at i when its home is not in the cyclic range (i, j].
+      if (((j - home) & mask) >= ((j - i) & mask)) {
+        slots_[i] = std::move(slots_[j]);
+        i = j;
+      }
+    }
+    slots_[i] = slot{};
+    --size_;
+  }
+
+  /// Removes every entry but keeps the slot array, so a table can be reused without regrowing.
+  void clear() {
+    if (size_ == 0) return;
+    for (auto& s : slots_) s = slot{};
+    size_ = 0;
+  }
+
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  /// Bytes held by the slot array (not counting memory owned by keys or values).
+  std::size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(slot); }
+
+  /// Calls f(key, value) for every entry; f may not insert or erase.
   template <class F>
   void for_each(F&& f) {
     for (auto& s : slots_)
       if (s.used) f(s.key, s.value);
+  }
+
+  /// Calls f(hash, key, value) for every entry; f may not insert or erase.
+  template <class F>
+  void for_each_hashed(F&& f) {
+    for (auto& s : slots_)
+      if (s.used) f(s.hash, s.key, s.value);
   }
 
  private:

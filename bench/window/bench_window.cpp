@@ -1,0 +1,246 @@
+// Benchmark `window`: N events over 1000 keys, event time advancing so that each 1000-unit
+// tumbling window holds 10,000 events, through source -> map(value*2) -> filter(even key) ->
+// key_by -> tumbling event-time window sum -> counting sink (parallelism 1 per operator), against
+// the same computation as a plain loop. Also measures the delay from the watermark that closes a
+// window (generated at the source) to the window's first result at the sink.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tidemark/runtime.hpp"
+
+using namespace tidemark;
+
+namespace {
+
+constexpr std::uint32_t keys = 1000;
+constexpr event_time window_size = 1000;
+constexpr std::uint64_t events_per_time_unit = 10;  // 10,000 events per window
+
+struct event {
+  std::uint32_t key;
+  event_time t;
+  std::int64_t value;
+};
+
+event make_event(std::uint64_t i) {
+  return {static_cast<std::uint32_t>(i % keys), static_cast<event_time>(i / events_per_time_unit),
+          static_cast<std::int64_t>(i)};
+}
+
+using clock_type = std::chrono::steady_clock;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
+      .count();
+}
+
+/// Per window index: when the watermark closing it was generated, and when its first result
+/// reached the sink (ns on the steady clock; 0 = not yet).
+struct delay_log {
+  explicit delay_log(std::size_t windows) : closed(windows + 1), first_result(windows + 1) {}
+  std::vector<std::int64_t> closed;
+  std::vector<std::int64_t> first_result;
+};
+
+/// CPU seconds (user + system) this process used so far, over all threads.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+/// The 1-minute load average: other processes on this machine slow every wall-clock number.
+double load_average() {
+  double load = 0;
+  std::ifstream{"/proc/loadavg"} >> load;
+  return load;
+}
+
+struct measurement {
+  double seconds = 0;
+  double cpu_seconds = 0;
+  std::uint64_t results = 0;
+  std::int64_t checksum = 0;
+  std::vector<double> delays_ms;
+};
+
+measurement run_pipeline(std::uint64_t events, std::size_t batch_size) {
+  const auto windows = static_cast<std::size_t>(events / events_per_time_unit / window_size) + 1;
+  auto log = std::make_shared<delay_log>(windows);
+  auto results = std::make_shared<std::uint64_t>(0);
+  auto checksum = std::make_shared<std::int64_t>(0);
+  job j{"window"};
+  std::uint64_t i = 0;
+  j.from_generator([i, events]() mutable -> std::optional<event> {
+     if (i == events) return std::nullopt;
+     return make_event(i++);
+   }, "source")
+      // One watermark per window boundary: the first element of a window closes the previous one.
+      .assign_timestamps([](const event& e) { return e.t; },
+                         ascending_timestamps().punctuated([log](const event& e) {
+                           if (e.t % window_size != 0) return false;
+                           auto& closed = log->closed[static_cast<std::size_t>(e.t / window_size)];
+                           if (closed == 0) closed = now_ns();
+                           return true;
+                         }),
+                         "timestamps")
+      .map([](event e) {
+        e.value *= 2;
+        return e;
+      }, "double")
+      .filter([](const event& e) { return e.key % 2 == 0; }, "even_keys")
+      .key_by([](const event& e) { return e.key; }, "by_key")
+      .window(tumbling{window_size})
+      .aggregate(agg::sum([](const event& e) { return e.value; }), "window_sum")
+      .results()
+      .for_each([log, results, checksum, last = event_time{-1}](
+                    const window_result<std::uint32_t, std::int64_t>& r) mutable {
+        ++*results;
+        *checksum += r.value;
+        if (r.window.start != last) {
+          last = r.window.start;
+          auto& first = log->first_result[static_cast<std::size_t>(r.window.end / window_size)];
+          if (first == 0) first = now_ns();
+        }
+      }, "count");
+  run_options opts;
+  opts.batch_size = batch_size;
+  const auto cpu_before = cpu_seconds();
+  auto r = run(j, opts);
+  measurement m;
+  m.seconds = r.seconds;
+  m.cpu_seconds = cpu_seconds() - cpu_before;
+  m.results = *results;
+  m.checksum = *checksum;
+  // The last window closes at the end of the stream, not by a watermark from the source.
+  for (std::size_t w = 1; w + 1 < windows; ++w)
+    if (log->closed[w] && log->first_result[w])
+      m.delays_ms.push_back((log->first_result[w] - log->closed[w]) / 1e6);
+  return m;
+}
+
+measurement run_plain_loop(std::uint64_t events) {
+  struct pane {
+    std::int64_t sum = 0;
+    event_time window = -1;
+  };
+  auto start = clock_type::now();
+  const auto cpu_before = cpu_seconds();
+  detail::flat_hash_map<std::uint32_t, pane> panes;
+  std::hash<std::uint32_t> h;
+  measurement m;
+  std::vector<std::uint32_t> open;  // the keys of the current window
+  event_time window = 0;
+  auto close = [&] {
+    for (auto k : open) {
+      m.checksum += panes.find(detail::mix_hash(h(k)), k)->sum;
+      ++m.results;
+    }
+    open.clear();
+  };
+  for (std::uint64_t i = 0; i < events; ++i) {
+    auto e = make_event(i);
+    e.value *= 2;
+    if (e.key % 2 != 0) continue;
+    if (e.t / window_size != window) {
+      close();
+      window = e.t / window_size;
+    }
+    auto& p = panes.find_or_insert(detail::mix_hash(h(e.key)), e.key, [] { return pane{}; });
+    if (p.window != window) {  // first event of the key in this window
+      p = pane{0, window};
+      open.push_back(e.key);
+    }
+    p.sum += e.value;
+  }
+  close();
+  m.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  m.cpu_seconds = cpu_seconds() - cpu_before;
+  return m;
+}
+
+double percentile(std::vector<double> xs, double p) {
+  if (xs.empty()) return 0;
+  std::sort(xs.begin(), xs.end());
+  return xs[static_cast<std::size_t>(p * static_cast<double>(xs.size() - 1))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"event-time window benchmark"};
+  std::string out = "window.json";
+  std::uint64_t events = 20'000'000;
+  std::size_t batch = run_options{}.batch_size;
+  int repeats = 3;
+  app.add_option("--out", out, "JSON report");
+  app.add_option("--events", events, "events per run");
+  app.add_option("--batch", batch, "batch size");
+  app.add_option("--repeats", repeats, "runs of each variant (the median is reported)");
+  CLI11_PARSE(app, argc, argv);
+
+  const double load_before = load_average();
+  std::vector<measurement> plain;
+  std::vector<measurement> tidemark_runs;
+  for (int r = 0; r < repeats; ++r) {
+    plain.push_back(run_plain_loop(events));
+    std::printf("plain loop: %.1f M events/s\n", events / plain.back().seconds / 1e6);
+    tidemark_runs.push_back(run_pipeline(events, batch));
+    const auto& m = tidemark_runs.back();
+    std::printf("tidemark:   %.1f M events/s (%.2f s CPU for %.2f s), %llu results\n",
+                events / m.seconds / 1e6, m.cpu_seconds, m.seconds,
+                static_cast<unsigned long long>(m.results));
+    if (m.results != plain.back().results || m.checksum != plain.back().checksum) {
+      std::fprintf(stderr, "results differ from the plain loop: %llu results (checksum %lld), expected %llu (%lld)\n",
+                   static_cast<unsigned long long>(m.results), static_cast<long long>(m.checksum),
+                   static_cast<unsigned long long>(plain.back().results),
+                   static_cast<long long>(plain.back().checksum));
+      return 1;
+    }
+  }
+  auto by_time = [](const measurement& a, const measurement& b) { return a.seconds < b.seconds; };
+  std::sort(plain.begin(), plain.end(), by_time);
+  std::sort(tidemark_runs.begin(), tidemark_runs.end(), by_time);
+  const auto& p = plain[plain.size() / 2];
+  const auto& t = tidemark_runs[tidemark_runs.size() / 2];
+  const double eps = events / t.seconds;
+  const double plain_eps = events / p.seconds;
+  nlohmann::json doc{{"benchmark", "window"},
+                     {"events", events},
+                     {"keys", keys},
+                     {"window_size", window_size},
+                     {"events_per_window", events_per_time_unit * window_size},
+                     {"batch_size", batch},
+                     {"repeats", repeats},
+                     {"results", t.results},
+                     {"events_per_s", eps},
+                     {"plain_loop_events_per_s", plain_eps},
+                     {"ratio", eps / plain_eps},
+                     {"watermark_to_result_ms",
+                      {{"p50", percentile(t.delays_ms, 0.5)},
+                       {"p99", percentile(t.delays_ms, 0.99)},
+                       {"max", percentile(t.delays_ms, 1.0)},
+                       {"windows", t.delays_ms.size()}}},
+                     {"cpu_seconds", t.cpu_seconds},
+                     {"plain_loop_cpu_seconds", p.cpu_seconds},
+                     {"events_per_cpu_s", events / t.cpu_seconds},
+                     {"load_average_before", load_before},
+                     {"target_events_per_s", 100e6}};
+  std::ofstream{out} << doc.dump(2) << '\n';
+  std::printf("tidemark %.1f M events/s = %.2f x the plain loop (%.1f M/s); watermark to result p50 "
+              "%.3f ms, p99 %.3f ms; report %s\n",
+              eps / 1e6, eps / plain_eps, plain_eps / 1e6, percentile(t.delays_ms, 0.5),
+              percentile(t.delays_ms, 0.99), out.c_str());
+}

@@ -1,0 +1,202 @@
+// Timestamps and watermark generation: the watermark_strategy a job passes to
+// stream<T>::assign_timestamps, and the operator logic that fills the batch's event-time column
+// and emits watermarks (bounded out-of-orderness, periodic, punctuated) and idle flags.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tidemark/operators.hpp"
+
+namespace tidemark {
+
+/// Punctuation predicate of a strategy without punctuation.
+struct no_punctuation {
+  template <class T>
+  bool operator()(const T&) const noexcept {
+    return false;
+  }
+};
+
+/// How assign_timestamps generates watermarks. The watermark is always
+/// `max event time seen - max_delay`: elements with an event time below it are late. It is emitted
+/// (only when it advances) at these points:
+/// - every `period_ms` of processing time (on the operator's timer),
+/// - after every `period_events` elements,
+/// - right after each element for which the punctuation predicate returns true.
+/// An input with no element for `idle_timeout_ms` of processing time is marked idle (consumers
+/// leave it out of their minimum watermark); its next element marks it active again first.
+template <class Punctuation = no_punctuation>
+struct watermark_strategy {
+  event_time max_delay = 0;
+  std::int64_t period_ms = 0;
+  std::uint64_t period_events = 0;
+  std::int64_t idle_timeout_ms = 0;
+  Punctuation punctuation{};
+
+  /// Emit the watermark every `ms` milliseconds of processing time.
+  watermark_strategy every_ms(std::int64_t ms) const {
+    auto s = *this;
+    s.period_ms = ms;
+    return s;
+  }
+  /// Emit the watermark after every `n` elements.
+  watermark_strategy every_events(std::uint64_t n) const {
+    auto s = *this;
+    s.period_events = n;
+    return s;
+  }
+  /// Mark the stream idle after `ms` milliseconds of processing time without elements.
+  watermark_strategy idle_after(std::int64_t ms) const {
+    auto s = *this;
+    s.idle_timeout_ms = ms;
+    return s;
+  }
+  /// Emit the watermark right after every element `x` with `p(x) == true`.
+  template <class P>
+  watermark_strategy<P> punctuated(P p) const {
+    return {max_delay, period_ms, period_events, idle_timeout_ms, std::move(p)};
+  }
+};
+
+/// Watermarks that trail the highest event time seen by `max_delay` (bounded out-of-orderness).
+/// Add at least one emission rule: every_ms, every_events or punctuated.
+inline watermark_strategy<> bounded_out_of_orderness(event_time max_delay) {
+  return watermark_strategy<>{max_delay};
+}
+
+/// Watermarks equal to the highest event time seen (for streams in event-time order).
+inline watermark_strategy<> ascending_timestamps() { return watermark_strategy<>{0}; }
+
+namespace ops {
+
+/// Fills `times` with `ts(x)` and generates watermarks and idle flags per a watermark_strategy.
+/// Upstream watermarks are not forwarded (this operator defines event time), except end_of_time.
+template <class T, class TsFn, class Punctuation>
+class timestamp_logic final : public operator_logic {
+ public:
+  timestamp_logic(TsFn ts, watermark_strategy<Punctuation> s) : ts_(std::move(ts)), s_(std::move(s)) {}
+
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    auto& b = static_cast<batch<T>&>(*in);
+    if (idle_) {
+      idle_ = false;
+      out.emit_idle(false);
+    }
+    seen_input_ = true;
+    fill_times(b);
+    const bool punctuated = !std::is_same_v<Punctuation, no_punctuation>;
+    if (!punctuated && s_.period_events == 0) {
+      for (auto t : b.times) max_seen_ = std::max(max_seen_, t);
+      out.emit(std::move(in));
+      return;
+    }
+    // Split the batch after each element that calls for a watermark, so that the watermark
+    // travels right behind it.
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < b.values.size(); ++i) {
+      max_seen_ = std::max(max_seen_, b.times[i]);
+      bool due = s_.period_events > 0 && ++since_watermark_ >= s_.period_events;
+      if constexpr (punctuated) due |= static_cast<bool>(s_.punctuation(b.values[i]));
+      if (!due || current() <= emitted_) continue;
+      since_watermark_ = 0;
+      if (i + 1 == b.values.size() && from == 0) {
+        out.emit(std::move(in));
+        out.emit_watermark(emitted_ = current());
+        return;
+      }
+      out.emit(slice(b, from, i + 1));
+      out.emit_watermark(emitted_ = current());
+      from = i + 1;
+    }
+    if (from < b.values.size()) out.emit(from == 0 ? std::move(in) : slice(b, from, b.values.size()));
+  }
+
+  void on_watermark(event_time wm, emitter& out) override {
+    if (wm == end_of_time) out.emit_watermark(wm);
+  }
+
+  std::int64_t timer_period_ms() const override {
+    std::int64_t p = s_.period_ms;
+    if (s_.idle_timeout_ms > 0) {
+      // Tick often enough that idleness is detected within 1.25 x the timeout.
+      auto idle_tick = std::max<std::int64_t>(1, s_.idle_timeout_ms / 4);
+      p = p > 0 ? std::min(p, idle_tick) : idle_tick;
+    }
+    return p;
+  }
+
+  void on_timer(std::int64_t now_ms, emitter& out) override {
+    if (last_input_ms_ == unset || seen_input_) last_input_ms_ = now_ms;
+    seen_input_ = false;
+    if (s_.period_ms > 0 && (last_periodic_ms_ == unset || now_ms - last_periodic_ms_ >= s_.period_ms)) {
+      last_periodic_ms_ = now_ms;
+      if (current() > emitted_) out.emit_watermark(emitted_ = current());
+    }
+    if (s_.idle_timeout_ms > 0 && !idle_ && now_ms - last_input_ms_ >= s_.idle_timeout_ms) {
+      idle_ = true;
+      out.emit_idle(true);
+    }
+  }
+
+  void add_metrics(std::map<std::string, double>& out) const override {
+    out["watermark"] = static_cast<double>(emitted_);
+    out["watermark_lag"] = emitted_ == start_of_time ? 0.0 : static_cast<double>(max_seen_ - emitted_);
+    out["idle"] = idle_ ? 1.0 : 0.0;
+  }
+
+ private:
+  static constexpr std::int64_t unset = INT64_MIN;
+
+  event_time current() const noexcept {
+    return max_seen_ == start_of_time ? start_of_time : max_seen_ - s_.max_delay;
+  }
+
+  void fill_times(batch<T>& b) {
+    b.times.resize(b.values.size());
+    if (on_error == error_policy::fail) {
+      for (std::size_t i = 0; i < b.values.size(); ++i) b.times[i] = ts_(b.values[i]);
+      return;
+    }
+    std::vector<std::uint8_t> keep(b.values.size(), 1);
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < b.values.size(); ++i) {
+      keep[i] = guarded([&] { b.times[i] = ts_(b.values[i]); });
+      if (keep[i]) {
+        if (kept != i) b.values[kept] = std::move(b.values[i]);
+        ++kept;
+      }
+    }
+    if (kept == b.values.size()) return;
+    b.values.resize(kept);
+    compact_columns(b, keep);
+  }
+
+  static batch_ptr slice(batch<T>& b, std::size_t from, std::size_t to) {
+    auto part = std::make_unique<batch<T>>();
+    part->values.assign(std::make_move_iterator(b.values.begin() + from),
+                        std::make_move_iterator(b.values.begin() + to));
+    part->times.assign(b.times.begin() + from, b.times.begin() + to);
+    if (!b.hashes.empty()) part->hashes.assign(b.hashes.begin() + from, b.hashes.begin() + to);
+    return part;
+  }
+
+  TsFn ts_;
+  watermark_strategy<Punctuation> s_;
+  event_time max_seen_ = start_of_time;
+  event_time emitted_ = start_of_time;
+  std::uint64_t since_watermark_ = 0;
+  bool idle_ = false;
+  bool seen_input_ = false;
+  std::int64_t last_input_ms_ = unset;
+  std::int64_t last_periodic_ms_ = unset;
+};
+
+}  // namespace ops
+}  // namespace tidemark

@@ -1,0 +1,635 @@
+// The logic of window operators: aligned event-time windows (tumbling, sliding), per-key session
+// windows and count windows, over an incremental aggregate or a full-window process function.
+// Keyed window state lives in open-addressing tables keyed by the hash key_by computed; results
+// carry (window, key, revision, final); events too late for every window go to the late output.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tidemark/detail/flat_hash_map.hpp"
+#include "tidemark/operator.hpp"
+#include "tidemark/window_store.hpp"
+#include "tidemark/windows.hpp"
+
+namespace tidemark {
+
+/// An event dropped by a window operator because it came after its windows' allowed lateness.
+template <class T>
+struct late_event {
+  T value;
+};
+
+/// What a window operator emits: results, and dropped late events (split by window_streams).
+template <class K, class R, class T>
+using window_output = std::variant<window_result<K, R>, late_event<T>>;
+
+/// Lateness and triggers of one window operator.
+struct window_config {
+  event_time allowed_lateness = 0;
+  trigger early = trigger::on_watermark();
+  late_trigger late = late_trigger::every_event();
+};
+
+namespace ops {
+
+/// Incremental aggregation: the pane's payload is the accumulator.
+template <class T, class K, class Agg>
+struct aggregate_function {
+  using payload = typename Agg::template acc_type<T>;
+  using value_type = std::decay_t<decltype(std::declval<const Agg&>().result(std::declval<const payload&>()))>;
+
+  Agg agg;
+
+  payload make() const { return agg.template init<T>(); }
+  void add(payload& p, const window_id&, std::uint64_t, const K&, const T& x) { agg.add(p, x); }
+  value_type result(payload& p, const window_id&, const window_id&, std::uint64_t, const K&) {
+    return agg.result(p);
+  }
+  void merge(payload& into, payload& from, const window_id&, const window_id&, std::uint64_t,
+             const K&) {
+    agg.merge(into, from);
+  }
+  void expire(const window_id&, std::uint64_t, const K&) {}
+  void purge(const window_id&, std::uint64_t, const K&) {}
+  std::uint64_t memory_bytes() const { return 0; }
+  void add_metrics(std::map<std::string, double>&) const {}
+};
+
+/// Full-window function `f(const K&, const window_id&, window_events<T>&) -> R`: events are kept
+/// in a window_store and iterated when the window fires.
+template <class T, class K, class F>
+struct process_function {
+  struct payload {};
+  using value_type =
+      std::decay_t<std::invoke_result_t<F&, const K&, const window_id&, window_events<T>&>>;
+
+  F f;
+  std::unique_ptr<window_store<K, T>> store;
+
+  payload make() const { return {}; }
+  void add(payload&, const window_id& w, std::uint64_t h, const K& k, const T& x) {
+    store->append(w, h, k, x);
+  }
+  /// `w` is the window as reported, `state` the id its events are stored under.
+  value_type result(payload&, const window_id& w, const window_id& state, std::uint64_t h, const K& k) {
+    window_events<T> events{store->events(state, h, k)};
+    return f(k, w, events);
+  }
+  void merge(payload&, payload&, const window_id& from, const window_id& into, std::uint64_t h,
+             const K& k) {
+    store->merge(from, into, h, k);
+  }
+  void expire(const window_id& w, std::uint64_t h, const K& k) { store->expire(w, h, k); }
+  void purge(const window_id& w, std::uint64_t h, const K& k) { store->purge(w, h, k); }
+  std::uint64_t memory_bytes() const { return store->memory_bytes(); }
+  void add_metrics(std::map<std::string, double>& out) const {
+    out["window_store_events"] = static_cast<double>(store->memory_events());
+    store->add_metrics(out);
+  }
+};
+
+/// What every window operator shares: result emission with revisions, triggers, lateness
+/// bookkeeping, the late output and metrics. Fn is aggregate_function or process_function.
+template <class T, class K, class KeyFn, class Fn>
+class window_logic_base : public operator_logic {
+ public:
+  using value_type = typename Fn::value_type;
+  using result_type = window_result<K, value_type>;
+  using output_type = window_output<K, value_type, T>;
+
+  void add_metrics(std::map<std::string, double>& out) const override {
+    out["watermark"] = static_cast<double>(wm_);
+    out["watermark_lag"] =
+        wm_ == start_of_time || max_seen_ < wm_ ? 0.0 : static_cast<double>(max_seen_ - wm_);
+    out["late_events_accepted"] = static_cast<double>(late_accepted_);
+    out["late_events_dropped"] = static_cast<double>(late_dropped_);
+    out["window_results"] = static_cast<double>(results_);
+    out["window_panes"] = static_cast<double>(panes_);
+    out["window_state_bytes"] = static_cast<double>(table_bytes() + fn_.memory_bytes());
+    fn_.add_metrics(out);
+  }
+
+  std::int64_t timer_period_ms() const override {
+    std::int64_t p = cfg_.late.policy().tick_ms();
+    if (cfg_.early.k == trigger::kind::processing_time)
+      p = p > 0 ? std::min(p, cfg_.early.period_ms) : cfg_.early.period_ms;
+    return p;
+  }
+
+  std::uint64_t late_events_accepted() const noexcept { return late_accepted_; }
+  std::uint64_t late_events_dropped() const noexcept { return late_dropped_; }
+
+ protected:
+  struct pane {
+    typename Fn::payload data;
+    fire_state state;
+  };
+
+  window_logic_base(KeyFn key, Fn fn, window_config cfg, std::string name, bool timed)
+      : key_(std::move(key)), fn_(std::move(fn)), cfg_(std::move(cfg)), name_(std::move(name)),
+        timed_(timed) {}
+
+  /// The batch's elements with their columns, after checking that window() can use them.
+  batch<T>& input(batch_ptr& in) {
+    auto& b = static_cast<batch<T>&>(*in);
+    if (timed_ && b.times.empty() && !b.values.empty())
+      throw job_error("window operator '" + name_ +
+                      "' received elements without event time: call assign_timestamps(...) "
+                      "before key_by(...).window(...)");
+    if (b.hashes.empty() && !b.values.empty())
+      throw job_error("window operator '" + name_ + "' received elements without key hashes: "
+                      "windows need a keyed stream (key_by(...).window(...))");
+    return b;
+  }
+
+  pane make_pane() {
+    ++panes_;
+    return pane{fn_.make(), {}};
+  }
+
+  void forget_pane() { --panes_; }
+
+  /// Bytes of the operator's own window tables (not the window store's).
+  virtual std::uint64_t table_bytes() const = 0;
+
+  /// `state` names the pane in the function's storage; `w` is the window results report (they
+  /// differ only for sessions that grew by merging).
+  void emit(const window_id& w, const window_id& state, std::uint64_t h, const K& k, pane& p,
+            pane_timing timing, bool final) {
+    guarded([&] {
+      out_->values.emplace_back(std::in_place_index<0>,
+                                result_type{w, k, p.state.revision, final, timing,
+                                            fn_.result(p.data, w, state, h, k)});
+      if (timed_) out_->times.push_back(w.end - 1);
+      ++results_;
+    });
+    ++p.state.revision;
+    p.state.pending = 0;
+    p.state.last_fire_ms = now_ms_;
+  }
+
+  void emit_late_event(T&& x, event_time t) {
+    ++late_dropped_;
+    out_->values.emplace_back(std::in_place_index<1>, late_event<T>{std::move(x)});
+    out_->times.push_back(t);
+  }
+
+  /// Adds x to pane p of window w (stored under `state`); `expired` says whether w already
+  /// passed its end.
+  void add(const window_id& w, const window_id& state, std::uint64_t h, const K& k, pane& p,
+           const T& x, bool expired) {
+    fn_.add(p.data, state, h, k, x);
+    ++p.state.pending;
+    if (expired) {
+      if (cfg_.late.policy().on_late_event(p.state, now_ms_))
+        emit(w, state, h, k, p, pane_timing::late, false);
+    } else if (cfg_.early.k == trigger::kind::count && p.state.pending >= cfg_.early.count) {
+      emit(w, state, h, k, p, pane_timing::early, false);
+    }
+  }
+
+  /// Pane p's window passed its end without being purged: it now waits for late events.
+  void expire(const window_id& state, std::uint64_t h, const K& k, pane& p) {
+    p.state.expired_ms = now_ms_;
+    cfg_.late.policy().on_expire(p.state, now_ms_);
+    fn_.expire(state, h, k);
+  }
+
+  /// The watermark reached the end of window w (expired says whether it did before): fires on
+  /// time, or finally when the allowed lateness also ended. Returns true when the pane is done.
+  bool fire_due(const window_id& w, const window_id& state, std::uint64_t h, const K& k, pane& p,
+                bool& expired) {
+    const bool done = purge_time(w) <= wm_;
+    if (!expired) {
+      expired = true;
+      emit(w, state, h, k, p, pane_timing::on_time, done);
+      if (!done) expire(state, h, k, p);
+    } else if (done) {
+      emit(w, state, h, k, p, pane_timing::late, true);
+    }
+    if (done) {
+      fn_.purge(state, h, k);
+      forget_pane();
+    }
+    return done;
+  }
+
+  /// Timer tick for one pane: early processing-time results, or late re-fires. Late policies
+  /// see every tick (planned times pass even when nothing is pending); results need news.
+  void tick(const window_id& w, const window_id& state, std::uint64_t h, const K& k, pane& p,
+            bool expired) {
+    const bool due = expired ? cfg_.late.policy().on_tick(p.state, now_ms_)
+                             : cfg_.early.k == trigger::kind::processing_time &&
+                                   now_ms_ - p.state.last_fire_ms >= cfg_.early.period_ms;
+    if (due && p.state.pending > 0)
+      emit(w, state, h, k, p, expired ? pane_timing::late : pane_timing::early, false);
+  }
+
+  event_time purge_time(const window_id& w) const noexcept {
+    return w.end > end_of_time - cfg_.allowed_lateness ? end_of_time : w.end + cfg_.allowed_lateness;
+  }
+
+  void flush(emitter& out) {
+    if (out_->values.empty()) return;
+    out.emit(std::move(out_));
+    out_ = std::make_unique<batch<output_type>>();
+  }
+
+  KeyFn key_;
+  Fn fn_;
+  window_config cfg_;
+  std::string name_;
+  bool timed_;
+  event_time wm_ = start_of_time;
+  event_time max_seen_ = start_of_time;
+  std::int64_t now_ms_ = 0;
+  std::uint64_t late_accepted_ = 0;
+  std::uint64_t late_dropped_ = 0;
+  std::uint64_t results_ = 0;
+  std::uint64_t panes_ = 0;
+  std::unique_ptr<batch<output_type>> out_ = std::make_unique<batch<output_type>>();
+};
+
+/// Tumbling and sliding windows: the same windows for every key, ordered by start (all windows
+/// of one operator have the same size, so also by end).
+template <class T, class K, class KeyFn, class Fn, class Assigner>
+class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
+  using base = window_logic_base<T, K, KeyFn, Fn>;
+  using pane = typename base::pane;
+
+ public:
+  aligned_window_logic(Assigner a, KeyFn key, Fn fn, window_config cfg, std::string name)
+      : base(std::move(key), std::move(fn), std::move(cfg), std::move(name), true),
+        assigner_(std::move(a)) {}
+
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    auto& b = this->input(in);
+    for (std::size_t i = 0; i < b.values.size(); ++i) {
+      const auto t = b.times[i];
+      const auto h = b.hashes[i];
+      this->max_seen_ = std::max(this->max_seen_, t);
+      this->guarded([&] {
+        const K k = this->key_(b.values[i]);
+        if constexpr (std::is_same_v<Assigner, tumbling>) {
+          // Consecutive events mostly share a window: skip the assigner's division.
+          if (last_ && t >= last_->w.start && t < last_->w.end && !last_->expired) {
+            this->add(last_->w, last_->w, h, k, pane_of(*last_, h, k), b.values[i], false);
+            return;
+          }
+        }
+        if (t >= this->wm_) {  // no window of t has passed its end
+          assigner_.assign(t, [&](const window_id& w) {
+            this->add(w, w, h, k, pane_of(entry(w), h, k), b.values[i], false);
+          });
+        } else {
+          add_late(b.values[i], t, h, k);
+        }
+      });
+    }
+    this->flush(out);
+  }
+
+  void on_watermark(event_time wm, emitter& out) override {
+    advance(wm);
+    this->flush(out);
+    out.emit_watermark(wm);
+  }
+
+  void on_timer(std::int64_t now_ms, emitter& out) override {
+    this->now_ms_ = now_ms;
+    for (auto& [start, e] : windows_)
+      e.panes.for_each_hashed(
+          [&](std::uint64_t h, const K& k, pane& p) { this->tick(e.w, e.w, h, k, p, e.expired); });
+    this->flush(out);
+  }
+
+  void finish(emitter& out) override {
+    advance(end_of_time);
+    this->flush(out);
+  }
+
+ private:
+  struct window_entry {
+    window_id w;
+    bool expired = false;  // the watermark passed w.end
+    detail::flat_hash_map<K, pane> panes;
+  };
+
+  window_entry& entry(const window_id& w) {
+    if (last_ && last_->w.start == w.start) return *last_;
+    auto [it, inserted] = windows_.try_emplace(w.start);
+    if (inserted) {
+      it->second.panes = std::move(spare_);  // reuses the last purged window's slots
+      it->second.w = w;
+      it->second.expired = w.end <= this->wm_;
+    }
+    last_ = &it->second;
+    return *last_;
+  }
+
+  pane& pane_of(window_entry& e, std::uint64_t h, const K& k) {
+    bool created = false;
+    auto& p = e.panes.find_or_insert(h, k, [&] {
+      created = true;
+      return this->make_pane();
+    });
+    if (created && e.expired) this->expire(e.w, h, k, p);  // a window born late
+    return p;
+  }
+
+  void add_late(T& x, event_time t, std::uint64_t h, const K& k) {
+    bool accepted = false;
+    bool late = false;
+    assigner_.assign(t, [&](const window_id& w) {
+      if (this->purge_time(w) <= this->wm_) return;
+      accepted = true;
+      auto& e = entry(w);
+      late |= e.expired;
+      this->add(w, w, h, k, pane_of(e, h, k), x, e.expired);
+    });
+    if (!accepted) this->emit_late_event(std::move(x), t);
+    this->late_accepted_ += late;
+  }
+
+  void advance(event_time wm) {
+    if (wm <= this->wm_) return;
+    this->wm_ = wm;
+    for (auto it = windows_.begin(); it != windows_.end() && it->second.w.end <= wm;) {
+      auto& e = it->second;
+      if (e.expired && this->purge_time(e.w) > wm) {  // waiting for late events
+        ++it;
+        continue;
+      }
+      bool done = false;
+      e.panes.for_each_hashed([&](std::uint64_t h, const K& k, pane& p) {
+        bool expired = e.expired;
+        done = this->fire_due(e.w, e.w, h, k, p, expired);
+      });
+      e.expired = true;
+      if (done || e.panes.empty()) {
+        spare_ = std::move(e.panes);
+        spare_.clear();
+        it = windows_.erase(it);
+        last_ = nullptr;
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  std::uint64_t table_bytes() const override {
+    std::uint64_t n = 0;
+    for (const auto& [start, e] : windows_) n += sizeof(window_entry) + e.panes.memory_bytes();
+    return n;
+  }
+
+  Assigner assigner_;
+  std::map<event_time, window_entry> windows_;
+  window_entry* last_ = nullptr;
+  detail::flat_hash_map<K, pane> spare_;
+};
+
+/// Session windows: per key, a short list of sessions ordered by start. A session keeps the id it
+/// was created with as the name of its stored state while its reported window grows by merging.
+template <class T, class K, class KeyFn, class Fn>
+class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
+  using base = window_logic_base<T, K, KeyFn, Fn>;
+  using pane = typename base::pane;
+
+ public:
+  session_window_logic(session s, KeyFn key, Fn fn, window_config cfg, std::string name)
+      : base(std::move(key), std::move(fn), std::move(cfg), std::move(name), true), gap_(s.gap) {}
+
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    auto& b = this->input(in);
+    for (std::size_t i = 0; i < b.values.size(); ++i) {
+      const auto t = b.times[i];
+      const auto h = b.hashes[i];
+      this->max_seen_ = std::max(this->max_seen_, t);
+      this->guarded([&] {
+        const K k = this->key_(b.values[i]);
+        auto& list = keys_.find_or_insert(h, k, [] { return std::vector<session_pane>{}; });
+        add_to_sessions(list, b.values[i], t, h, k);
+      });
+    }
+    this->flush(out);
+  }
+
+  void on_watermark(event_time wm, emitter& out) override {
+    advance(wm);
+    this->flush(out);
+    out.emit_watermark(wm);
+  }
+
+  void on_timer(std::int64_t now_ms, emitter& out) override {
+    this->now_ms_ = now_ms;
+    keys_.for_each_hashed([&](std::uint64_t h, const K& k, std::vector<session_pane>& list) {
+      for (auto& s : list) this->tick(s.w, s.state, h, k, s.p, s.expired);
+    });
+    this->flush(out);
+  }
+
+  void finish(emitter& out) override {
+    advance(end_of_time);
+    this->flush(out);
+  }
+
+ private:
+  struct session_pane {
+    window_id w;      // the session as results report it
+    window_id state;  // the id its state is stored under (its first window)
+    bool expired = false;
+    pane p;
+  };
+
+  void add_to_sessions(std::vector<session_pane>& list, T& x, event_time t, std::uint64_t h,
+                       const K& k) {
+    const window_id own{t, t + gap_};
+    // Sessions are disjoint and ordered, so those that overlap or touch `own` are adjacent.
+    auto first = std::find_if(list.begin(), list.end(),
+                              [&](const session_pane& s) { return s.w.end >= own.start; });
+    auto last = std::find_if(first, list.end(),
+                             [&](const session_pane& s) { return s.w.start > own.end; });
+    if (first == last) {
+      if (this->purge_time(own) <= this->wm_) {
+        this->emit_late_event(std::move(x), t);
+        return;
+      }
+      auto& s = *list.insert(first, session_pane{own, own, own.end <= this->wm_, this->make_pane()});
+      if (s.expired) this->expire(s.state, h, k, s.p);
+      next_due_ = std::min(next_due_, s.expired ? this->purge_time(s.w) : s.w.end);
+      add_event(s, x, h, k);
+      return;
+    }
+    window_id merged{std::min(first->w.start, own.start), std::max((last - 1)->w.end, own.end)};
+    // The first session survives and absorbs the others; windows whose id changes and that have
+    // already reported results are retracted.
+    for (auto it = first; it != last; ++it)
+      if (it->w != merged && it->p.state.revision > 0)
+        this->emit(it->w, it->state, h, k, it->p, pane_timing::retracted, true);
+    auto& survivor = *first;
+    if (survivor.w != merged) survivor.p.state.revision = 0;
+    for (auto it = first + 1; it != last; ++it) {
+      this->fn_.merge(survivor.p.data, it->p.data, it->state, survivor.state, h, k);
+      survivor.p.state.pending += it->p.state.pending;
+      this->fn_.purge(it->state, h, k);
+      this->forget_pane();
+    }
+    list.erase(first + 1, last);
+    survivor.w = merged;
+    const bool was_expired = survivor.expired;
+    survivor.expired = merged.end <= this->wm_;
+    if (survivor.expired && !was_expired) this->expire(survivor.state, h, k, survivor.p);
+    next_due_ = std::min(next_due_, survivor.expired ? this->purge_time(merged) : merged.end);
+    add_event(survivor, x, h, k);
+  }
+
+  void add_event(session_pane& s, const T& x, std::uint64_t h, const K& k) {
+    this->late_accepted_ += s.expired;
+    this->add(s.w, s.state, h, k, s.p, x, s.expired);
+  }
+
+  void advance(event_time wm) {
+    if (wm <= this->wm_) return;
+    this->wm_ = wm;
+    if (wm < next_due_) return;
+    next_due_ = end_of_time;
+    std::vector<std::pair<std::uint64_t, K>> emptied;
+    keys_.for_each_hashed([&](std::uint64_t h, const K& k, std::vector<session_pane>& list) {
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [&](session_pane& s) {
+                                  if (s.w.end <= wm && this->fire_due(s.w, s.state, h, k, s.p, s.expired))
+                                    return true;
+                                  next_due_ = std::min(next_due_, s.expired ? this->purge_time(s.w) : s.w.end);
+                                  return false;
+                                }),
+                 list.end());
+      if (list.empty()) emptied.emplace_back(h, k);
+    });
+    for (auto& [h, k] : emptied) keys_.erase(h, k);
+  }
+
+  std::uint64_t table_bytes() const override {
+    return keys_.memory_bytes() + this->panes_ * sizeof(session_pane);
+  }
+
+  event_time gap_;
+  detail::flat_hash_map<K, std::vector<session_pane>> keys_;
+  event_time next_due_ = end_of_time;  // no session needs the watermark before this time
+};
+
+/// Count windows: per key, windows of `size` consecutive elements starting every `slide`. Each
+/// fires once, when full (or at the end of the stream with what it has), as a final result.
+template <class T, class K, class KeyFn, class Fn>
+class count_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
+  using base = window_logic_base<T, K, KeyFn, Fn>;
+  using pane = typename base::pane;
+
+ public:
+  count_window_logic(count_window c, KeyFn key, Fn fn, window_config cfg, std::string name)
+      : base(std::move(key), std::move(fn), std::move(cfg), std::move(name), false), c_(c) {}
+
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    auto& b = this->input(in);
+    for (std::size_t i = 0; i < b.values.size(); ++i) {
+      const auto h = b.hashes[i];
+      this->guarded([&] {
+        const K k = this->key_(b.values[i]);
+        auto& ks = keys_.find_or_insert(h, k, [] { return key_state{}; });
+        const auto pos = ks.next++;
+        if (pos % c_.slide == 0) {
+          const auto start = static_cast<event_time>(pos);
+          ks.open.push_back(
+              count_pane{{start, start + static_cast<event_time>(c_.size)}, this->make_pane()});
+        }
+        for (auto& c : ks.open) this->fn_.add(c.p.data, c.w, h, k, b.values[i]);
+        if (!ks.open.empty() && ks.open.front().w.end == static_cast<event_time>(ks.next)) {
+          close(ks.open.front(), h, k);
+          ks.open.erase(ks.open.begin());
+        }
+      });
+    }
+    this->flush(out);
+  }
+
+  void finish(emitter& out) override {
+    keys_.for_each_hashed([&](std::uint64_t h, const K& k, key_state& ks) {
+      for (auto& c : ks.open) close(c, h, k);
+      ks.open.clear();
+    });
+    this->flush(out);
+  }
+
+ private:
+  struct count_pane {
+    window_id w;
+    pane p;
+  };
+  struct key_state {
+    std::uint64_t next = 0;  // position of the key's next element
+    std::vector<count_pane> open;
+  };
+
+  void close(count_pane& c, std::uint64_t h, const K& k) {
+    this->emit(c.w, c.w, h, k, c.p, pane_timing::on_time, true);
+    this->fn_.purge(c.w, h, k);
+    this->forget_pane();
+  }
+
+  std::uint64_t table_bytes() const override {
+    return keys_.memory_bytes() + this->panes_ * sizeof(count_pane);
+  }
+
+  count_window c_;
+  detail::flat_hash_map<K, key_state> keys_;
+};
+
+/// The window operator logic for an assigner.
+template <class T, class K, class KeyFn, class Fn, class Assigner>
+std::unique_ptr<operator_logic> make_window_logic(const Assigner& a, KeyFn key, Fn fn,
+                                                  window_config cfg, std::string name) {
+  if constexpr (std::is_same_v<Assigner, session>)
+    return std::make_unique<session_window_logic<T, K, KeyFn, Fn>>(a, std::move(key), std::move(fn),
+                                                                   std::move(cfg), std::move(name));
+  else if constexpr (std::is_same_v<Assigner, count_window>)
+    return std::make_unique<count_window_logic<T, K, KeyFn, Fn>>(a, std::move(key), std::move(fn),
+                                                                 std::move(cfg), std::move(name));
+  else
+    return std::make_unique<aligned_window_logic<T, K, KeyFn, Fn, Assigner>>(
+        a, std::move(key), std::move(fn), std::move(cfg), std::move(name));
+}
+
+/// Splits a window operator's output: I = 0 keeps the results, I = 1 the late events.
+template <class K, class R, class T, std::size_t I>
+class window_output_logic final : public operator_logic {
+ public:
+  using out_type = std::conditional_t<I == 0, window_result<K, R>, T>;
+
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    auto& b = static_cast<batch<window_output<K, R, T>>&>(*in);
+    auto result = std::make_unique<batch<out_type>>();
+    const bool timed = !b.times.empty();
+    for (std::size_t i = 0; i < b.values.size(); ++i) {
+      auto* x = std::get_if<I>(&b.values[i]);
+      if (!x) continue;
+      if constexpr (I == 0)
+        result->values.push_back(std::move(*x));
+      else
+        result->values.push_back(std::move(x->value));
+      if (timed) result->times.push_back(b.times[i]);
+    }
+    if (!result->values.empty()) out.emit(std::move(result));
+  }
+};
+
+}  // namespace ops
+}  // namespace tidemark

@@ -1,0 +1,188 @@
+// window_store: where window operators keep the events of full-window (process) functions, per
+// (window, key). The interface is what the tiered Aion store (memory + WiredTiger) implements;
+// memory_window_store is the all-in-memory baseline. window_events is the lazy, block-wise view a
+// process function iterates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tidemark/detail/flat_hash_map.hpp"
+#include "tidemark/windows.hpp"
+
+namespace tidemark {
+
+/// A contiguous run of events handed out by a cursor.
+template <class T>
+struct event_block {
+  const T* data = nullptr;
+  std::size_t size = 0;
+};
+
+/// Lazy iteration over the events of one (window, key): blocks in arrival order. A tiered store
+/// returns the memory-resident block first and stages the rest behind it.
+template <class T>
+class event_cursor {
+ public:
+  virtual ~event_cursor() = default;
+  /// The next block; an empty block ends the iteration.
+  virtual event_block<T> next() = 0;
+};
+
+/// Stores the events of full-window functions per (window, key). Keys come with the hash key_by
+/// computed. The window operator calls, for each (window, key): append while the window collects
+/// events; events() when it fires; expire() once when the window passed its end (later events are
+/// late; a tiered store destages); purge() when the allowed lateness ended.
+template <class K, class T>
+class window_store {
+ public:
+  virtual ~window_store() = default;
+  /// Appends `x` to the events of key `k` (hash `h`) in window `w`.
+  virtual void append(const window_id& w, std::uint64_t h, const K& k, T x) = 0;
+  /// The events of (w, k) in arrival order; valid until the next append, merge or purge.
+  virtual std::unique_ptr<event_cursor<T>> events(const window_id& w, std::uint64_t h, const K& k) = 0;
+  /// Moves the events of (from, k) behind those of (into, k): sessions that merged.
+  virtual void merge(const window_id& from, const window_id& into, std::uint64_t h, const K& k) = 0;
+  /// (w, k) passed its end: from now on it is read only when it re-fires with late events.
+  virtual void expire(const window_id& w, std::uint64_t h, const K& k) = 0;
+  /// Drops every event of (w, k).
+  virtual void purge(const window_id& w, std::uint64_t h, const K& k) = 0;
+  /// Events held in memory.
+  virtual std::uint64_t memory_events() const = 0;
+  /// Bytes of memory held (sizeof(T) per event plus bookkeeping, not memory owned by T).
+  virtual std::uint64_t memory_bytes() const = 0;
+  /// Store-specific metrics (bytes per tier, I/O) added to the operator's report.
+  virtual void add_metrics(std::map<std::string, double>& out) const {}
+};
+
+/// The all-in-memory store: per window an open-addressing table of keys to event vectors.
+template <class K, class T>
+class memory_window_store final : public window_store<K, T> {
+ public:
+  void append(const window_id& w, std::uint64_t h, const K& k, T x) override {
+    auto& events = table(w).find_or_insert(h, k, [] { return std::vector<T>{}; });
+    const auto before = events.capacity();
+    events.push_back(std::move(x));
+    bytes_ += (events.capacity() - before) * sizeof(T);
+    ++events_;
+  }
+
+  std::unique_ptr<event_cursor<T>> events(const window_id& w, std::uint64_t h, const K& k) override {
+    const std::vector<T>* events = nullptr;
+    if (auto it = windows_.find(w); it != windows_.end()) events = it->second.find(h, k);
+    return std::make_unique<vector_cursor>(events);
+  }
+
+  void merge(const window_id& from, const window_id& into, std::uint64_t h, const K& k) override {
+    auto it = windows_.find(from);
+    if (it == windows_.end()) return;
+    auto* src = it->second.find(h, k);
+    if (!src) return;
+    std::vector<T> moved = std::move(*src);
+    bytes_ -= moved.capacity() * sizeof(T);
+    events_ -= moved.size();
+    forget(it, h, k);  // src is empty now
+    auto& dst = table(into).find_or_insert(h, k, [] { return std::vector<T>{}; });
+    bytes_ -= dst.capacity() * sizeof(T);
+    dst.insert(dst.end(), std::make_move_iterator(moved.begin()), std::make_move_iterator(moved.end()));
+    bytes_ += dst.capacity() * sizeof(T);
+    events_ += moved.size();
+  }
+
+  void expire(const window_id&, std::uint64_t, const K&) override {}
+
+  void purge(const window_id& w, std::uint64_t h, const K& k) override {
+    if (auto it = windows_.find(w); it != windows_.end()) forget(it, h, k);
+  }
+
+  std::uint64_t memory_events() const override { return events_; }
+  std::uint64_t memory_bytes() const override {
+    std::uint64_t tables = 0;
+    for (const auto& [w, t] : windows_) tables += t.memory_bytes();
+    return bytes_ + tables;
+  }
+
+ private:
+  using key_table = detail::flat_hash_map<K, std::vector<T>>;
+
+  class vector_cursor final : public event_cursor<T> {
+   public:
+    explicit vector_cursor(const std::vector<T>* v) : v_(v) {}
+    event_block<T> next() override {
+      if (!v_ || done_) return {};
+      done_ = true;
+      return {v_->data(), v_->size()};
+    }
+
+   private:
+    const std::vector<T>* v_;
+    bool done_ = false;
+  };
+
+  key_table& table(const window_id& w) { return windows_[w]; }
+
+  void forget(typename std::map<window_id, key_table>::iterator it, std::uint64_t h, const K& k) {
+    if (auto* events = it->second.find(h, k)) {
+      bytes_ -= events->capacity() * sizeof(T);
+      events_ -= events->size();
+      it->second.erase(h, k);
+    }
+    if (it->second.empty()) windows_.erase(it);
+  }
+
+  std::map<window_id, key_table> windows_;
+  std::uint64_t events_ = 0;
+  std::uint64_t bytes_ = 0;
+};
+
+/// The events of one (window, key) as a process function sees them: an input range read lazily,
+/// block by block, from the window store. Iterate it once.
+template <class T>
+class window_events {
+ public:
+  explicit window_events(std::unique_ptr<event_cursor<T>> c) : cursor_(std::move(c)) {}
+
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const T*;
+    using reference = const T&;
+
+    iterator() = default;
+    explicit iterator(window_events* owner) : owner_(owner) { load(); }
+    const T& operator*() const { return block_.data[pos_]; }
+    const T* operator->() const { return block_.data + pos_; }
+    iterator& operator++() {
+      if (++pos_ == block_.size) load();
+      return *this;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) { return a.owner_ == b.owner_; }
+    friend bool operator!=(const iterator& a, const iterator& b) { return a.owner_ != b.owner_; }
+
+   private:
+    void load() {
+      pos_ = 0;
+      block_ = owner_->cursor_->next();
+      if (block_.size == 0) owner_ = nullptr;  // end
+    }
+    window_events* owner_ = nullptr;
+    event_block<T> block_;
+    std::size_t pos_ = 0;
+  };
+
+  iterator begin() { return iterator{this}; }
+  iterator end() { return iterator{}; }
+
+ private:
+  std::unique_ptr<event_cursor<T>> cursor_;
+};
+
+}  // namespace tidemark

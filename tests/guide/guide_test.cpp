@@ -1,0 +1,94 @@
+// The code of docs/guide.md, compiled and run so that the guide never goes stale. Each region
+// between a pair of `//!` markers is quoted verbatim by the guide (checked by guide_in_sync).
+#define BOOST_TEST_MODULE user guide
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "tidemark/runtime.hpp"
+
+BOOST_AUTO_TEST_CASE(first_job) {
+  //! [first_job]
+  tidemark::job job{"first"};
+  auto squares = job.from_container(std::vector<int>{1, 2, 3, 4, 5})
+                     .map([](int x) { return x * x; })
+                     .filter([](int x) { return x % 2 == 1; })
+                     .collect();
+  tidemark::run(job);
+  // squares.values() holds 1, 9 and 25, in some order
+  //! [first_job]
+  auto got = squares.values();
+  std::sort(got.begin(), got.end());
+  BOOST_TEST(got == (std::vector<int>{1, 9, 25}));
+}
+
+BOOST_AUTO_TEST_CASE(files_and_bad_input) {
+  auto path = std::string{TIDEMARK_DATA_DIR} + "/SYS_sample_data_senml.csv";
+  //! [files_and_bad_input]
+  tidemark::job job{"timestamps"};
+  auto times = job.from_text_file(path, "lines")
+                   .map([](const std::string& line) { return std::stoll(line.substr(0, line.find(','))); },
+                        "leading_timestamp")
+                   .on_error(tidemark::error_policy::skip)  // drop and count lines that do not parse
+                   .collect();
+  auto result = tidemark::run(job);
+  std::cout << result.summary();  // events in/out and skipped elements per operator
+  //! [files_and_bad_input]
+  BOOST_TEST(times.values().size() == 1000u);
+  BOOST_TEST(*std::min_element(times.values().begin(), times.values().end()) == 1422748800000LL);
+}
+
+BOOST_AUTO_TEST_CASE(keyed_state) {
+  //! [keyed_state]
+  struct reading {
+    std::string sensor;
+    double celsius;
+  };
+  tidemark::job job{"keyed"};
+  auto readings = job.from_container(std::vector<reading>{
+      {"a", 20.5}, {"b", 18.0}, {"a", 21.5}, {"c", 5.0}, {"b", 19.0}, {"a", 22.0}});
+  auto running_max = readings.key_by([](const reading& r) { return r.sensor; })
+                         .reduce([](reading acc, const reading& r) {
+                           acc.celsius = std::max(acc.celsius, r.celsius);
+                           return acc;
+                         })
+                         .parallelism(2)  // two instances; each sensor's state lives in one
+                         .collect();
+  auto readings_per_sensor = readings.key_by([](const reading& r) { return r.sensor; })
+                                 .fold(0, [](int n, const reading&) { return n + 1; })
+                                 .collect();
+  tidemark::run(job);
+  // running_max: one updated maximum per reading, e.g. a 20.5, a 21.5, a 22.0 for sensor "a"
+  // readings_per_sensor: pairs (sensor, count so far): ("a", 1), ("a", 2), ("a", 3), ("b", 1), ...
+  //! [keyed_state]
+  double max_a = 0;
+  for (auto& r : running_max.values())
+    if (r.sensor == "a") max_a = std::max(max_a, r.celsius);
+  BOOST_TEST(max_a == 22.0);
+  BOOST_TEST(running_max.values().size() == 6u);
+  auto counts = readings_per_sensor.values();
+  BOOST_TEST(std::count(counts.begin(), counts.end(), std::pair<std::string, int>{"a", 3}) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(shapes_and_plans) {
+  //! [shapes_and_plans]
+  tidemark::job job{"shapes"};
+  auto left = job.from_container(std::vector<int>{1, 2, 3}, "left");
+  auto right = job.from_container(std::vector<int>{10, 20}, "right");
+  auto both = left.merge(right).map([](int x) { return x + 1; }, "plus_one").parallelism(2);
+  auto total = both.rebalance().count("total");
+  auto everywhere = both.broadcast().filter([](int) { return true; }, "all").parallelism(3).count();
+  auto plan = tidemark::compile(job.graph());
+  std::cout << tidemark::to_text(job.graph(), plan);  // stages, fusion, partitioning
+  tidemark::run_options options;
+  options.batch_size = 256;        // elements per batch between actors
+  options.credit = 4;              // batches in flight per channel: bounds memory
+  options.report_path = "shapes.json";  // JSON metrics report
+  tidemark::run(job, options);
+  // total.value() == 5; everywhere.value() == 15 (each of the 3 instances sees all 5)
+  //! [shapes_and_plans]
+  BOOST_TEST(total.value() == 5u);
+  BOOST_TEST(everywhere.value() == 15u);
+  std::remove("shapes.json");
+}

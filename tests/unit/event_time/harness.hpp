@@ -1,0 +1,86 @@
+// Test helpers for event-time operators: an emitter that records what an operator emits, and a
+// pipe that feeds one operator's output straight into the next, as a fused chain would.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tidemark/operator.hpp"
+
+namespace tidemark::test {
+
+/// One thing an operator emitted, in order.
+struct emitted {
+  enum class kind { batch, watermark, idle } k;
+  batch_ptr b;
+  event_time wm = 0;
+  bool idle = false;
+};
+
+class recording_emitter final : public emitter {
+ public:
+  void emit(batch_ptr b) override { log.push_back({emitted::kind::batch, std::move(b)}); }
+  void emit_watermark(event_time wm) override {
+    log.push_back({emitted::kind::watermark, nullptr, wm});
+  }
+  void emit_idle(bool idle) override { log.push_back({emitted::kind::idle, nullptr, 0, idle}); }
+
+  /// All values of every emitted batch<T>, in order.
+  template <class T>
+  std::vector<T> values() const {
+    std::vector<T> xs;
+    for (const auto& e : log)
+      if (e.k == emitted::kind::batch)
+        for (const auto& x : static_cast<const batch<T>&>(*e.b).values) xs.push_back(x);
+    return xs;
+  }
+
+  std::vector<event_time> watermarks() const {
+    std::vector<event_time> wms;
+    for (const auto& e : log)
+      if (e.k == emitted::kind::watermark) wms.push_back(e.wm);
+    return wms;
+  }
+
+  std::vector<emitted> log;
+};
+
+/// Feeds everything emitted into `next` (process / on_watermark), which emits into `out`.
+/// Records the watermark `next` has seen when each element arrives.
+class pipe_emitter final : public emitter {
+ public:
+  pipe_emitter(operator_logic& next, emitter& out) : next_(next), out_(out) {}
+
+  void emit(batch_ptr b) override {
+    arrival_watermarks.insert(arrival_watermarks.end(), b->size(), wm_);
+    next_.process(0, std::move(b), out_);
+  }
+  void emit_watermark(event_time wm) override {
+    wm_ = wm;
+    next_.on_watermark(wm, out_);
+  }
+  void emit_idle(bool idle) override { out_.emit_idle(idle); }
+
+  /// The watermark in force when each element reached `next`, in arrival order.
+  std::vector<event_time> arrival_watermarks;
+
+ private:
+  operator_logic& next_;
+  emitter& out_;
+  event_time wm_ = start_of_time;
+};
+
+/// A batch of values with optional event times and key hashes.
+template <class T>
+batch_ptr make_batch(std::vector<T> xs, std::vector<event_time> times = {},
+                     std::vector<std::uint64_t> hashes = {}) {
+  auto b = std::make_unique<batch<T>>(std::move(xs));
+  b->times = std::move(times);
+  b->hashes = std::move(hashes);
+  return b;
+}
+
+}  // namespace tidemark::test

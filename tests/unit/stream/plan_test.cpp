@@ -1,0 +1,72 @@
+// Plan compilation (fusion, stage edges, channel counts) and graph validation, without actors.
+#define BOOST_TEST_MODULE plan
+#include <boost/test/unit_test.hpp>
+
+#include "tidemark/job.hpp"
+#include "tidemark/plan.hpp"
+
+using namespace tidemark;
+
+BOOST_AUTO_TEST_CASE(forward_chains_fuse_and_key_by_splits_stages) {
+  job j{"plan"};
+  auto s = j.from_container(std::vector<int>{1}, "src");
+  auto m = s.map([](int x) { return x; }, "m").filter([](int) { return true; }, "f");
+  m.key_by([](int x) { return x; }, "k").fold(0, [](int a, int) { return a; }, "agg").count("sink");
+  BOOST_TEST(!validate(j.graph()));
+  auto p = compile(j.graph());
+  BOOST_REQUIRE(p.stages.size() == 2u);
+  BOOST_TEST(p.stages[0].chain.size() == 4u);  // src => m => f => k
+  BOOST_TEST(p.stages[1].chain.size() == 2u);  // agg => sink
+  BOOST_REQUIRE(p.edges.size() == 1u);
+  BOOST_TEST((p.edges[0].part == partitioning::key_hash));
+  BOOST_TEST(to_text(j.graph(), p) ==
+             "stage 0 x1: src (from_container) => m (map) => f (filter) => k (key_by)\n"
+             "stage 1 x1: agg (fold) => sink (count)  <- stage 0 [key_hash]\n"
+             "(=> fused into one actor per instance; <- channels between stages)\n");
+  auto unfused = compile(j.graph(), {false});
+  BOOST_TEST(unfused.stages.size() == 6u);
+  BOOST_TEST(unfused.channel_count() == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(parallelism_change_and_fan_out_break_fusion) {
+  job j{"fan"};
+  auto s = j.from_container(std::vector<int>{1}, "src");
+  auto m = s.map([](int x) { return x; }, "m").parallelism(3);
+  m.count("a");
+  m.rebalance().filter([](int) { return true; }, "b").parallelism(2).count("c");
+  auto p = compile(j.graph());
+  BOOST_TEST(p.stages.size() == 4u);  // src | m | a | b => c: m has two consumers
+  BOOST_TEST(p.stages[2].parallelism == 3u);  // a sink takes the parallelism of its input
+  BOOST_TEST(p.stages[3].chain.size() == 2u);
+  // src(1) -> m(3): forward with different parallelism is all-to-all: 3 channels;
+  // m(3) -> a(3): pointwise, 3; m(3) -> b(2): rebalance, 6
+  BOOST_TEST(p.channel_count() == 12u);
+  auto dot = to_dot(j.graph(), p);
+  BOOST_TEST(dot.find("label=\"rebalance\"") != std::string::npos);
+  BOOST_TEST(dot.find("subgraph cluster_3") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(validation_names_the_operator) {
+  logical_graph g;
+  logical_node src;
+  src.name = "src";
+  src.kind = node_kind::source;
+  g.add(src);
+  logical_node loop;
+  loop.name = "loop";
+  loop.inputs = {{0, partitioning::forward}, {1, partitioning::forward}};
+  g.add(loop);
+  logical_node sink;
+  sink.name = "out";
+  sink.kind = node_kind::sink;
+  sink.inputs = {{1, partitioning::forward}};
+  g.add(sink);
+  BOOST_TEST(*validate(g) == "the job has a cycle: 'loop' -> 'loop'");
+  g.node(1).inputs.pop_back();
+  BOOST_TEST(!validate(g));
+  g.node(1).parallelism = 0;
+  BOOST_TEST(*validate(g) == "operator 'loop' has parallelism 0: use 1 or more");
+  g.node(1).parallelism = 1;
+  g.node(2).inputs[0].from = 7;
+  BOOST_TEST(*validate(g) == "operator 'out' reads from unknown operator id 7");
+}
