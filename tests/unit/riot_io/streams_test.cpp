@@ -1,5 +1,5 @@
-// The I/O tasks on Tidemark streams, run by tidemark::run: parsed CITY rows inserted into a
-// WiredTiger table by parallel sink instances, bad rows counted in the job report, lookups as an
+// The I/O tasks on Tidemark streams, run by tidemark::run: CITY SenML lines parsed by the SenML
+// parse task and inserted into a WiredTiger table by parallel sink instances, bad rows counted in the job report, lookups as an
 // operator, and zip archives written by a sink that flushes at the end of the stream.
 #define BOOST_TEST_MODULE riot_io_streams
 #include <boost/test/unit_test.hpp>
@@ -11,6 +11,7 @@
 #include "../../support/temp_dir.hpp"
 #include "sample_data.hpp"
 #include "tidemark/riot/io/streams.hpp"
+#include "tidemark/riot/senml.hpp"
 #include "tidemark/runtime.hpp"
 
 using namespace tidemark;
@@ -22,11 +23,20 @@ namespace {
 
 const std::vector<key_part> ts_then_source{{0, key_encoding::integer}, {1, key_encoding::text}};
 
-// "<ts>,<source>,<temperature>" from a SYS SenML sample line.
-std::string parse_city_line(const std::string& line) {
-  auto e = tidemark::test::detail::after(line, "\"sv\":\"");
-  return line.substr(0, line.find(',')) + "," + e + "," + tidemark::test::detail::value_of(line, "temperature");
-}
+// The SenML parse task, then the row "<base time>,<source>,<temperature as written>". Each
+// map instance gets its own copy of the parser (it is one-per-thread).
+struct city_row_parser {
+  std::shared_ptr<tidemark::riot::senml_parse> parse = std::make_shared<tidemark::riot::senml_parse>();
+  city_row_parser() = default;
+  city_row_parser(const city_row_parser&) : parse(std::make_shared<tidemark::riot::senml_parse>()) {}
+
+  std::string operator()(const std::string& line) const {
+    auto record = parse->process(tidemark::riot::senml_payload(line));
+    if (!record) throw std::runtime_error(record.error().message);
+    return std::to_string(record->base_time) + "," + record->find("source")->text + "," +
+           record->find("temperature")->text;
+  }
+};
 
 const operator_metrics& metrics_of(const std::vector<operator_metrics>& all, const std::string& name) {
   for (const auto& m : all)
@@ -42,7 +52,7 @@ BOOST_AUTO_TEST_CASE(a_job_inserts_parsed_city_rows_into_the_table_store) {
   auto conn = wt_connection::open(dir / "", "log=(enabled=true)");
   job j{"city_to_table"};
   auto rows = j.from_text_file(std::string{TIDEMARK_DATA_DIR} + "/SYS_sample_data_senml.csv")
-                  .map(parse_city_line, "parse")
+                  .map(city_row_parser{}, "parse")
                   .parallelism(2);
   // 1000 rows over two instances in batches of 64: each instance ends with a partial batch that
   // only the end-of-stream flush writes.
@@ -59,7 +69,8 @@ BOOST_AUTO_TEST_CASE(a_job_inserts_parsed_city_rows_into_the_table_store) {
     BOOST_TEST(lookup.process(std::to_string(e.ts) + "," + e.source).value() ==
                std::to_string(e.ts) + "," + e.source + "," + e.temperature);
   }
-  auto& store = metrics_of(result.per_operator(), "store");
+  const auto operators = result.per_operator();
+  const auto& store = metrics_of(operators, "store");
   BOOST_TEST(store.events_in == 1000u);
   BOOST_TEST(store.extra.at("task_errors") == 0.0);
 }
