@@ -90,10 +90,19 @@ class timestamp_logic final : public operator_logic {
       out.emit_idle(false);
     }
     seen_input_ = true;
-    fill_times(b);
+    // Under the fail policy times are computed in the same pass that looks for watermarks; under
+    // skip, a first pass drops the elements whose timestamp function throws.
+    const bool inline_times = on_error == error_policy::fail;
+    if (inline_times)
+      b.times.resize(b.values.size());
+    else
+      fill_times(b);
     const bool punctuated = !std::is_same_v<Punctuation, no_punctuation>;
     if (!punctuated && s_.period_events == 0) {
-      for (auto t : b.times) max_seen_ = std::max(max_seen_, t);
+      for (std::size_t i = 0; i < b.values.size(); ++i) {
+        if (inline_times) b.times[i] = ts_(b.values[i]);
+        max_seen_ = std::max(max_seen_, b.times[i]);
+      }
       out.emit(std::move(in));
       return;
     }
@@ -101,6 +110,7 @@ class timestamp_logic final : public operator_logic {
     // travels right behind it.
     std::size_t from = 0;
     for (std::size_t i = 0; i < b.values.size(); ++i) {
+      if (inline_times) b.times[i] = ts_(b.values[i]);
       max_seen_ = std::max(max_seen_, b.times[i]);
       bool due = s_.period_events > 0 && ++since_watermark_ >= s_.period_events;
       if constexpr (punctuated) due |= static_cast<bool>(s_.punctuation(b.values[i]));
@@ -158,12 +168,9 @@ class timestamp_logic final : public operator_logic {
     return max_seen_ == start_of_time ? start_of_time : max_seen_ - s_.max_delay;
   }
 
+  /// Computes the times under error_policy::skip, dropping elements whose timestamp throws.
   void fill_times(batch<T>& b) {
     b.times.resize(b.values.size());
-    if (on_error == error_policy::fail) {
-      for (std::size_t i = 0; i < b.values.size(); ++i) b.times[i] = ts_(b.values[i]);
-      return;
-    }
     std::vector<std::uint8_t> keep(b.values.size(), 1);
     std::size_t kept = 0;
     for (std::size_t i = 0; i < b.values.size(); ++i) {
