@@ -125,9 +125,6 @@ class window_logic_base : public operator_logic {
     return p;
   }
 
-  std::uint64_t late_events_accepted() const noexcept { return late_accepted_; }
-  std::uint64_t late_events_dropped() const noexcept { return late_dropped_; }
-
  protected:
   struct pane {
     typename Fn::payload data;
