@@ -93,30 +93,35 @@ class timestamp_logic final : public operator_logic {
     // Under the fail policy times are computed in the same pass that looks for watermarks; under
     // skip, a first pass drops the elements whose timestamp function throws.
     const bool inline_times = on_error == error_policy::fail;
-    if (inline_times)
-      b.times.resize(b.values.size());
-    else
+    if (inline_times) {
+      b.times.clear();
+      b.times.reserve(b.values.size());
+    } else {
       fill_times(b);
+    }
+    const std::size_t n = b.values.size();
+    const T* xs = b.values.data();
+    auto time_of = [&](std::size_t i) {
+      if (!inline_times) return b.times[i];
+      b.times.push_back(ts_(xs[i]));
+      return b.times.back();
+    };
     const bool punctuated = !std::is_same_v<Punctuation, no_punctuation>;
     if (!punctuated && s_.period_events == 0) {
-      for (std::size_t i = 0; i < b.values.size(); ++i) {
-        if (inline_times) b.times[i] = ts_(b.values[i]);
-        max_seen_ = std::max(max_seen_, b.times[i]);
-      }
+      for (std::size_t i = 0; i < n; ++i) max_seen_ = std::max(max_seen_, time_of(i));
       out.emit(std::move(in));
       return;
     }
     // Split the batch after each element that calls for a watermark, so that the watermark
     // travels right behind it.
     std::size_t from = 0;
-    for (std::size_t i = 0; i < b.values.size(); ++i) {
-      if (inline_times) b.times[i] = ts_(b.values[i]);
-      max_seen_ = std::max(max_seen_, b.times[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      max_seen_ = std::max(max_seen_, time_of(i));
       bool due = s_.period_events > 0 && ++since_watermark_ >= s_.period_events;
-      if constexpr (punctuated) due |= static_cast<bool>(s_.punctuation(b.values[i]));
+      if constexpr (punctuated) due |= static_cast<bool>(s_.punctuation(xs[i]));
       if (!due || current() <= emitted_) continue;
       since_watermark_ = 0;
-      if (i + 1 == b.values.size() && from == 0) {
+      if (i + 1 == n && from == 0) {
         out.emit(std::move(in));
         out.emit_watermark(emitted_ = current());
         return;
@@ -125,7 +130,7 @@ class timestamp_logic final : public operator_logic {
       out.emit_watermark(emitted_ = current());
       from = i + 1;
     }
-    if (from < b.values.size()) out.emit(from == 0 ? std::move(in) : slice(b, from, b.values.size()));
+    if (from < n) out.emit(from == 0 ? std::move(in) : slice(b, from, n));
   }
 
   void on_watermark(event_time wm, emitter& out) override {
