@@ -1,6 +1,8 @@
 // Benchmark `pipeline`: N integer events through source -> map(x*2) -> filter(even key) ->
 // key_by(1000 keys) -> per-key running sum -> count sink, parallelism 1 per operator, against
 // the same computation as a plain single-threaded loop in the same process.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -25,6 +27,7 @@ struct measurement {
   double seconds;
   std::uint64_t results;
   std::int64_t peak_live_batches;
+  double cpu_seconds;  // user + system time of the whole process during the run
 };
 
 measurement run_pipeline(std::uint64_t events, std::size_t batch_size, std::uint32_t credit) {
@@ -50,12 +53,19 @@ measurement run_pipeline(std::uint64_t events, std::size_t batch_size, std::uint
   run_options opts;
   opts.batch_size = batch_size;
   opts.credit = credit;
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
   auto r = run(j, opts);
+  getrusage(RUSAGE_SELF, &after);
+  auto cpu = [](const rusage& u) {
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  };
+  double cpu_seconds = cpu(after) - cpu(before);
   if (results.value() != events / 2) {
     std::cerr << "wrong result count " << results.value() << '\n';
     std::exit(1);
   }
-  return {events / r.seconds, r.seconds, results.value(), r.peak_live_batches};
+  return {events / r.seconds, r.seconds, results.value(), r.peak_live_batches, cpu_seconds};
 }
 
 measurement run_plain_loop(std::uint64_t events) {
@@ -75,7 +85,7 @@ measurement run_plain_loop(std::uint64_t events) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (checksum == 42) std::puts("");  // keeps the loop's work observable
-  return {events / seconds, seconds, count, 0};
+  return {events / seconds, seconds, count, 0, seconds};
 }
 
 }  // namespace
@@ -101,9 +111,13 @@ int main(int argc, char** argv) {
   for (std::size_t b : {64ul, 256ul, 1024ul, 4096ul}) {
     std::printf("tidemark, batch %zu, %llu events...\n", b, static_cast<unsigned long long>(events));
     auto m = run_pipeline(events, b, run_options{}.credit);
-    std::printf("  %.1f M events/s (peak %lld live batches)\n", m.events_per_s / 1e6,
+    std::printf("  %.1f M events/s, %.2f ns CPU per event (peak %lld live batches)\n",
+                m.events_per_s / 1e6, m.cpu_seconds * 1e9 / events,
                 static_cast<long long>(m.peak_live_batches));
-    sweep.push_back({{"batch_size", b}, {"events_per_s", m.events_per_s}, {"seconds", m.seconds}});
+    sweep.push_back({{"batch_size", b},
+                     {"events_per_s", m.events_per_s},
+                     {"seconds", m.seconds},
+                     {"cpu_ns_per_event", m.cpu_seconds * 1e9 / events}});
     if (b == batch) main = m;
   }
   if (main.seconds == 0) main = run_pipeline(events, batch, run_options{}.credit);

@@ -24,6 +24,9 @@ struct run_options {
   bool fuse = true;
   /// Scheduler threads; 0 means one per core.
   std::size_t threads = 0;
+  /// Raise glibc's mmap and trim thresholds (process-wide, once) so that batch buffers freed on
+  /// another thread stay in the heap instead of returning to the kernel.
+  bool tune_malloc = true;
   /// Print the metrics summary to standard output at the end.
   bool print_summary = false;
   /// Write the JSON metrics report here at the end (empty: no report).

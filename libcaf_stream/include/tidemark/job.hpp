@@ -376,14 +376,12 @@ class keyed_stream {
   stream<T> reduce(F f, std::string name = "") const {
     static_assert(std::is_invocable_r_v<T, F&, T, const T&>,
                   "reduce(f): f must be callable as f(T accumulator, const T& element) and return T");
-    auto step = [f](std::optional<T> acc, const T& x) {
-      return acc ? std::optional<T>{f(std::move(*acc), x)} : std::optional<T>{x};
-    };
-    auto project = [](const K&, const std::optional<T>& acc) { return *acc; };
-    return keyed_then<T>("reduce", std::move(name), [key = key_, step, project](const instance_info&) {
-      return std::make_unique<
-          ops::fold_logic<T, K, std::optional<T>, KeyFn, decltype(step), decltype(project)>>(
-          key, std::nullopt, step, project);
+    static_assert(std::is_default_constructible_v<T>,
+                  "reduce(f): T must be default-constructible (keyed state stores it)");
+    auto project = [](const K&, const T& acc) { return acc; };
+    return keyed_then<T>("reduce", std::move(name), [key = key_, f, project](const instance_info&) {
+      return std::make_unique<ops::fold_logic<T, K, T, KeyFn, F, decltype(project)>>(
+          key, std::nullopt, f, project);
     });
   }
 

@@ -149,13 +149,14 @@ class key_by_logic final : public operator_logic {
 };
 
 /// Running per-key fold: for every element, `acc = f(acc, x)` on its key's accumulator, then emits
-/// `project(key, acc)`. Lookups use the hash key_by computed.
+/// `project(key, acc)`. The accumulator starts at `init`, or, without one (reduce), at the key's
+/// first element. Lookups use the hash key_by computed.
 template <class T, class K, class A, class KeyFn, class F, class Project>
 class fold_logic final : public operator_logic {
  public:
   using out_type = std::decay_t<std::invoke_result_t<Project&, const K&, const A&>>;
 
-  fold_logic(KeyFn key, A init, F f, Project project)
+  fold_logic(KeyFn key, std::optional<A> init, F f, Project project)
       : key_(std::move(key)), init_(std::move(init)), f_(std::move(f)), project_(std::move(project)) {}
 
   void process(std::size_t, batch_ptr in, emitter& out) override {
@@ -182,13 +183,18 @@ class fold_logic final : public operator_logic {
  private:
   out_type step(std::uint64_t hash, const T& x) {
     K k = key_(x);
-    auto& acc = state_.find_or_insert(hash, k, [&] { return init_; });
-    acc = f_(std::move(acc), x);
+    auto [acc, added] = state_.find_or_add(hash, k);
+    if (!added)
+      acc = f_(std::move(acc), x);
+    else if constexpr (std::is_same_v<A, T>)
+      acc = init_ ? f_(*init_, x) : x;
+    else
+      acc = f_(*init_, x);
     return project_(k, acc);
   }
 
   KeyFn key_;
-  A init_;
+  std::optional<A> init_;
   F f_;
   Project project_;
   detail::flat_hash_map<K, A> state_;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <numeric>
 
 #include "tidemark/runtime.hpp"
@@ -160,4 +161,14 @@ BOOST_AUTO_TEST_CASE(metrics_count_events) {
   BOOST_TEST(small->events_out == 10u);
   BOOST_TEST(r.summary().find("small") != std::string::npos);
   BOOST_TEST(r.to_json().find("\"events_out\": 10") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(print_sink_writes_one_line_per_element) {
+  std::ostringstream captured;
+  auto* old = std::cout.rdbuf(captured.rdbuf());
+  job j{"print"};
+  j.from_container(std::vector<int>{3, 1, 2}).map([](int x) { return x * 10; }).print();
+  run(j);
+  std::cout.rdbuf(old);
+  BOOST_TEST(captured.str() == "30\n10\n20\n");
 }

@@ -23,6 +23,13 @@ class flat_hash_map {
   /// Returns the value for `key` (whose hash is `h`), inserting `make()` when absent.
   template <class Make>
   V& find_or_insert(std::uint64_t h, const K& key, Make&& make) {
+    auto [value, inserted] = find_or_add(h, key);
+    if (inserted) value = make();
+    return value;
+  }
+
+  /// Returns the value slot for `key` and whether it was just added (default-constructed).
+  std::pair<V&, bool> find_or_add(std::uint64_t h, const K& key) {
     if ((size_ + 1) * 4 > slots_.size() * 3) grow();
     auto mask = slots_.size() - 1;
     for (auto i = h & mask;; i = (i + 1) & mask) {
@@ -31,11 +38,10 @@ class flat_hash_map {
         s.used = true;
         s.hash = h;
         s.key = key;
-        s.value = make();
         ++size_;
-        return s.value;
+        return {s.value, true};
       }
-      if (s.hash == h && s.key == key) return s.value;
+      if (s.hash == h && s.key == key) return {s.value, false};
     }
   }
 

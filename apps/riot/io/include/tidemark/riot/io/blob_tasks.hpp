@@ -1,0 +1,94 @@
+// RIoTBench's blob upload and download (models from TRAIN, zipped charts from STATS) over a
+// container that is either a WiredTiger blob store or a plain directory (for example one on a
+// mount that other nodes read), instead of cloud blob storage.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "tidemark/persistence/blob_store.hpp"
+#include "tidemark/riot/io/task_errors.hpp"
+
+namespace tidemark::riot::io {
+
+/// Where blobs live. put() replaces a blob atomically: readers see the old or the new one.
+/// Methods throw (storage_error, std::filesystem::filesystem_error, std::invalid_argument) with
+/// the container and blob named; one instance per thread.
+class blob_container {
+ public:
+  virtual ~blob_container() = default;
+  virtual void put(std::string_view name, std::string_view bytes) = 0;
+  virtual std::optional<std::string> get(std::string_view name) = 0;
+  /// Names starting with `prefix`, sorted.
+  virtual std::vector<std::string> list(std::string_view prefix) = 0;
+  virtual bool remove(std::string_view name) = 0;
+  /// Says which container this is, for messages, e.g. "blob store models".
+  virtual std::string describe() const = 0;
+};
+
+/// Blobs in a WiredTiger blob store.
+struct wiredtiger_blobs {
+  std::shared_ptr<persistence::wt_connection> conn;
+  std::string store;
+  persistence::durability level = persistence::durability::process_crash;
+};
+
+/// Blobs as files in a directory (created if missing). Names must be plain file names. A put
+/// writes a temporary file, fsyncs it and renames it over the target; with `sync` the directory
+/// is fsynced too, so the blob survives power loss.
+struct directory_blobs {
+  std::string directory;
+  bool sync = true;
+};
+
+using blob_target = std::variant<wiredtiger_blobs, directory_blobs>;
+
+/// Opens the container `target` describes; each parallel task instance opens its own.
+std::unique_ptr<blob_container> open_blob_container(const blob_target& target);
+
+struct blob_upload_config {
+  blob_target target;
+  std::string name_prefix{};  ///< prepended to the file's name to form the blob name
+};
+
+/// Uploads a local file (a model, an archive) as blob "<name_prefix><file name>".
+class blob_upload {
+ public:
+  explicit blob_upload(blob_upload_config config);
+  /// The blob name, or nullopt (counted) when the file cannot be read or the upload fails.
+  std::optional<std::string> process(const std::string& file_path);
+
+  std::uint64_t bytes_uploaded() const noexcept { return bytes_; }
+  const task_errors& errors() const noexcept { return errors_; }
+
+ private:
+  std::string prefix_;
+  std::unique_ptr<blob_container> container_;
+  std::uint64_t bytes_ = 0;
+  task_errors errors_;
+};
+
+struct blob_download_config {
+  blob_target target;
+};
+
+/// Downloads a named blob's bytes (PRED fetching a new model).
+class blob_download {
+ public:
+  explicit blob_download(blob_download_config config);
+  /// The bytes, or nullopt (counted) when the blob is missing or the read fails.
+  std::optional<std::string> process(std::string_view name);
+
+  const task_errors& errors() const noexcept { return errors_; }
+
+ private:
+  std::unique_ptr<blob_container> container_;
+  task_errors errors_;
+};
+
+}  // namespace tidemark::riot::io

@@ -1,0 +1,101 @@
+// RIoTBench's MQTT publish and subscribe against a real broker (mosquitto), through libmosquitto.
+// Each task owns one client with a network thread that reconnects with exponential backoff; an
+// unreachable broker shows up as counted errors and connected() == false, never as a crash.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tidemark/riot/io/task_errors.hpp"
+
+namespace tidemark::riot::io {
+
+/// Which broker to use and how to stay connected to it.
+struct mqtt_broker {
+  std::string host = "127.0.0.1";
+  int port = 1883;
+  std::string client_id;  ///< empty: the library makes a random one (as the originals' UUIDs)
+  int keepalive_s = 30;
+  /// How long a task's constructor waits for the first connection before it goes on unconnected.
+  std::chrono::milliseconds connect_timeout{2000};
+  /// Reconnect delays grow exponentially from min to max after a lost or refused connection.
+  unsigned reconnect_min_s = 1;
+  unsigned reconnect_max_s = 30;
+};
+
+namespace detail {
+class mqtt_client;
+}
+
+struct mqtt_publish_config {
+  mqtt_broker broker;
+  std::string topic;  ///< IO.MQTT_PUBLISH.TOPIC_NAME, e.g. "citydata"
+  int qos = 0;        ///< the originals publish with QoS 0, not retained
+  bool retain = false;
+};
+
+/// Publishes each payload to the configured topic.
+class mqtt_publish {
+ public:
+  explicit mqtt_publish(mqtt_publish_config config);
+  ~mqtt_publish();
+  mqtt_publish(const mqtt_publish&) = delete;
+  mqtt_publish& operator=(const mqtt_publish&) = delete;
+
+  /// Hands `payload` to the client; false (counted in errors()) when there is no connection or
+  /// the library refuses it. QoS 0 payloads are not kept for a later connection.
+  bool process(std::string_view payload);
+
+  bool connected() const;
+  std::uint64_t published() const noexcept { return published_; }
+  /// Failed publishes and failed connection attempts (thread-safe snapshot).
+  task_errors errors() const;
+
+ private:
+  mqtt_publish_config config_;
+  std::unique_ptr<detail::mqtt_client> client_;
+  std::uint64_t published_ = 0;
+};
+
+/// One received message.
+struct mqtt_message {
+  std::string topic;
+  std::string payload;
+};
+
+struct mqtt_subscribe_config {
+  mqtt_broker broker;
+  std::string topic;  ///< a topic filter; wildcards (+, #) allowed
+  int qos = 0;
+  std::size_t queue_capacity = 10000;  ///< when full, the oldest waiting message is dropped
+};
+
+/// Subscribes to a topic filter; the network thread puts messages into a bounded thread-safe
+/// queue that poll() takes from. The subscription is renewed after every reconnect.
+class mqtt_subscribe {
+ public:
+  /// Waits up to broker.connect_timeout until the subscription is acknowledged.
+  explicit mqtt_subscribe(mqtt_subscribe_config config);
+  ~mqtt_subscribe();
+  mqtt_subscribe(const mqtt_subscribe&) = delete;
+  mqtt_subscribe& operator=(const mqtt_subscribe&) = delete;
+
+  /// The oldest waiting message, waiting up to `wait` for one; nullopt when none came.
+  std::optional<mqtt_message> poll(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
+
+  /// Connected and subscribed.
+  bool subscribed() const;
+  /// Messages dropped because the queue was full.
+  std::uint64_t dropped() const;
+  task_errors errors() const;
+
+ private:
+  std::unique_ptr<detail::mqtt_client> client_;
+};
+
+}  // namespace tidemark::riot::io

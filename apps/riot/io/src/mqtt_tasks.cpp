@@ -1,0 +1,227 @@
+// libmosquitto behind the MQTT tasks: one client per task with the library's network thread
+// (mosquitto_loop_start), which also reconnects with backoff. Callbacks run on that thread, so
+// everything they touch is guarded by the client's mutex.
+#include "tidemark/riot/io/mqtt_tasks.hpp"
+
+#include <mosquitto.h>
+
+#include <condition_variable>
+#include <cerrno>
+#include <system_error>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+
+namespace tidemark::riot::io {
+
+namespace detail {
+
+namespace {
+// The text of the current errno (thread-safe, unlike strerror).
+std::string errno_text() { return std::error_code{errno, std::generic_category()}.message(); }
+}  // namespace
+
+class mqtt_client {
+ public:
+  /// Connects to `broker`; when `subscription` is non-empty, subscribes to it on every connect
+  /// and queues what arrives (up to `capacity` messages).
+  mqtt_client(const mqtt_broker& broker, std::string subscription, int qos, std::size_t capacity)
+      : endpoint_(broker.host + ":" + std::to_string(broker.port)),
+        subscription_(std::move(subscription)),
+        qos_(qos),
+        capacity_(capacity) {
+    static std::once_flag init;
+    std::call_once(init, [] { mosquitto_lib_init(); });
+    mosq_ = mosquitto_new(broker.client_id.empty() ? nullptr : broker.client_id.c_str(), true, this);
+    if (!mosq_) throw std::runtime_error("MQTT client for " + endpoint_ + ": cannot create a client");
+    mosquitto_connect_callback_set(mosq_, &on_connect);
+    mosquitto_disconnect_callback_set(mosq_, &on_disconnect);
+    mosquitto_subscribe_callback_set(mosq_, &on_subscribe);
+    mosquitto_message_callback_set(mosq_, &on_message);
+    mosquitto_reconnect_delay_set(mosq_, broker.reconnect_min_s, broker.reconnect_max_s, true);
+    if (int rc = mosquitto_connect_async(mosq_, broker.host.c_str(), broker.port, broker.keepalive_s);
+        rc != MOSQ_ERR_SUCCESS)
+      connection_failed(rc == MOSQ_ERR_ERRNO ? errno_text() : mosquitto_strerror(rc));
+    if (int rc = mosquitto_loop_start(mosq_); rc != MOSQ_ERR_SUCCESS) {
+      mosquitto_destroy(mosq_);
+      throw std::runtime_error("MQTT client for " + endpoint_ + ": cannot start its network thread: " +
+                               mosquitto_strerror(rc));
+    }
+    std::unique_lock<std::mutex> lock{mutex_};
+    ready_.wait_for(lock, broker.connect_timeout, [this] { return ready(); });
+    if (!ready())
+      errors_.add("MQTT broker " + endpoint_ + " unreachable within " +
+                  std::to_string(broker.connect_timeout.count()) + " ms" +
+                  (last_failure_.empty() ? "" : " (" + last_failure_ + ")") + "; retrying in the background");
+  }
+
+  ~mqtt_client() {
+    mosquitto_disconnect(mosq_);
+    mosquitto_loop_stop(mosq_, false);
+    mosquitto_destroy(mosq_);
+  }
+
+  const std::string& endpoint() const noexcept { return endpoint_; }
+
+  /// Publishes; on failure counts an error naming the topic and returns false.
+  bool publish(const std::string& topic, std::string_view payload, int qos, bool retain) {
+    int rc = mosquitto_publish(mosq_, nullptr, topic.c_str(), static_cast<int>(payload.size()),
+                               payload.data(), qos, retain);
+    if (rc == MOSQ_ERR_SUCCESS) return true;
+    std::lock_guard<std::mutex> lock{mutex_};
+    std::string why = rc == MOSQ_ERR_NO_CONN ? "not connected to the broker" : mosquitto_strerror(rc);
+    if (rc == MOSQ_ERR_NO_CONN && !last_failure_.empty()) why += " (last attempt: " + last_failure_ + ")";
+    errors_.add("MQTT publish to topic '" + topic + "' at " + endpoint_ + " failed: " + why);
+    return false;
+  }
+
+  std::optional<mqtt_message> poll(std::chrono::milliseconds wait) {
+    std::unique_lock<std::mutex> lock{mutex_};
+    if (!arrived_.wait_for(lock, wait, [this] { return !queue_.empty(); })) return std::nullopt;
+    auto m = std::move(queue_.front());
+    queue_.pop_front();
+    return m;
+  }
+
+  bool ready() const {  // callers hold mutex_ or call ready_now()
+    return connected_ && (subscription_.empty() || subscribed_);
+  }
+  bool ready_now() const {
+    std::lock_guard<std::mutex> lock{mutex_};
+    return ready();
+  }
+  std::uint64_t dropped() const {
+    std::lock_guard<std::mutex> lock{mutex_};
+    return dropped_;
+  }
+  task_errors errors() const {
+    std::lock_guard<std::mutex> lock{mutex_};
+    return errors_;
+  }
+
+ private:
+  static mqtt_client& self(void* obj) { return *static_cast<mqtt_client*>(obj); }
+
+  // Called with mutex_ not held.
+  void connection_failed(const std::string& why) {
+    std::lock_guard<std::mutex> lock{mutex_};
+    last_failure_ = why;
+    errors_.add("MQTT connection to " + endpoint_ + " failed: " + why);
+  }
+
+  static void on_connect(mosquitto* mosq, void* obj, int rc) {
+    auto& c = self(obj);
+    if (rc != 0) {
+      c.connection_failed(mosquitto_connack_string(rc));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock{c.mutex_};
+      c.connected_ = true;
+      c.subscribed_ = false;
+    }
+    if (!c.subscription_.empty()) {
+      if (int s = mosquitto_subscribe(mosq, nullptr, c.subscription_.c_str(), c.qos_); s != MOSQ_ERR_SUCCESS)
+        c.connection_failed("subscribing to '" + c.subscription_ + "': " + mosquitto_strerror(s));
+    }
+    c.ready_.notify_all();
+  }
+
+  static void on_disconnect(mosquitto*, void* obj, int rc) {
+    auto& c = self(obj);
+    {
+      std::lock_guard<std::mutex> lock{c.mutex_};
+      c.connected_ = false;
+      c.subscribed_ = false;
+    }
+    // rc 0 is our own disconnect; anything else is a lost or refused connection.
+    if (rc != 0) c.connection_failed(rc == MOSQ_ERR_ERRNO ? errno_text() : mosquitto_strerror(rc));
+  }
+
+  static void on_subscribe(mosquitto*, void* obj, int, int, const int*) {
+    auto& c = self(obj);
+    {
+      std::lock_guard<std::mutex> lock{c.mutex_};
+      c.subscribed_ = true;
+    }
+    c.ready_.notify_all();
+  }
+
+  static void on_message(mosquitto*, void* obj, const mosquitto_message* m) {
+    auto& c = self(obj);
+    {
+      std::lock_guard<std::mutex> lock{c.mutex_};
+      if (c.queue_.size() >= c.capacity_) {
+        c.queue_.pop_front();
+        ++c.dropped_;
+      }
+      c.queue_.push_back(mqtt_message{m->topic, std::string{static_cast<const char*>(m->payload),
+                                                            static_cast<std::size_t>(m->payloadlen)}});
+    }
+    c.arrived_.notify_one();
+  }
+
+  std::string endpoint_;
+  std::string subscription_;
+  int qos_;
+  std::size_t capacity_;
+  mosquitto* mosq_ = nullptr;
+
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::condition_variable arrived_;
+  bool connected_ = false;
+  bool subscribed_ = false;
+  std::string last_failure_;
+  task_errors errors_;
+  std::deque<mqtt_message> queue_;
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace detail
+
+// ---- mqtt_publish ----
+
+namespace {
+mqtt_publish_config validated(mqtt_publish_config config) {
+  if (config.topic.empty()) throw std::invalid_argument("mqtt_publish: topic must not be empty");
+  return config;
+}
+}  // namespace
+
+mqtt_publish::mqtt_publish(mqtt_publish_config config)
+    : config_(validated(std::move(config))),
+      client_(std::make_unique<detail::mqtt_client>(config_.broker, "", config_.qos, 0)) {}
+
+mqtt_publish::~mqtt_publish() = default;
+
+bool mqtt_publish::process(std::string_view payload) {
+  bool ok = client_->publish(config_.topic, payload, config_.qos, config_.retain);
+  published_ += ok;
+  return ok;
+}
+
+bool mqtt_publish::connected() const { return client_->ready_now(); }
+task_errors mqtt_publish::errors() const { return client_->errors(); }
+
+// ---- mqtt_subscribe ----
+
+namespace {
+std::unique_ptr<detail::mqtt_client> make_subscriber(const mqtt_subscribe_config& config) {
+  if (config.topic.empty()) throw std::invalid_argument("mqtt_subscribe: topic must not be empty");
+  if (config.queue_capacity == 0) throw std::invalid_argument("mqtt_subscribe: queue_capacity must be > 0");
+  return std::make_unique<detail::mqtt_client>(config.broker, config.topic, config.qos, config.queue_capacity);
+}
+}  // namespace
+
+mqtt_subscribe::mqtt_subscribe(mqtt_subscribe_config config) : client_(make_subscriber(config)) {}
+mqtt_subscribe::~mqtt_subscribe() = default;
+
+std::optional<mqtt_message> mqtt_subscribe::poll(std::chrono::milliseconds wait) {
+  return client_->poll(wait);
+}
+bool mqtt_subscribe::subscribed() const { return client_->ready_now(); }
+std::uint64_t mqtt_subscribe::dropped() const { return client_->dropped(); }
+task_errors mqtt_subscribe::errors() const { return client_->errors(); }
+
+}  // namespace tidemark::riot::io

@@ -1,0 +1,36 @@
+// The per-field tuple that flows between the RIoTBench ETL and STATS tasks: one observed value of one
+// sensor, with the message it came from (RIoTBench's MSGID, SENSORID, META, OBSTYPE, OBSVAL).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tidemark::riot {
+
+struct observation {
+  std::int64_t msg_id = 0;
+  /// Event time of the message (its SenML base time), milliseconds since the epoch.
+  std::int64_t timestamp = 0;
+  /// Value of the dataset's id field (source, taxi_identifier, subjectId, meterid).
+  std::string sensor_id;
+  /// The message's meta fields, comma-joined in the configured order.
+  std::string meta;
+  /// Field name, e.g. "temperature".
+  std::string obs_type;
+  /// The value as text (as received, or as computed by a task).
+  std::string text;
+  /// The numeric value when `numeric`.
+  double value = 0;
+  bool numeric = false;
+  /// Set by the filters when the value failed a check; interpolation fills it in. Replaces the
+  /// original's in-band "null" string.
+  bool missing = false;
+};
+
+/// The key of per-sensor, per-field task state (sensor id + field name).
+inline std::string sensor_field_key(const observation& o) { return o.sensor_id + '\x1f' + o.obs_type; }
+
+/// Sets a computed numeric value: value, its shortest round-trip text, numeric, not missing.
+void set_value(observation& o, double x);
+
+}  // namespace tidemark::riot

@@ -1,0 +1,46 @@
+// Small text helpers shared by the task implementations: CSV splitting, strict number parsing,
+// reading the sample data's schema and lookup files.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tidemark/riot/observation.hpp"
+
+namespace tidemark::riot::detail {
+
+/// Splits `line` at `sep` into `out` (cleared first); fields are views into `line`.
+void split(std::string_view line, char sep, std::vector<std::string_view>& out);
+
+/// `text` without leading and trailing spaces, tabs and line ends.
+std::string_view trim(std::string_view text) noexcept;
+
+/// The whole of `text` (trimmed) as a finite double, or nullopt.
+std::optional<double> parse_double(std::string_view text) noexcept;
+
+/// The whole of `text` (trimmed) as an integer, or nullopt.
+std::optional<std::int64_t> parse_int(std::string_view text) noexcept;
+
+/// The lines of a text file (without line ends); throws std::runtime_error naming the file.
+std::vector<std::string> read_lines(const std::string& path);
+
+/// A RIoTBench schema file: names, units and value kinds ("v" or "sv"), one CSV line each.
+struct schema {
+  std::vector<std::string> names;
+  std::vector<std::string> units;
+  std::vector<std::string> kinds;
+};
+
+/// Reads a schema file; throws std::runtime_error naming the file and line when malformed.
+schema read_schema(const std::string& path);
+
+/// `text` quoted as a JSON string (with escapes).
+void append_json_string(std::string& out, std::string_view text);
+
+/// The shortest text that reads back as `x`.
+std::string format_double(double x);
+
+}  // namespace tidemark::riot::detail

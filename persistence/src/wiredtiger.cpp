@@ -1,0 +1,256 @@
+// RAII handles over the WiredTiger C API; every failing call becomes a storage_error that says
+// what was attempted on which object, with wiredtiger_strerror's text.
+#include "tidemark/persistence/wiredtiger.hpp"
+
+#include <wiredtiger.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+namespace tidemark::persistence {
+
+namespace {
+
+void check(int code, const std::string& context) {
+  if (code != 0) throw storage_error(code, context + ": " + wiredtiger_strerror(code));
+}
+
+// Reads `log.enabled` from a wiredtiger_open configuration string.
+bool config_enables_log(const std::string& config) {
+  WT_CONFIG_PARSER* parser = nullptr;
+  if (wiredtiger_config_parser_open(nullptr, config.data(), config.size(), &parser) != 0)
+    return false;  // wiredtiger_open reports the malformed string itself
+  WT_CONFIG_ITEM value;
+  bool enabled = parser->get(parser, "log.enabled", &value) == 0 && value.val != 0;
+  parser->close(parser);
+  return enabled;
+}
+
+}  // namespace
+
+std::string quote_bytes(std::string_view bytes) {
+  static constexpr std::size_t max_shown = 64;
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (std::size_t i = 0; i < bytes.size() && i < max_shown; ++i) {
+    auto c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    }
+  }
+  out += '"';
+  if (bytes.size() > max_shown) out += "... (" + std::to_string(bytes.size()) + " bytes)";
+  return out;
+}
+
+// ---- wt_connection ----
+
+std::shared_ptr<wt_connection> wt_connection::open(const std::string& home, const std::string& config) {
+  std::error_code ec;
+  std::filesystem::create_directories(home, ec);
+  if (ec) throw storage_error(ec.value(), "creating the WiredTiger home directory '" + home + "': " + ec.message());
+  WT_CONNECTION* conn = nullptr;
+  std::string full = config.empty() ? "create" : "create," + config;
+  check(wiredtiger_open(home.c_str(), nullptr, full.c_str(), &conn),
+        "opening WiredTiger database in '" + home + "' with config \"" + config + "\"");
+  return std::make_shared<wt_connection>(key{}, conn, home, config_enables_log(config));
+}
+
+wt_connection::~wt_connection() {
+  // Closing the connection closes any session still open; stores hold the connection through
+  // shared_ptr, so none is left here.
+  conn_->close(conn_, nullptr);
+}
+
+wt_session wt_connection::open_session() {
+  WT_SESSION* session = nullptr;
+  check(conn_->open_session(conn_, nullptr, nullptr, &session),
+        "opening a session on the WiredTiger database in '" + home_ + "'");
+  return wt_session{shared_from_this(), session};
+}
+
+// ---- wt_session ----
+
+wt_session::wt_session(wt_session&& other) noexcept
+    : conn_(std::move(other.conn_)), session_(std::exchange(other.session_, nullptr)) {}
+
+wt_session& wt_session::operator=(wt_session&& other) noexcept {
+  if (this != &other) {
+    if (session_) session_->close(session_, nullptr);
+    conn_ = std::move(other.conn_);
+    session_ = std::exchange(other.session_, nullptr);
+  }
+  return *this;
+}
+
+wt_session::~wt_session() {
+  if (session_) session_->close(session_, nullptr);
+}
+
+void wt_session::create(const std::string& uri, const std::string& config) {
+  check(session_->create(session_, uri.c_str(), config.c_str()),
+        "creating " + uri + " in '" + conn_->home() + "'");
+}
+
+wt_cursor wt_session::open_cursor(const std::string& uri, const char* config) {
+  WT_CURSOR* cursor = nullptr;
+  check(session_->open_cursor(session_, uri.c_str(), nullptr, config, &cursor),
+        "opening a cursor on " + uri + " in '" + conn_->home() + "'");
+  return wt_cursor{uri, cursor};
+}
+
+void wt_session::drop(const std::string& uri) {
+  check(session_->drop(session_, uri.c_str(), nullptr), "dropping " + uri);
+}
+
+void wt_session::begin_transaction() {
+  check(session_->begin_transaction(session_, nullptr), "beginning a transaction");
+}
+
+void wt_session::commit_transaction(const char* config) {
+  check(session_->commit_transaction(session_, config), "committing a transaction");
+}
+
+void wt_session::rollback_transaction() noexcept {
+  session_->rollback_transaction(session_, nullptr);
+}
+
+void wt_session::log_flush(const char* config) {
+  check(session_->log_flush(session_, config),
+        std::string{"flushing the log ("} + config + ") in '" + conn_->home() + "'");
+}
+
+void wt_session::checkpoint() {
+  check(session_->checkpoint(session_, nullptr), "checkpointing '" + conn_->home() + "'");
+}
+
+// ---- wt_transaction ----
+
+wt_transaction::wt_transaction(wt_session& session) : session_(session), open_(false) {
+  session_.begin_transaction();
+  open_ = true;
+}
+
+wt_transaction::~wt_transaction() {
+  if (open_) session_.rollback_transaction();
+}
+
+void wt_transaction::commit(const char* config) {
+  open_ = false;  // a failed commit has already rolled back
+  session_.commit_transaction(config);
+}
+
+// ---- wt_cursor ----
+
+wt_cursor::wt_cursor(wt_cursor&& other) noexcept
+    : uri_(std::move(other.uri_)), cursor_(std::exchange(other.cursor_, nullptr)), key_(std::move(other.key_)) {}
+
+wt_cursor& wt_cursor::operator=(wt_cursor&& other) noexcept {
+  if (this != &other) {
+    if (cursor_) cursor_->close(cursor_);
+    uri_ = std::move(other.uri_);
+    cursor_ = std::exchange(other.cursor_, nullptr);
+    key_ = std::move(other.key_);
+  }
+  return *this;
+}
+
+wt_cursor::~wt_cursor() {
+  if (cursor_) cursor_->close(cursor_);
+}
+
+void wt_cursor::fail(int code, const char* op) const {
+  throw storage_error(code, std::string{op} + " " + uri_ + " key " + quote_bytes(key_) + ": " +
+                                wiredtiger_strerror(code));
+}
+
+void wt_cursor::set_key(std::string_view key) {
+  key_.assign(key.data(), key.size());
+  if (key.empty()) return;  // WiredTiger rejects (and logs) empty keys; the operations handle them
+  WT_ITEM item;
+  std::memset(&item, 0, sizeof item);
+  item.data = key.data();
+  item.size = key.size();
+  cursor_->set_key(cursor_, &item);
+}
+
+void wt_cursor::set_value(std::string_view value) {
+  WT_ITEM item;
+  std::memset(&item, 0, sizeof item);
+  item.data = value.data();
+  item.size = value.size();
+  cursor_->set_value(cursor_, &item);
+}
+
+std::string_view wt_cursor::key() const {
+  WT_ITEM item;
+  if (int rc = cursor_->get_key(cursor_, &item); rc != 0) fail(rc, "reading the key of");
+  return {static_cast<const char*>(item.data), item.size};
+}
+
+std::string_view wt_cursor::value() const {
+  WT_ITEM item;
+  if (int rc = cursor_->get_value(cursor_, &item); rc != 0) fail(rc, "reading the value of");
+  return {static_cast<const char*>(item.data), item.size};
+}
+
+bool wt_cursor::search() {
+  if (key_.empty()) return false;  // no row can have an empty key
+  int rc = cursor_->search(cursor_);
+  if (rc == WT_NOTFOUND) return false;
+  if (rc != 0) fail(rc, "looking up in");
+  return true;
+}
+
+bool wt_cursor::seek_at_or_after() {
+  if (key_.empty()) {  // search_near rejects an empty key; every key is at or after it
+    cursor_->reset(cursor_);
+    return next();
+  }
+  int exact = 0;
+  int rc = cursor_->search_near(cursor_, &exact);
+  if (rc == WT_NOTFOUND) return false;
+  if (rc != 0) fail(rc, "seeking in");
+  if (exact >= 0) return true;
+  rc = cursor_->next(cursor_);  // landed on the largest smaller key
+  if (rc == WT_NOTFOUND) return false;
+  if (rc != 0) fail(rc, "seeking in");
+  return true;
+}
+
+bool wt_cursor::next() {
+  int rc = cursor_->next(cursor_);
+  if (rc == WT_NOTFOUND) return false;
+  if (rc != 0) fail(rc, "iterating");
+  return true;
+}
+
+bool wt_cursor::prev() {
+  int rc = cursor_->prev(cursor_);
+  if (rc == WT_NOTFOUND) return false;
+  if (rc != 0) fail(rc, "iterating");
+  return true;
+}
+
+void wt_cursor::insert() {
+  if (key_.empty()) fail(EINVAL, "inserting an empty key (not permitted) into");
+  if (int rc = cursor_->insert(cursor_); rc != 0) fail(rc, "inserting into");
+}
+
+void wt_cursor::remove() {
+  if (key_.empty()) return;  // absent by definition
+  int rc = cursor_->remove(cursor_);
+  if (rc != 0 && rc != WT_NOTFOUND) fail(rc, "removing from");
+}
+
+void wt_cursor::reset() {
+  if (int rc = cursor_->reset(cursor_); rc != 0) fail(rc, "resetting a cursor on");
+}
+
+}  // namespace tidemark::persistence

@@ -1,0 +1,49 @@
+// Builds the replication model of a job: from its logical graph plus per-operator cost and
+// selectivity annotations, or from the JSON graph format that `tidemark replication plan` reads.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tidemark/graph.hpp"
+#include "tidemark/replication/model.hpp"
+
+namespace tidemark::replication {
+
+/// What the planner needs to know about one logical operator beyond the graph. Rates, loads and
+/// traffic are for the whole operator and split evenly over its parallel instances.
+struct operator_annotation {
+  double source_rate = 0;  ///< events/s, sources only
+  double cost = 0;         ///< CPU per input event, in host-capacity seconds
+  double selectivity = 1;
+  double bytes_in = 0;
+  double bytes_out = 0;
+  std::optional<double> measured_input_rate;
+  std::optional<double> measured_load;
+  /// Host name of each instance's primary; empty to let place_primaries decide.
+  std::vector<std::string> hosts;
+};
+
+/// The model of `g` on `hosts`. Each instance of a node becomes one operator ("name" when the
+/// parallelism is 1, "name[i]" otherwise); a forward edge between equal parallelisms links
+/// instance i to instance i, a broadcast edge gives every consumer instance the whole stream,
+/// any other edge splits the stream evenly. Each sink node defines one query. Loads follow
+/// apply_load_model. Either every operator names its hosts or none does (then the primaries
+/// are placed by place_primaries). Throws model_error naming the operator at fault when the
+/// graph is invalid, an annotation names an unknown operator or host, or the result does not
+/// validate.
+replication_model model_from_graph(const logical_graph& g,
+                                   const std::map<std::string, operator_annotation>& annotations,
+                                   std::vector<host_info> hosts);
+
+/// Parses the JSON graph format (docs/replication.md):
+///   {"hosts": [{"name": "a", "cpu": 1, "network": 1e8}, ...] or {"count": 4, "cpu": 1},
+///    "operators": [{"name": "src", "rate": 1000, "cost": 1e-4, ...},
+///                  {"name": "f", "inputs": ["src"], "selectivity": 0.5, ...}, ...]}
+/// `origin` (a file name) prefixes every error message. Throws model_error on malformed JSON,
+/// unknown or mistyped fields, or a graph that model_from_graph rejects.
+replication_model model_from_json(const std::string& text, const std::string& origin);
+
+}  // namespace tidemark::replication

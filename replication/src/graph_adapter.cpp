@@ -1,0 +1,287 @@
+// From a logical graph (and its JSON form) to the replication model: instances, edge shares,
+// one query per sink node, annotated costs and primary placement.
+#include "tidemark/replication/graph_adapter.hpp"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace tidemark::replication {
+
+namespace {
+
+std::string instance_name(const logical_node& n, std::uint32_t i) {
+  return n.parallelism == 1 ? n.name : n.name + "[" + std::to_string(i) + "]";
+}
+
+host_index find_host(const std::vector<host_info>& hosts, const std::string& name,
+                     const std::string& who) {
+  for (host_index h = 0; h < hosts.size(); ++h)
+    if (hosts[h].name == name) return h;
+  throw model_error(who + " is placed on unknown host '" + name + "'");
+}
+
+}  // namespace
+
+replication_model model_from_graph(const logical_graph& g,
+                                   const std::map<std::string, operator_annotation>& annotations,
+                                   std::vector<host_info> hosts) {
+  if (auto problem = validate(g)) throw model_error(*problem);
+  for (const auto& [name, a] : annotations) {
+    bool known = false;
+    for (const auto& n : g.nodes()) known = known || n.name == name;
+    if (!known) throw model_error("annotation for unknown operator '" + name + "'");
+  }
+  replication_model m;
+  m.hosts = std::move(hosts);
+  std::vector<op_index> first(g.nodes().size());  // first instance of each node
+  std::size_t placed = 0;
+  const auto order = *g.topological_order();  // validate() ruled out cycles
+  for (auto id : order) {
+    const auto& n = g.node(id);
+    first[id] = static_cast<op_index>(m.operators.size());
+    operator_annotation a;
+    if (auto it = annotations.find(n.name); it != annotations.end()) a = it->second;
+    if (!a.hosts.empty() && a.hosts.size() != n.parallelism)
+      throw model_error("operator '" + n.name + "' names " + std::to_string(a.hosts.size()) +
+                        " hosts for " + std::to_string(n.parallelism) + " instances");
+    placed += !a.hosts.empty();
+    double par = n.parallelism;
+    for (std::uint32_t i = 0; i < n.parallelism; ++i) {
+      operator_info op;
+      op.name = instance_name(n, i);
+      op.source_rate = a.source_rate / par;
+      op.cost = a.cost;
+      op.selectivity = a.selectivity;
+      op.bytes_in = a.bytes_in;
+      op.bytes_out = a.bytes_out;
+      if (a.measured_input_rate) op.measured_input_rate = *a.measured_input_rate / par;
+      if (a.measured_load) op.measured_load = *a.measured_load / par;
+      for (const auto& e : n.inputs) {
+        const auto& from = g.node(e.from);
+        bool pairwise = e.part == partitioning::forward && from.parallelism == n.parallelism;
+        double share = e.part == partitioning::broadcast ? 1.0 : 1.0 / par;
+        for (std::uint32_t j = 0; j < from.parallelism; ++j)
+          if (!pairwise || j == i)
+            op.inputs.push_back({first[e.from] + j, pairwise ? 1.0 : share});
+      }
+      m.primary.push_back(
+        a.hosts.empty() ? 0 : find_host(m.hosts, a.hosts[i], "operator '" + op.name + "'"));
+      m.operators.push_back(std::move(op));
+    }
+  }
+  for (auto id : order) {
+    const auto& n = g.node(id);
+    if (n.kind != node_kind::sink) continue;
+    std::vector<op_index> sinks;
+    for (std::uint32_t i = 0; i < n.parallelism; ++i) sinks.push_back(first[id] + i);
+    m.queries.push_back(upstream_query(m.operators, sinks, n.name));
+  }
+  if (placed != 0 && placed != g.nodes().size())
+    throw model_error("some operators name their hosts and others do not: place all or none");
+  if (m.hosts.empty()) throw model_error("the model has no hosts: add at least one");
+  apply_load_model(m);
+  if (placed == 0) place_primaries(m);
+  if (auto problem = validate(m)) throw model_error(*problem);
+  return m;
+}
+
+namespace {
+
+using nlohmann::json;
+
+// Reads the fields of one JSON object, rejecting fields it was not asked for.
+class fields {
+ public:
+  fields(const json& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!j.is_object()) fail("must be a JSON object");
+  }
+  /// Names the object in later messages, once it is known (e.g. after reading "name").
+  void rename(std::string where) { where_ = std::move(where); }
+  [[noreturn]] void fail(const std::string& what) const { throw model_error(where_ + " " + what); }
+
+  std::optional<double> number(const char* key) {
+    seen_.push_back(key);
+    if (!j_.contains(key)) return std::nullopt;
+    const auto& v = j_[key];
+    if (!v.is_number()) fail(std::string{"field '"} + key + "' must be a number");
+    return v.get<double>();
+  }
+  std::optional<std::string> text(const char* key) {
+    seen_.push_back(key);
+    if (!j_.contains(key)) return std::nullopt;
+    const auto& v = j_[key];
+    if (!v.is_string()) fail(std::string{"field '"} + key + "' must be a string");
+    return v.get<std::string>();
+  }
+  const json* any(const char* key) {
+    seen_.push_back(key);
+    return j_.contains(key) ? &j_[key] : nullptr;
+  }
+  void done() const {
+    for (const auto& [key, v] : j_.items())
+      if (std::find(seen_.begin(), seen_.end(), key) == seen_.end())
+        fail("has unknown field '" + key + "'");
+  }
+
+ private:
+  const json& j_;
+  std::string where_;
+  std::vector<std::string> seen_;
+};
+
+std::vector<host_info> parse_hosts(const json& j, const std::string& origin) {
+  std::vector<host_info> hosts;
+  auto one = [](fields& f, host_info h) {
+    h.cpu_capacity = f.number("cpu").value_or(h.cpu_capacity);
+    h.net_capacity = f.number("network").value_or(h.net_capacity);
+    return h;
+  };
+  if (j.is_object()) {
+    fields f{j, origin + ": 'hosts'"};
+    auto count = f.number("count");
+    if (!count || *count < 1 || *count != static_cast<std::uint32_t>(*count))
+      f.fail("needs 'count', a whole number >= 1");
+    host_info h = one(f, {});
+    f.done();
+    for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(*count); ++i) {
+      h.name = "h" + std::to_string(i);
+      hosts.push_back(h);
+    }
+    return hosts;
+  }
+  if (!j.is_array()) throw model_error(origin + ": 'hosts' must be an array or an object");
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    fields f{j[i], origin + ": host #" + std::to_string(i)};
+    host_info h;
+    h.name = f.text("name").value_or("h" + std::to_string(i));
+    h = one(f, h);
+    f.done();
+    hosts.push_back(h);
+  }
+  return hosts;
+}
+
+partitioning parse_partitioning(const std::string& s, fields& f) {
+  for (auto p : {partitioning::forward, partitioning::rebalance, partitioning::key_hash,
+                 partitioning::broadcast})
+    if (s == to_string(p)) return p;
+  f.fail("has unknown partitioning '" + s + "': use forward, rebalance, key_hash or broadcast");
+}
+
+}  // namespace
+
+replication_model model_from_json(const std::string& text, const std::string& origin) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw model_error(origin + ": not valid JSON (" + e.what() + ")");
+  }
+  fields top{doc, origin + ":"};
+  const json* hosts_j = top.any("hosts");
+  const json* ops_j = top.any("operators");
+  top.done();
+  if (!hosts_j) top.fail("needs 'hosts'");
+  if (!ops_j || !ops_j->is_array() || ops_j->empty())
+    top.fail("needs 'operators', a non-empty array");
+  auto hosts = parse_hosts(*hosts_j, origin);
+
+  logical_graph g;
+  std::map<std::string, node_id> ids;
+  std::vector<std::vector<std::pair<std::string, partitioning>>> inputs;
+  std::vector<std::optional<std::string>> kinds;
+  std::map<std::string, operator_annotation> annotations;
+  for (std::size_t k = 0; k < ops_j->size(); ++k) {
+    const auto& oj = (*ops_j)[k];
+    std::string where = origin + ": operator #" + std::to_string(k);
+    fields named{oj, where};
+    auto name = named.text("name");
+    if (!name || name->empty()) named.fail("needs a non-empty 'name'");
+    where += " ('" + *name + "')";
+    named.rename(where);
+    if (ids.count(*name)) named.fail("repeats the name of an earlier operator");
+    logical_node n;
+    n.name = *name;
+    n.op = named.text("op").value_or("");
+    kinds.push_back(named.text("kind"));
+    auto par = named.number("parallelism").value_or(1);
+    if (par < 1 || par != static_cast<std::uint32_t>(par))
+      named.fail("field 'parallelism' must be a whole number >= 1");
+    n.parallelism = static_cast<std::uint32_t>(par);
+    operator_annotation a;
+    a.source_rate = named.number("rate").value_or(0);
+    a.cost = named.number("cost").value_or(0);
+    a.selectivity = named.number("selectivity").value_or(1);
+    a.bytes_in = named.number("bytes_in").value_or(0);
+    a.bytes_out = named.number("bytes_out").value_or(0);
+    a.measured_input_rate = named.number("input_rate");
+    a.measured_load = named.number("load");
+    for (auto [key, v] : {std::pair{"rate", a.source_rate}, {"cost", a.cost},
+                          {"selectivity", a.selectivity}, {"bytes_in", a.bytes_in},
+                          {"bytes_out", a.bytes_out},
+                          {"input_rate", a.measured_input_rate.value_or(0)},
+                          {"load", a.measured_load.value_or(0)}})
+      if (!(v >= 0)) named.fail(std::string{"field '"} + key + "' must be >= 0");
+    std::vector<std::pair<std::string, partitioning>> ins;
+    if (const json* in = named.any("inputs")) {
+      if (!in->is_array()) named.fail("field 'inputs' must be an array");
+      for (const auto& e : *in) {
+        if (e.is_string()) {
+          ins.emplace_back(e.get<std::string>(), partitioning::forward);
+          continue;
+        }
+        fields ef{e, where + " input"};
+        auto from = ef.text("from");
+        if (!from) ef.fail("needs 'from', the name of an operator");
+        auto part = parse_partitioning(ef.text("partitioning").value_or("forward"), ef);
+        ef.done();
+        ins.emplace_back(*from, part);
+      }
+    }
+    if (const json* hs = named.any("hosts")) {
+      if (!hs->is_array()) named.fail("field 'hosts' must be an array of host names");
+      for (const auto& h : *hs) {
+        if (!h.is_string()) named.fail("field 'hosts' must be an array of host names");
+        a.hosts.push_back(h.get<std::string>());
+      }
+    }
+    named.done();
+    ids[*name] = g.add(std::move(n));
+    inputs.push_back(std::move(ins));
+    annotations[*name] = std::move(a);
+  }
+  // Inputs may name operators listed later; kinds default to the node's place in the graph.
+  for (node_id id = 0; id < g.nodes().size(); ++id)
+    for (const auto& [from, part] : inputs[id]) {
+      auto it = ids.find(from);
+      if (it == ids.end())
+        throw model_error(origin + ": operator '" + g.node(id).name +
+                          "' reads from unknown operator '" + from + "'");
+      g.node(id).inputs.push_back({it->second, part});
+    }
+  for (node_id id = 0; id < g.nodes().size(); ++id) {
+    auto& n = g.node(id);
+    const auto& kind = kinds[id];
+    if (!kind)
+      n.kind = n.inputs.empty()             ? node_kind::source
+               : g.consumers(id).empty()    ? node_kind::sink
+                                            : node_kind::transform;
+    else if (*kind == "source")
+      n.kind = node_kind::source;
+    else if (*kind == "sink")
+      n.kind = node_kind::sink;
+    else if (*kind == "transform")
+      n.kind = node_kind::transform;
+    else
+      throw model_error(origin + ": operator '" + n.name + "' has unknown kind '" + *kind +
+                        "': use source, transform or sink");
+  }
+  try {
+    return model_from_graph(g, annotations, std::move(hosts));
+  } catch (const model_error& e) {
+    throw model_error(origin + ": " + e.what());
+  }
+}
+
+}  // namespace tidemark::replication
