@@ -90,23 +90,38 @@ class timestamp_logic final : public operator_logic {
       out.emit_idle(false);
     }
     seen_input_ = true;
-    fill_times(b);
+    // Under the fail policy times are computed in the same pass that looks for watermarks; under
+    // skip, a first pass drops the elements whose timestamp function throws.
+    const bool inline_times = on_error == error_policy::fail;
+    if (inline_times) {
+      b.times.clear();
+      b.times.reserve(b.values.size());
+    } else {
+      fill_times(b);
+    }
+    const std::size_t n = b.values.size();
+    const T* xs = b.values.data();
+    auto time_of = [&](std::size_t i) {
+      if (!inline_times) return b.times[i];
+      b.times.push_back(ts_(xs[i]));
+      return b.times.back();
+    };
     const bool punctuated = !std::is_same_v<Punctuation, no_punctuation>;
     if (!punctuated && s_.period_events == 0) {
-      for (auto t : b.times) max_seen_ = std::max(max_seen_, t);
+      for (std::size_t i = 0; i < n; ++i) max_seen_ = std::max(max_seen_, time_of(i));
       out.emit(std::move(in));
       return;
     }
     // Split the batch after each element that calls for a watermark, so that the watermark
     // travels right behind it.
     std::size_t from = 0;
-    for (std::size_t i = 0; i < b.values.size(); ++i) {
-      max_seen_ = std::max(max_seen_, b.times[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      max_seen_ = std::max(max_seen_, time_of(i));
       bool due = s_.period_events > 0 && ++since_watermark_ >= s_.period_events;
-      if constexpr (punctuated) due |= static_cast<bool>(s_.punctuation(b.values[i]));
+      if constexpr (punctuated) due |= static_cast<bool>(s_.punctuation(xs[i]));
       if (!due || current() <= emitted_) continue;
       since_watermark_ = 0;
-      if (i + 1 == b.values.size() && from == 0) {
+      if (i + 1 == n && from == 0) {
         out.emit(std::move(in));
         out.emit_watermark(emitted_ = current());
         return;
@@ -115,7 +130,7 @@ class timestamp_logic final : public operator_logic {
       out.emit_watermark(emitted_ = current());
       from = i + 1;
     }
-    if (from < b.values.size()) out.emit(from == 0 ? std::move(in) : slice(b, from, b.values.size()));
+    if (from < n) out.emit(from == 0 ? std::move(in) : slice(b, from, n));
   }
 
   void on_watermark(event_time wm, emitter& out) override {
@@ -158,12 +173,9 @@ class timestamp_logic final : public operator_logic {
     return max_seen_ == start_of_time ? start_of_time : max_seen_ - s_.max_delay;
   }
 
+  /// Computes the times under error_policy::skip, dropping elements whose timestamp throws.
   void fill_times(batch<T>& b) {
     b.times.resize(b.values.size());
-    if (on_error == error_policy::fail) {
-      for (std::size_t i = 0; i < b.values.size(); ++i) b.times[i] = ts_(b.values[i]);
-      return;
-    }
     std::vector<std::uint8_t> keep(b.values.size(), 1);
     std::size_t kept = 0;
     for (std::size_t i = 0; i < b.values.size(); ++i) {

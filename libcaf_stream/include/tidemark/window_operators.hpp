@@ -125,9 +125,6 @@ class window_logic_base : public operator_logic {
     return p;
   }
 
-  std::uint64_t late_events_accepted() const noexcept { return late_accepted_; }
-  std::uint64_t late_events_dropped() const noexcept { return late_dropped_; }
-
  protected:
   struct pane {
     typename Fn::payload data;
@@ -273,7 +270,8 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
 
   void process(std::size_t, batch_ptr in, emitter& out) override {
     auto& b = this->input(in);
-    for (std::size_t i = 0; i < b.values.size(); ++i) {
+    const std::size_t n = b.values.size();
+    for (std::size_t i = 0; i < n; ++i) {
       const auto t = b.times[i];
       const auto h = b.hashes[i];
       this->max_seen_ = std::max(this->max_seen_, t);
@@ -282,7 +280,8 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
         if constexpr (std::is_same_v<Assigner, tumbling>) {
           // Consecutive events mostly share a window: skip the assigner's division.
           if (last_ && t >= last_->w.start && t < last_->w.end && !last_->expired) {
-            this->add(last_->w, last_->w, h, k, pane_of(*last_, h, k), b.values[i], false);
+            auto* p = last_->panes.find(h, k);
+            this->add(last_->w, last_->w, h, k, p ? *p : pane_of(*last_, h, k), b.values[i], false);
             return;
           }
         }
@@ -411,7 +410,8 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
 
   void process(std::size_t, batch_ptr in, emitter& out) override {
     auto& b = this->input(in);
-    for (std::size_t i = 0; i < b.values.size(); ++i) {
+    const std::size_t n = b.values.size();
+    for (std::size_t i = 0; i < n; ++i) {
       const auto t = b.times[i];
       const auto h = b.hashes[i];
       this->max_seen_ = std::max(this->max_seen_, t);
@@ -540,7 +540,8 @@ class count_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
 
   void process(std::size_t, batch_ptr in, emitter& out) override {
     auto& b = this->input(in);
-    for (std::size_t i = 0; i < b.values.size(); ++i) {
+    const std::size_t n = b.values.size();
+    for (std::size_t i = 0; i < n; ++i) {
       const auto h = b.hashes[i];
       this->guarded([&] {
         const K k = this->key_(b.values[i]);

@@ -81,7 +81,8 @@ class flat_hash_map {
   /// Removes every entry but keeps the slot array, so a table can be reused without regrowing.
   void clear() {
     if (size_ == 0) return;
-    for (auto& s : slots_) s = slot{};
+    for (auto& s : slots_)
+      if (s.used) s = slot{};
     size_ = 0;
   }
 
