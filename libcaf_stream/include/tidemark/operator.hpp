@@ -40,7 +40,7 @@ struct instance_info {
   std::string name;
   std::uint32_t index = 0;
   std::uint32_t parallelism = 1;
-  std::size_t batch_size = 1024;
+  std::size_t batch_size = 4096;
 };
 
 /// One instance of a (non-source) operator.
