@@ -251,8 +251,7 @@ class stream {
       return std::make_unique<ops::key_by_logic<T, KeyFn>>(key);
     });
     // hashing runs in its input's instances (fused), so per-key order survives up to the shuffle
-    auto& g = job_.state_->graph;
-    g.node(keyed.id_).parallelism = g.node(id_).parallelism;
+    inherit_parallelism(keyed.id_);
     return keyed_stream<K, T, KeyFn>{keyed, key};
   }
 
@@ -359,7 +358,12 @@ class stream {
   /// Sinks take the parallelism of the operator they end, so they fuse with it.
   template <class Make>
   void then_sink(std::string op, std::string name, Make make) const {
-    auto id = job_.add_node(std::move(op), std::move(name), node_kind::sink, {edge()}, std::move(make));
+    inherit_parallelism(
+        job_.add_node(std::move(op), std::move(name), node_kind::sink, {edge()}, std::move(make)));
+  }
+
+  /// Gives the operator `id` this stream's parallelism, so that it fuses with its producer.
+  void inherit_parallelism(node_id id) const {
     auto& g = job_.state_->graph;
     g.node(id).parallelism = g.node(id_).parallelism;
   }

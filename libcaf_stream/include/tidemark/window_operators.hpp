@@ -158,6 +158,15 @@ class window_logic_base : public operator_logic {
   /// Bytes of the operator's own window tables (not the window store's).
   virtual std::uint64_t table_bytes() const = 0;
 
+  /// Fires and expires what the watermark `wm` completes (time-based windows only).
+  virtual void advance(event_time wm) {}
+
+  void on_watermark(event_time wm, emitter& out) override {
+    advance(wm);
+    flush(out);
+    out.emit_watermark(wm);
+  }
+
   /// `state` names the pane in the function's storage; `w` is the window results report (they
   /// differ only for sessions that grew by merging).
   void emit(const window_id& w, const window_id& state, std::uint64_t h, const K& k, pane& p,
@@ -297,12 +306,6 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     this->flush(out);
   }
 
-  void on_watermark(event_time wm, emitter& out) override {
-    advance(wm);
-    this->flush(out);
-    out.emit_watermark(wm);
-  }
-
   void on_timer(std::int64_t now_ms, emitter& out) override {
     this->now_ms_ = now_ms;
     for (auto& [start, e] : windows_)
@@ -359,7 +362,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     this->late_accepted_ += late;
   }
 
-  void advance(event_time wm) {
+  void advance(event_time wm) override {
     if (wm <= this->wm_) return;
     this->wm_ = wm;
     for (auto it = windows_.begin(); it != windows_.end() && it->second.w.end <= wm;) {
@@ -422,12 +425,6 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
       });
     }
     this->flush(out);
-  }
-
-  void on_watermark(event_time wm, emitter& out) override {
-    advance(wm);
-    this->flush(out);
-    out.emit_watermark(wm);
   }
 
   void on_timer(std::int64_t now_ms, emitter& out) override {
@@ -498,7 +495,7 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     this->add(s.w, s.state, h, k, s.p, x, s.expired);
   }
 
-  void advance(event_time wm) {
+  void advance(event_time wm) override {
     if (wm <= this->wm_) return;
     this->wm_ = wm;
     if (wm < next_due_) return;
