@@ -54,8 +54,11 @@ void decaying_histogram::add(double x) {
     total_ /= inc_;
     inc_ = 1;
   }
+  x = std::max(x, 0.0);
   w_[bucket(x)] += inc_;
   total_ += inc_;
+  min_ = count_ == 0 ? x : std::min(min_, x);
+  max_ = count_ == 0 ? x : std::max(max_, x);
   ++count_;
 }
 
@@ -64,8 +67,8 @@ double decaying_histogram::cdf(double x) const {
   const auto b = bucket(x);
   double below = 0;
   for (std::size_t i = 0; i < b; ++i) below += w_[i];
-  const double lo = lower(b), hi = lower(b + 1);
-  const double frac = std::clamp((x - lo) / (hi - lo), 0.0, 1.0);
+  const auto [lo, hi] = span(b);
+  const double frac = hi > lo ? std::clamp((x - lo) / (hi - lo), 0.0, 1.0) : (x >= hi ? 1.0 : 0.0);
   return std::min(1.0, (below + frac * w_[b]) / total_);
 }
 
@@ -76,11 +79,18 @@ double decaying_histogram::quantile(double q) const {
   for (std::size_t b = 0; b < w_.size(); ++b) {
     if (w_[b] > 0 && cum + w_[b] >= target) {
       const double frac = (target - cum) / w_[b];
-      return lower(b) + frac * (lower(b + 1) - lower(b));
+      const auto [lo, hi] = span(b);
+      return lo + frac * (hi - lo);
     }
     cum += w_[b];
   }
-  return lower(w_.size());
+  return max_;
+}
+
+std::pair<double, double> decaying_histogram::span(std::size_t b) const {
+  // Observations fill a bucket up to its edges, except where the smallest or largest ever seen
+  // lies inside it (a distribution with a hard edge would otherwise spill past it).
+  return {std::max(lower(b), min_), std::min(lower(b + 1), max_)};
 }
 
 std::vector<double> decaying_histogram::masses() const {
@@ -100,14 +110,19 @@ void lateness_estimator::observe(event_time behind, event_time after_end, event_
   windows_.add(static_cast<double>(after_end) / static_cast<double>(std::max<event_time>(1, window_length)));
   if (after_end_.count() % shift_check_every != 0) return;
   auto now = after_end_.masses();
-  double distance = snapshot_.empty() ? 1.0 : 0.0, a = 0, b = 0;
+  // Kolmogorov–Smirnov: a shift when the distance exceeds both the configured one and the 99 %
+  // critical value for the two (effective) sample sizes, so sampling noise is no shift.
+  const double n = after_end_.weight();
+  const double critical = std::max(shift_distance, 1.63 * std::sqrt(1 / n + 1 / snapshot_weight_));
+  double distance = 0, a = 0, b = 0;
   for (std::size_t i = 0; i < now.size() && !snapshot_.empty(); ++i) {
     a += now[i];
     b += snapshot_[i];
     distance = std::max(distance, std::abs(a - b));
   }
-  if (distance > shift_distance) {
+  if (snapshot_.empty() || distance > critical) {
     snapshot_ = std::move(now);
+    snapshot_weight_ = n;
     ++generation_;
   }
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -38,6 +39,7 @@ class decaying_histogram {
  private:
   std::size_t bucket(double x) const;
   double lower(std::size_t b) const;
+  std::pair<double, double> span(std::size_t b) const;
 
   double resolution_;
   double alpha_;  // per-observation growth of the increment (decay of older weight)
@@ -45,6 +47,8 @@ class decaying_histogram {
   std::vector<double> w_;
   double inc_ = 1;
   double total_ = 0;
+  double min_ = 0;  // smallest and largest observation ever added
+  double max_ = 0;
   std::uint64_t count_ = 0;
 };
 
@@ -66,7 +70,8 @@ class lateness_estimator {
   const decaying_histogram& after_end_windows() const noexcept { return windows_; }
 
   /// Changes whenever the after-end distribution moved (Kolmogorov–Smirnov distance of the bucket
-  /// masses above 0.05 since the last change, checked every 256 observations): schedules computed
+  /// masses since the last change above 0.05 and above the 99 % critical value of the two
+  /// effective sample sizes, checked every 256 observations): schedules computed
   /// from the distribution are refreshed then.
   std::uint64_t generation() const noexcept { return generation_; }
 
@@ -80,6 +85,7 @@ class lateness_estimator {
   decaying_histogram after_end_;
   decaying_histogram windows_;
   std::vector<double> snapshot_;
+  double snapshot_weight_ = 0;
   std::uint64_t generation_ = 0;
 };
 
