@@ -160,9 +160,9 @@ lateness_bound::lateness_bound(lateness policy)
     : policy_(policy),
       value_(policy.as_fixed() ? policy.as_fixed()->ms : policy.as_predictive()->initial) {}
 
-event_time lateness_bound::current(const lateness_estimator& e) {
+event_time lateness_bound::current(const lateness_estimator& e, event_time horizon) {
   const auto* p = policy_.as_predictive();
-  if (!p || e.after_end().count() < seen_ + bound_refresh_every) return value_;
+  if (!p || horizon < p->initial || e.after_end().count() < seen_ + bound_refresh_every) return value_;
   seen_ = e.after_end().count();
   if (auto v = e.covering(p->coverage, p->confidence)) value_ = std::clamp(*v, p->min, p->max);
   return value_;

@@ -124,12 +124,15 @@ class lateness {
 lateness parse_lateness(std::string_view spec);
 
 /// The allowed lateness an operator gives its new windows under a policy: fixed, or the
-/// predictive bound refreshed from the estimator every 64 observations.
+/// predictive bound refreshed from the estimator every 64 observations. The predictive bound stays
+/// at `initial` until the operator has watched for `initial` of event time: before that, lateness
+/// longer than what has elapsed cannot have been observed, and the estimate would be too low.
 class lateness_bound {
  public:
   explicit lateness_bound(lateness policy);
-  /// The allowed lateness for a window created now.
-  event_time current(const lateness_estimator& e);
+  /// The allowed lateness for a window created now, after watching the stream for `horizon`
+  /// (event time since the operator's first watermark).
+  event_time current(const lateness_estimator& e, event_time horizon);
 
  private:
   lateness policy_;

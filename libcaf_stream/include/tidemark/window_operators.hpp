@@ -146,7 +146,7 @@ class window_logic_base : public operator_logic {
         timed_(timed),
         bound_(cfg_.predictive_lateness ? lateness{*cfg_.predictive_lateness}
                                         : lateness{lateness::fixed{cfg_.allowed_lateness}}),
-        current_lateness_(bound_.current(estimator_)) {}
+        current_lateness_(bound_.current(estimator_, 0)) {}
 
   /// The batch's elements with their columns, after checking that window() can use them.
   batch<T>& input(batch_ptr& in) {
@@ -175,6 +175,7 @@ class window_logic_base : public operator_logic {
   virtual void advance(event_time wm) {}
 
   void on_watermark(event_time wm, emitter& out) override {
+    if (first_wm_ == start_of_time) first_wm_ = wm;
     advance(wm);
     flush(out);
     out.emit_watermark(wm);
@@ -261,7 +262,7 @@ class window_logic_base : public operator_logic {
 
   /// The allowed lateness for a window created now: fixed, or the predictive bound.
   event_time new_window_lateness() {
-    current_lateness_ = bound_.current(estimator_);
+    current_lateness_ = bound_.current(estimator_, first_wm_ == start_of_time ? 0 : wm_ - first_wm_);
     return current_lateness_;
   }
 
@@ -300,6 +301,7 @@ class window_logic_base : public operator_logic {
   event_time current_lateness_;
   late_schedule_cache schedules_;
   event_time purged_end_ = start_of_time;  // latest end of a purged window
+  event_time first_wm_ = start_of_time;    // the first watermark: lateness is observed since
   std::unique_ptr<batch<output_type>> out_ = std::make_unique<batch<output_type>>();
 };
 
