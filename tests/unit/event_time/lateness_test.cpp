@@ -196,6 +196,54 @@ BOOST_AUTO_TEST_CASE(planned_offsets_fire_at_the_planned_times_after_expiry) {
   BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=3 final late 1111"});
 }
 
+BOOST_AUTO_TEST_CASE(the_staleness_trigger_fires_at_its_planned_times) {
+  // Nothing observed: late events assumed uniform over T = 256, five intervals at 0.05.
+  harness h{tumbling{10}, with_lateness(256, late_trigger::staleness(0.05, 1))};
+  BOOST_TEST(h.logic->timer_period_ms() == 1);
+  h.tick(1000);
+  h.feed({{1, 1, 1}});
+  h.watermark(10);  // expires at 1000: plan 1052, 1104, 1155, 1206
+  BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=0 on_time 1"});
+  h.feed({{1, 2, 10}});
+  h.tick(1051);
+  BOOST_TEST(h.take() == lines{});
+  h.tick(1052);
+  BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=1 late 11"});
+  h.tick(1104);  // nothing new
+  h.feed({{1, 3, 100}});
+  h.tick(1154);
+  BOOST_TEST(h.take() == lines{});
+  h.tick(1155);
+  BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=2 late 111"});
+}
+
+BOOST_AUTO_TEST_CASE(predictive_lateness_gives_new_windows_the_learned_bound_and_old_ones_keep_theirs) {
+  window_config cfg;
+  cfg.predictive_lateness = lateness::predictive{0.5, 0.5, 300, 0, 300};
+  harness h{tumbling{10}, cfg};
+  BOOST_TEST(h.metrics()["allowed_lateness"] == 300.0);
+  h.watermark(-100);  // lateness is observed from here on
+  h.feed({{1, 5, 1}});  // [0,10) gets the initial 300
+  h.watermark(200);     // watched for 300: the bound may adapt from now on
+  BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=0 on_time 1"});
+  // 64 events for [190,200), all at its end: after-end lateness 0.
+  std::vector<element> late(64, element{2, 195, 1});
+  h.feed(late);
+  h.take();
+  BOOST_TEST(h.metrics()["lateness_after_end_p99"] == 0.0);
+  h.feed({{3, 205, 7}});  // [200,210) gets the learned 0
+  BOOST_TEST(h.metrics()["allowed_lateness"] == 0.0);
+  h.watermark(210);
+  BOOST_TEST(h.take() == lines{"[200,210) key=3 rev=0 final on_time 7"});
+  h.feed({{1, 6, 10}, {3, 206, 100}});  // [0,10) still accepts; [200,210) is gone
+  BOOST_TEST(h.take() == (lines{"[0,10) key=1 rev=1 late 11", "late v=100"}));
+  h.watermark(310);
+  BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=2 final late 11"});  // [190,200) got 300 too
+  auto m = h.metrics();
+  BOOST_TEST(m["late_events_observed"] == 66.0);
+  BOOST_TEST(m["late_events_dropped"] == 1.0);
+}
+
 BOOST_AUTO_TEST_CASE(early_count_and_processing_time_triggers_add_results_before_the_end) {
   window_config cfg;
   cfg.early = trigger::on_count(2);
