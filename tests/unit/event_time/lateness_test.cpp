@@ -244,6 +244,28 @@ BOOST_AUTO_TEST_CASE(predictive_lateness_gives_new_windows_the_learned_bound_and
   BOOST_TEST(m["late_events_dropped"] == 1.0);
 }
 
+BOOST_AUTO_TEST_CASE(a_purged_window_never_reopens_when_the_predictive_bound_grows) {
+  window_config cfg;
+  cfg.predictive_lateness = lateness::predictive{0.5, 0.5, 10, 0, 1000};
+  harness h{tumbling{10}, cfg};
+  h.watermark(0);
+  h.feed({{1, 5, 1}});  // [0,10) gets the initial 10
+  h.watermark(20);
+  BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=0 final on_time 1"});
+  h.watermark(60);
+  // 64 events 150 after their window's end: beyond the bound, dropped, but observed.
+  h.feed(std::vector<element>(64, element{2, -95, 1}));
+  BOOST_TEST(h.take() == lines(64, "late v=1"));
+  BOOST_TEST(h.metrics()["allowed_lateness"] == 150.0);
+  // [0,10) would be within the new bound, but it was purged: its events stay late.
+  h.feed({{1, 7, 3}});
+  BOOST_TEST(h.take() == lines{"late v=3"});
+  // A window that never existed opens with the new bound (the old one would have refused it).
+  h.feed({{1, 45, 4}});
+  BOOST_TEST(h.take() == lines{"[40,50) key=1 rev=0 late 4"});
+  BOOST_TEST(h.metrics()["late_events_dropped"] == 65.0);
+}
+
 BOOST_AUTO_TEST_CASE(early_count_and_processing_time_triggers_add_results_before_the_end) {
   window_config cfg;
   cfg.early = trigger::on_count(2);
