@@ -26,12 +26,14 @@ double normal_cdf(double x, double mean, double sd) {
 std::vector<std::pair<std::string, arrival_curve>> distributions(double period, std::size_t steps) {
   const double p = period;
   return {
-      {"lnorm", arrival_curve([](double x) { return x <= 0 ? 0.0 : normal_cdf(std::log(x), 0, 1); }, p, steps)},
+      {"lnorm", arrival_curve([](double x) { return x <= 0 ? 0.0 : normal_cdf(std::log(x), 0, 1); },
+                              p, steps)},
       {"unif", arrival_curve([p](double x) { return x / p; }, p, steps)},
       {"norm", arrival_curve([p](double x) { return normal_cdf(x, p / 2, p / 6); }, p, steps)},
       {"bursts", arrival_curve(
                      [p](double x) {
-                       return 0.4 * normal_cdf(x, 0.15 * p, 0.03 * p) + 0.35 * normal_cdf(x, 0.45 * p, 0.03 * p) +
+                       return 0.4 * normal_cdf(x, 0.15 * p, 0.03 * p) +
+                              0.35 * normal_cdf(x, 0.45 * p, 0.03 * p) +
                               0.25 * normal_cdf(x, 0.8 * p, 0.03 * p);
                      },
                      p, steps)},
@@ -66,8 +68,9 @@ nlohmann::json figure9(double period, std::size_t steps) {
                    {"aion", ours},
                    {"deltat", fewest(c, bound, every_dt_schedule)},
                    {"deltaev", fewest(c, bound, every_devents_schedule)}});
-      std::printf("  %-6s bound %.2f: aion %zu, every-dt %s, every-devents %s\n", name.c_str(), bound,
-                  ours, b.back()["deltat"].dump().c_str(), b.back()["deltaev"].dump().c_str());
+      std::printf("  %-6s bound %.2f: aion %zu, every-dt %s, every-devents %s\n", name.c_str(),
+                  bound, ours, b.back()["deltat"].dump().c_str(),
+                  b.back()["deltaev"].dump().c_str());
     }
   return {{"period_windows", period}, {"steps", steps}, {"a", a}, {"b", b}};
 }
@@ -114,13 +117,15 @@ struct cleanup_run {
 cleanup_run run_cleanup(const cleanup_options& o, window_config cfg) {
   cleanup_run r;
   auto logic = ops::make_window_logic<reading, int>(
-      tumbling{o.window_ms}, key_of{}, fn_type{average{}, std::make_unique<memory_window_store<int, reading>>()},
-      std::move(cfg), "average");
+      tumbling{o.window_ms}, key_of{},
+      fn_type{average{}, std::make_unique<memory_window_store<int, reading>>()}, std::move(cfg),
+      "average");
   struct sink final : emitter {
     cleanup_run* r;
     void emit(batch_ptr b) override {
       for (const auto& o : static_cast<batch<output>&>(*b).values)
-        if (auto* res = std::get_if<0>(&o); res && res->final) r->finals[{res->window.start, res->key}] = res->value;
+        if (auto* res = std::get_if<0>(&o); res && res->final)
+          r->finals[{res->window.start, res->key}] = res->value;
     }
     void emit_watermark(event_time) override {}
     void emit_idle(bool) override {}
@@ -134,7 +139,8 @@ cleanup_run run_cleanup(const cleanup_options& o, window_config cfg) {
   std::uint64_t sent = 0;
   for (event_time now = 0; sent < total; now += 100) {
     auto b = std::make_unique<batch<reading>>();
-    const auto due = std::min<std::uint64_t>(total, static_cast<std::uint64_t>(per_ms * static_cast<double>(now + 100)));
+    const auto due = std::min<std::uint64_t>(
+        total, static_cast<std::uint64_t>(per_ms * static_cast<double>(now + 100)));
     for (; sent < due; ++sent) {
       const auto k = std::max<event_time>(0, std::llround(x(rng)) - 1);
       const event_time t = std::max<event_time>(0, now - k * o.window_ms);
@@ -170,7 +176,8 @@ nlohmann::json cleanup(const cleanup_options& o) {
   window_config predictive = fixed;
   predictive.predictive_lateness =
       lateness::predictive{0.99, 0.95, fixed.allowed_lateness, 0, fixed.allowed_lateness};
-  std::printf("cleanup: fixed lateness %lld windows...\n", static_cast<long long>(o.conservative_windows));
+  std::printf("cleanup: fixed lateness %lld windows...\n",
+              static_cast<long long>(o.conservative_windows));
   const auto a = run_cleanup(o, fixed);
   std::printf("cleanup: predictive 99 %% / 95 %%...\n");
   const auto b = run_cleanup(o, predictive);
@@ -189,7 +196,8 @@ nlohmann::json cleanup(const cleanup_options& o) {
       peak = std::max(peak, p["state_bytes"].get<double>());
       if (p["t_s"].get<double>() > o.seconds / 2) steady += p["state_bytes"].get<double>(), ++n;
     }
-    const double acc = r.metrics.at("late_events_accepted"), drop = r.metrics.at("late_events_dropped");
+    const double acc = r.metrics.at("late_events_accepted"),
+                 drop = r.metrics.at("late_events_dropped");
     return nlohmann::json{{"peak_state_bytes", peak},
                           {"steady_state_bytes", n ? steady / static_cast<double>(n) : 0.0},
                           {"late_accepted", acc},
@@ -199,23 +207,19 @@ nlohmann::json cleanup(const cleanup_options& o) {
                           {"results", r.metrics.at("window_results")},
                           {"series", r.series}};
   };
-  nlohmann::json doc{{"window_ms", o.window_ms},
-                     {"rate", o.rate},
-                     {"seconds", o.seconds},
-                     {"keys", o.keys},
-                     {"event_bytes", sizeof(reading)},
-                     {"fixed", summary(a)},
-                     {"predictive", summary(b)},
-                     {"windows", a.finals.size()},
-                     {"windows_changed", changed},
-                     {"max_relative_change", max_rel}};
-  std::printf("  steady state %.1f MB fixed vs %.1f MB predictive; late accepted %.4f vs %.4f; "
-              "%zu of %zu results changed (max %.3g relative); predictive bound %.0f ms\n",
-              doc["fixed"]["steady_state_bytes"].get<double>() / 1e6,
-              doc["predictive"]["steady_state_bytes"].get<double>() / 1e6,
-              doc["fixed"]["late_accepted_fraction"].get<double>(),
-              doc["predictive"]["late_accepted_fraction"].get<double>(), changed, a.finals.size(), max_rel,
-              doc["predictive"]["final_allowed_lateness_ms"].get<double>());
+  nlohmann::json doc{{"window_ms", o.window_ms},       {"rate", o.rate},
+                     {"seconds", o.seconds},           {"keys", o.keys},
+                     {"event_bytes", sizeof(reading)}, {"fixed", summary(a)},
+                     {"predictive", summary(b)},       {"windows", a.finals.size()},
+                     {"windows_changed", changed},     {"max_relative_change", max_rel}};
+  std::printf(
+      "  steady state %.1f MB fixed vs %.1f MB predictive; late accepted %.4f vs %.4f; "
+      "%zu of %zu results changed (max %.3g relative); predictive bound %.0f ms\n",
+      doc["fixed"]["steady_state_bytes"].get<double>() / 1e6,
+      doc["predictive"]["steady_state_bytes"].get<double>() / 1e6,
+      doc["fixed"]["late_accepted_fraction"].get<double>(),
+      doc["predictive"]["late_accepted_fraction"].get<double>(), changed, a.finals.size(), max_rel,
+      doc["predictive"]["final_allowed_lateness_ms"].get<double>());
   return doc;
 }
 
@@ -228,16 +232,19 @@ int main(int argc, char** argv) {
   std::size_t steps = 4000;
   cleanup_options o;
   app.add_option("--out", out, "JSON report");
-  app.add_option("--period", period, "lateness period of figure 9 in window lengths (lognormal X in windows)");
+  app.add_option("--period", period,
+                 "lateness period of figure 9 in window lengths (lognormal X in windows)");
   app.add_option("--steps", steps, "time grid of the schedules");
   app.add_option("--rate", o.rate, "cleanup: events per second");
   app.add_option("--seconds", o.seconds, "cleanup: seconds of event time");
-  app.add_option("--conservative-windows", o.conservative_windows, "cleanup: fixed lateness in windows");
+  app.add_option("--conservative-windows", o.conservative_windows,
+                 "cleanup: fixed lateness in windows");
   app.add_option("--seed", o.seed, "cleanup: random seed");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("figure 9 (lateness period %.0f windows, %zu steps)\n", period, steps);
-  nlohmann::json doc{{"benchmark", "staleness"}, {"figure9", figure9(period, steps)}, {"cleanup", cleanup(o)}};
+  nlohmann::json doc{
+      {"benchmark", "staleness"}, {"figure9", figure9(period, steps)}, {"cleanup", cleanup(o)}};
   std::ofstream(out) << doc.dump(2) << "\n";
   std::printf("wrote %s\n", out.c_str());
 }

@@ -50,7 +50,8 @@ N number(const std::string& s, std::string_view spec, const char* what, const ch
   N x{};
   const auto* end = s.data() + s.size();
   auto [ptr, ec] = std::from_chars(s.data(), end, x);
-  if (s.empty() || ec != std::errc{} || ptr != end) fail(what, spec, "'" + s + "' is not a number", forms);
+  if (s.empty() || ec != std::errc{} || ptr != end)
+    fail(what, spec, "'" + s + "' is not a number", forms);
   return x;
 }
 
@@ -75,10 +76,12 @@ late_trigger parse_late_trigger(std::string_view spec) {
       arity(0);
       return late_trigger::every_event();
     }
-    if (p.kind == "every-events") return late_trigger::every_events(static_cast<std::uint64_t>(count()));
+    if (p.kind == "every-events")
+      return late_trigger::every_events(static_cast<std::uint64_t>(count()));
     if (p.kind == "every-ms") return late_trigger::every_ms(count());
     if (p.kind == "every-dt") return late_trigger::every_dt(static_cast<std::size_t>(count()));
-    if (p.kind == "every-devents") return late_trigger::every_devents(static_cast<std::size_t>(count()));
+    if (p.kind == "every-devents")
+      return late_trigger::every_devents(static_cast<std::size_t>(count()));
     if (p.kind == "staleness") {
       arity(1);
       return late_trigger::staleness(number<double>(p.args[0], spec, what, trigger_forms));
@@ -86,7 +89,8 @@ late_trigger parse_late_trigger(std::string_view spec) {
     if (p.kind == "at-offsets") {
       if (p.args.empty()) fail(what, spec, "at-offsets needs at least one offset", trigger_forms);
       std::vector<std::int64_t> offsets;
-      for (const auto& a : p.args) offsets.push_back(number<std::int64_t>(a, spec, what, trigger_forms));
+      for (const auto& a : p.args)
+        offsets.push_back(number<std::int64_t>(a, spec, what, trigger_forms));
       return late_trigger::at_offsets(std::move(offsets));
     }
   } catch (const std::invalid_argument& e) {
@@ -100,7 +104,8 @@ lateness parse_lateness(std::string_view spec) {
   constexpr const char* what = "lateness";
   const auto p = split(spec);
   try {
-    if (p.args.empty() && !p.kind.empty() && p.kind.find_first_not_of("0123456789") == std::string::npos)
+    if (p.args.empty() && !p.kind.empty() &&
+        p.kind.find_first_not_of("0123456789") == std::string::npos)
       return lateness::fixed{number<event_time>(p.kind, spec, what, lateness_forms)};
     if (p.kind == "fixed") {
       if (p.args.size() != 1) fail(what, spec, "fixed takes 1 argument", lateness_forms);
@@ -112,7 +117,8 @@ lateness parse_lateness(std::string_view spec) {
       lateness::predictive pr;
       pr.coverage = number<double>(p.args[0], spec, what, lateness_forms);
       pr.confidence = number<double>(p.args[1], spec, what, lateness_forms);
-      if (p.args.size() > 2) pr.max = pr.initial = number<event_time>(p.args[2], spec, what, lateness_forms);
+      if (p.args.size() > 2)
+        pr.max = pr.initial = number<event_time>(p.args[2], spec, what, lateness_forms);
       if (p.args.size() > 3) pr.min = number<event_time>(p.args[3], spec, what, lateness_forms);
       if (p.args.size() > 4) pr.max = number<event_time>(p.args[4], spec, what, lateness_forms);
       return pr;

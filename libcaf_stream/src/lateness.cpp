@@ -28,11 +28,14 @@ double normal_quantile(double p) {
 }  // namespace
 
 decaying_histogram::decaying_histogram(double resolution, double half_life, int buckets_per_octave)
-    : resolution_(resolution), alpha_(std::exp2(1.0 / half_life)), per_octave_(buckets_per_octave),
+    : resolution_(resolution),
+      alpha_(std::exp2(1.0 / half_life)),
+      per_octave_(buckets_per_octave),
       w_(1 + static_cast<std::size_t>(octaves * buckets_per_octave), 0.0) {
   if (!(resolution > 0) || !(half_life > 0) || buckets_per_octave <= 0)
-    throw std::invalid_argument("decaying_histogram: resolution, half_life and buckets_per_octave "
-                                "must be > 0");
+    throw std::invalid_argument(
+        "decaying_histogram: resolution, half_life and buckets_per_octave "
+        "must be > 0");
 }
 
 std::size_t decaying_histogram::bucket(double x) const {
@@ -43,7 +46,8 @@ std::size_t decaying_histogram::bucket(double x) const {
 
 double decaying_histogram::lower(std::size_t b) const {
   return b == 0 ? 0.0
-                : resolution_ * std::exp2(static_cast<double>(b - 1) / static_cast<double>(per_octave_));
+                : resolution_ *
+                      std::exp2(static_cast<double>(b - 1) / static_cast<double>(per_octave_));
 }
 
 void decaying_histogram::add(double x) {
@@ -103,11 +107,13 @@ std::vector<double> decaying_histogram::masses() const {
 lateness_estimator::lateness_estimator(double half_life)
     : behind_(1.0, half_life), after_end_(1.0, half_life), windows_(1.0 / 64, half_life) {}
 
-void lateness_estimator::observe(event_time behind, event_time after_end, event_time window_length) {
+void lateness_estimator::observe(event_time behind, event_time after_end,
+                                 event_time window_length) {
   behind_.add(static_cast<double>(behind));
   if (after_end < 0) return;
   after_end_.add(static_cast<double>(after_end));
-  windows_.add(static_cast<double>(after_end) / static_cast<double>(std::max<event_time>(1, window_length)));
+  windows_.add(static_cast<double>(after_end) /
+               static_cast<double>(std::max<event_time>(1, window_length)));
   if (after_end_.count() % shift_check_every != 0) return;
   auto now = after_end_.masses();
   // Kolmogorov–Smirnov: a shift when the distance exceeds both the configured one and the 99 %
@@ -132,7 +138,8 @@ std::optional<event_time> lateness_estimator::covering(double coverage, double c
   if (n < 1) return std::nullopt;
   // The rank of the order statistic that bounds the coverage quantile from above with the given
   // confidence: binomial(n, coverage) rank, normal approximation plus one for continuity.
-  const double level = coverage + normal_quantile(confidence) * std::sqrt(coverage * (1 - coverage) / n) + 1 / n;
+  const double level =
+      coverage + normal_quantile(confidence) * std::sqrt(coverage * (1 - coverage) / n) + 1 / n;
   if (level >= 1) return std::nullopt;
   return static_cast<event_time>(std::ceil(after_end_.quantile(level)));
 }
@@ -162,7 +169,8 @@ lateness_bound::lateness_bound(lateness policy)
 
 event_time lateness_bound::current(const lateness_estimator& e, event_time horizon) {
   const auto* p = policy_.as_predictive();
-  if (!p || horizon < p->initial || e.after_end().count() < seen_ + bound_refresh_every) return value_;
+  if (!p || horizon < p->initial || e.after_end().count() < seen_ + bound_refresh_every)
+    return value_;
   seen_ = e.after_end().count();
   if (auto v = e.covering(p->coverage, p->confidence)) value_ = std::clamp(*v, p->min, p->max);
   return value_;

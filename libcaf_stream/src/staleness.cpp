@@ -24,7 +24,8 @@ arrival_curve::arrival_curve(const std::function<double(double)>& cdf, double pe
   }
   g_.resize(steps + 1);
   for (std::size_t i = 0; i <= steps; ++i) {
-    const double g = (cdf(period * static_cast<double>(i) / static_cast<double>(steps)) - f0) / total;
+    const double g =
+        (cdf(period * static_cast<double>(i) / static_cast<double>(steps)) - f0) / total;
     g_[i] = std::clamp(i == 0 ? 0.0 : std::max(g, g_[i - 1]), 0.0, 1.0);
   }
   g_[steps] = 1.0;
@@ -192,9 +193,10 @@ class schedule_policy final : public planned_late_policy {
       std::vector<std::int64_t> out;
       if (c.allowed_lateness <= 0) return out;
       const auto& h = c.lateness.after_end();
-      const std::size_t steps = k_ == kind::staleness
-                                    ? std::max<std::size_t>(256, static_cast<std::size_t>(std::ceil(1 / bound_)))
-                                    : std::max<std::size_t>(256, 4 * count_);
+      const std::size_t steps =
+          k_ == kind::staleness
+              ? std::max<std::size_t>(256, static_cast<std::size_t>(std::ceil(1 / bound_)))
+              : std::max<std::size_t>(256, 4 * count_);
       const auto curve = h.weight() > 0
                              ? arrival_curve([&](double x) { return h.cdf(x); },
                                              static_cast<double>(c.allowed_lateness), steps)
@@ -203,8 +205,9 @@ class schedule_policy final : public planned_late_policy {
                          : k_ == kind::every_dt ? every_dt_schedule(curve, count_)
                                                 : every_devents_schedule(curve, count_);
       for (auto x : s)
-        out.push_back(std::llround(static_cast<double>(x) * static_cast<double>(c.allowed_lateness) /
-                                   static_cast<double>(steps)));
+        out.push_back(
+            std::llround(static_cast<double>(x) * static_cast<double>(c.allowed_lateness) /
+                         static_cast<double>(steps)));
       return out;
     });
   }
@@ -217,7 +220,8 @@ class schedule_policy final : public planned_late_policy {
 
 void require_tick(std::int64_t tick_ms, const char* who) {
   if (tick_ms <= 0)
-    throw std::invalid_argument(std::string{who} + ": tick_ms must be > 0, got " + std::to_string(tick_ms));
+    throw std::invalid_argument(std::string{who} + ": tick_ms must be > 0, got " +
+                                std::to_string(tick_ms));
 }
 
 void require_count(std::size_t count, const char* who) {
@@ -231,13 +235,15 @@ late_trigger late_trigger::staleness(double bound, std::int64_t tick_ms) {
     throw std::invalid_argument("late_trigger::staleness: bound must be in (0, 1], got " +
                                 std::to_string(bound));
   require_tick(tick_ms, "late_trigger::staleness");
-  return late_trigger{std::make_shared<schedule_policy>(schedule_policy::kind::staleness, bound, 0, tick_ms)};
+  return late_trigger{
+      std::make_shared<schedule_policy>(schedule_policy::kind::staleness, bound, 0, tick_ms)};
 }
 
 late_trigger late_trigger::every_dt(std::size_t count, std::int64_t tick_ms) {
   require_count(count, "late_trigger::every_dt");
   require_tick(tick_ms, "late_trigger::every_dt");
-  return late_trigger{std::make_shared<schedule_policy>(schedule_policy::kind::every_dt, 0, count, tick_ms)};
+  return late_trigger{
+      std::make_shared<schedule_policy>(schedule_policy::kind::every_dt, 0, count, tick_ms)};
 }
 
 late_trigger late_trigger::every_devents(std::size_t count, std::int64_t tick_ms) {

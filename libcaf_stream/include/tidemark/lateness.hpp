@@ -6,8 +6,8 @@
 
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -107,9 +107,11 @@ class lateness {
     event_time max = 600'000;
   };
 
-  /// Throws std::invalid_argument for negative times, fractions outside (0, 1) or min > max.
-  lateness(fixed f);            // NOLINT(google-explicit-constructor): lateness::fixed{ms} reads as one
-  lateness(predictive p);       // NOLINT(google-explicit-constructor)
+  /// Implicit, so that a `lateness::fixed{...}` or `lateness::predictive{...}` is a lateness.
+  /// Throws std::invalid_argument for negative times, fractions outside (0, 1) or unless
+  /// min <= initial <= max.
+  lateness(fixed f);       // NOLINT(google-explicit-constructor)
+  lateness(predictive p);  // NOLINT(google-explicit-constructor)
 
   const fixed* as_fixed() const noexcept { return std::get_if<fixed>(&v_); }
   const predictive* as_predictive() const noexcept { return std::get_if<predictive>(&v_); }

@@ -43,7 +43,9 @@ std::vector<double> interval_staleness(const arrival_curve& c, const schedule& s
 /// The largest interval staleness of `s`.
 double max_staleness(const arrival_curve& c, const schedule& s);
 /// Executions (intervals) of `s`: s.size() + 1.
-inline std::size_t executions(const schedule& s) { return s.size() + 1; }
+inline std::size_t executions(const schedule& s) {
+  return s.size() + 1;
+}
 
 /// The fewest re-execution times keeping every interval within `bound`: each goes at the last grid
 /// point before the staleness since the previous one would exceed the bound (optimal, since the

@@ -44,18 +44,24 @@ BOOST_AUTO_TEST_CASE(bad_late_trigger_specs_say_what_is_wrong_and_what_is_accept
              "late trigger 'sometimes': unknown kind 'sometimes' (accepted: every-event, "
              "every-events:N, every-ms:MS, at-offsets:MS,MS,..., staleness:S (0 < S <= 1), "
              "every-dt:N, every-devents:N)");
-  BOOST_TEST(error_of([] { parse_late_trigger("every-events:x"); }).rfind(
-                 "late trigger 'every-events:x': 'x' is not a number", 0) == 0);
-  BOOST_TEST(error_of([] { parse_late_trigger("every-ms:0"); }).rfind(
-                 "late trigger 'every-ms:0': N must be > 0", 0) == 0);
-  BOOST_TEST(error_of([] { parse_late_trigger("every-event:3"); }).rfind(
-                 "late trigger 'every-event:3': every-event takes 0 arguments", 0) == 0);
-  BOOST_TEST(error_of([] { parse_late_trigger("staleness:1.5"); }).rfind(
-                 "late trigger 'staleness:1.5': late_trigger::staleness: bound must be in (0, 1], "
+  BOOST_TEST(error_of([] {
+               parse_late_trigger("every-events:x");
+             }).rfind("late trigger 'every-events:x': 'x' is not a number", 0) == 0);
+  BOOST_TEST(error_of([] {
+               parse_late_trigger("every-ms:0");
+             }).rfind("late trigger 'every-ms:0': N must be > 0", 0) == 0);
+  BOOST_TEST(error_of([] {
+               parse_late_trigger("every-event:3");
+             }).rfind("late trigger 'every-event:3': every-event takes 0 arguments", 0) == 0);
+  BOOST_TEST(
+      error_of([] { parse_late_trigger("staleness:1.5"); })
+          .rfind("late trigger 'staleness:1.5': late_trigger::staleness: bound must be in (0, 1], "
                  "got 1.5",
                  0) == 0);
-  BOOST_TEST(error_of([] { parse_late_trigger("at-offsets:5,-1"); }).rfind(
-                 "late trigger 'at-offsets:5,-1': late_trigger::at_offsets: offsets must be >= 0", 0) == 0);
+  BOOST_TEST(
+      error_of([] { parse_late_trigger("at-offsets:5,-1"); })
+          .rfind("late trigger 'at-offsets:5,-1': late_trigger::at_offsets: offsets must be >= 0",
+                 0) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(lateness_specs_make_fixed_and_predictive_policies) {
@@ -76,19 +82,23 @@ BOOST_AUTO_TEST_CASE(lateness_specs_make_fixed_and_predictive_policies) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_lateness_specs_say_what_is_wrong) {
-  BOOST_TEST(error_of([] { parse_lateness("forever"); }).rfind(
-                 "lateness 'forever': unknown kind 'forever' (accepted: fixed:MS, MS, "
-                 "predictive:COVERAGE,CONFIDENCE[,INITIAL_MS[,MIN_MS[,MAX_MS]]])",
+  BOOST_TEST(error_of([] { parse_lateness("forever"); })
+                 .rfind("lateness 'forever': unknown kind 'forever' (accepted: fixed:MS, MS, "
+                        "predictive:COVERAGE,CONFIDENCE[,INITIAL_MS[,MIN_MS[,MAX_MS]]])",
+                        0) == 0);
+  BOOST_TEST(error_of([] {
+               parse_lateness("fixed:-5");
+             }).rfind("lateness 'fixed:-5': lateness::fixed: ms must be >= 0, got -5", 0) == 0);
+  BOOST_TEST(error_of([] {
+               parse_lateness("predictive:0.99");
+             }).rfind("lateness 'predictive:0.99': predictive takes 2 to 5 arguments", 0) == 0);
+  BOOST_TEST(
+      error_of([] { parse_lateness("predictive:1.2,0.95"); })
+          .rfind("lateness 'predictive:1.2,0.95': lateness::predictive: coverage must be in (0, 1)",
                  0) == 0);
-  BOOST_TEST(error_of([] { parse_lateness("fixed:-5"); }).rfind(
-                 "lateness 'fixed:-5': lateness::fixed: ms must be >= 0, got -5", 0) == 0);
-  BOOST_TEST(error_of([] { parse_lateness("predictive:0.99"); }).rfind(
-                 "lateness 'predictive:0.99': predictive takes 2 to 5 arguments", 0) == 0);
-  BOOST_TEST(error_of([] { parse_lateness("predictive:1.2,0.95"); }).rfind(
-                 "lateness 'predictive:1.2,0.95': lateness::predictive: coverage must be in (0, 1)",
-                 0) == 0);
-  BOOST_TEST(error_of([] { parse_lateness("predictive:0.9,0.9,100,200"); }).rfind(
-                 "lateness 'predictive:0.9,0.9,100,200': lateness::predictive: need 0 <= min <= "
+  BOOST_TEST(
+      error_of([] { parse_lateness("predictive:0.9,0.9,100,200"); })
+          .rfind("lateness 'predictive:0.9,0.9,100,200': lateness::predictive: need 0 <= min <= "
                  "initial <= max",
                  0) == 0);
 }

@@ -39,16 +39,16 @@ constexpr event_time conservative = 100'000;
 // One event per ms for 4 keys; 20 % arrive late by 100·X ms, X ~ LogNormal(0, 1); the
 // watermark follows the clock every 50 events.
 struct run_result {
-  std::map<std::string, double> metrics;        // before the end of the stream
+  std::map<std::string, double> metrics;                      // before the end of the stream
   std::map<std::pair<event_time, int>, std::int64_t> finals;  // (window start, key) -> count
-  std::vector<double> after_end;                // lateness after window end of late events
+  std::vector<double> after_end;  // lateness after window end of late events
 };
 
 run_result run(window_config cfg) {
   run_result r;
   auto logic = ops::make_window_logic<reading, int>(
-      tumbling{window}, key_of{}, fn_type{count_events{}, std::make_unique<memory_window_store<int, reading>>()},
-      cfg, "w");
+      tumbling{window}, key_of{},
+      fn_type{count_events{}, std::make_unique<memory_window_store<int, reading>>()}, cfg, "w");
   test::recording_emitter out;
   std::mt19937_64 rng{11};
   std::bernoulli_distribution delayed{0.2};
@@ -58,7 +58,8 @@ run_result run(window_config cfg) {
   std::vector<std::uint64_t> hs;
   auto collect = [&] {
     for (const auto& o : out.values<output>())
-      if (auto* res = std::get_if<0>(&o); res && res->final) r.finals[{res->window.start, res->key}] = res->value;
+      if (auto* res = std::get_if<0>(&o); res && res->final)
+        r.finals[{res->window.start, res->key}] = res->value;
     out.log.clear();
   };
   event_time wm = 0;
@@ -130,6 +131,7 @@ BOOST_AUTO_TEST_CASE(predictive_cleanup_purges_state_and_keeps_the_coverage) {
   BOOST_TEST(changed <= missing);
   BOOST_TEST_MESSAGE("bound " << bound << " q99 " << quantile(b.after_end, 0.99) << " late " << late
                               << " dropped " << dropped << " changed " << changed << " of "
-                              << a.finals.size() << " store events " << b.metrics.at("window_store_events")
-                              << " vs " << a.metrics.at("window_store_events"));
+                              << a.finals.size() << " store events "
+                              << b.metrics.at("window_store_events") << " vs "
+                              << a.metrics.at("window_store_events"));
 }

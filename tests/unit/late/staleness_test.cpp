@@ -22,7 +22,8 @@ double normal_cdf(double x, double mean, double sd) {
 // The four late-arrival distributions of the paper's figure 9, over a lateness period of 10.
 std::vector<arrival_curve> paper_curves(std::size_t steps) {
   return {
-      arrival_curve([](double x) { return x <= 0 ? 0.0 : normal_cdf(std::log(x), 0, 1); }, 10, steps),
+      arrival_curve([](double x) { return x <= 0 ? 0.0 : normal_cdf(std::log(x), 0, 1); }, 10,
+                    steps),
       arrival_curve([](double x) { return x / 10; }, 10, steps),
       arrival_curve([](double x) { return normal_cdf(x, 5, 1.5); }, 10, steps),
       arrival_curve(
@@ -49,7 +50,8 @@ arrival_curve curve_of(const std::vector<double>& masses) {
 
 // Over every subset of the interior grid points with at most `limit` points: the fewest points
 // keeping all intervals within `bound` (SIZE_MAX if none), and the least maximum staleness.
-std::pair<std::size_t, double> brute_force(const arrival_curve& c, double bound, std::size_t limit) {
+std::pair<std::size_t, double> brute_force(const arrival_curve& c, double bound,
+                                           std::size_t limit) {
   const std::size_t interior = c.steps() - 1;
   std::size_t fewest = SIZE_MAX;
   double least_max = 2;
@@ -118,12 +120,15 @@ BOOST_AUTO_TEST_CASE(the_baselines_ignore_where_late_events_concentrate) {
   BOOST_TEST(every_dt_schedule(c, 5) == (schedule{8, 16, 24, 32}));
   BOOST_TEST(every_devents_schedule(c, 5) == (schedule{4, 8, 12, 16}));
   // every-Δt: [0, 0.2] holds 40 % of the events; every-Δevents: [0.4, 1] is 60 % of the time.
-  BOOST_TEST(max_staleness(c, every_dt_schedule(c, 5)) == 0.08, boost::test_tools::tolerance(1e-12));
-  BOOST_TEST(max_staleness(c, every_devents_schedule(c, 5)) == 0.12, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(max_staleness(c, every_dt_schedule(c, 5)) == 0.08,
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(max_staleness(c, every_devents_schedule(c, 5)) == 0.12,
+             boost::test_tools::tolerance(1e-12));
   // Balanced: the first half cut into quarters, (1/8)·(1/4) each; the fourth time moves back to
   // share the rest with the last interval.
   BOOST_TEST(balanced_schedule(c, 5) == (schedule{5, 10, 15, 19}));
-  BOOST_TEST(max_staleness(c, balanced_schedule(c, 5)) == 0.03125, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(max_staleness(c, balanced_schedule(c, 5)) == 0.03125,
+             boost::test_tools::tolerance(1e-12));
 }
 
 BOOST_AUTO_TEST_CASE(on_a_lognormal_distribution_the_staleness_trigger_needs_fewer_executions) {
