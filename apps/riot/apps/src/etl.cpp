@@ -1,0 +1,162 @@
+// ETL: SenML parse -> range filter -> Bloom filter -> interpolation -> join per message ->
+// annotate -> (table insert) and (CSV -> SenML -> MQTT publish).
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "common.hpp"
+#include "tidemark/riot/io/streams.hpp"
+#include "tidemark/riot/parse.hpp"
+
+namespace tidemark::riot::apps::detail {
+
+namespace {
+
+/// The metadata file with every key copied for the spatial copies ("<key>-k:<annotation>");
+/// the original file when scale is 1. Written under out_dir, with the same content every time.
+std::string scaled_metadata(const app_options& o, const std::string& original) {
+  if (o.replay.scale <= 1) return original;
+  auto path = o.out_dir + "/metadata-" + std::string{riot::to_string(o.replay.dataset)} + "-x" +
+              std::to_string(o.replay.scale) + ".txt";
+  std::filesystem::create_directories(o.out_dir);
+  std::ifstream in(original);
+  if (!in) throw std::runtime_error("cannot read " + original);
+  std::ofstream out(path + ".part");
+  for (std::string line; std::getline(in, line);) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    for (std::uint32_t k = 0; k < o.replay.scale; ++k)
+      out << replay_schedule::copy_id(line.substr(0, colon), k) << line.substr(colon) << '\n';
+  }
+  out.close();
+  std::filesystem::rename(path + ".part", path);
+  return path;
+}
+
+std::vector<std::string> keys_of(const std::string& metadata_path) {
+  std::ifstream in(metadata_path);
+  std::vector<std::string> keys;
+  for (std::string line; std::getline(in, line);)
+    if (auto colon = line.find(':'); colon != std::string::npos) keys.push_back(line.substr(0, colon));
+  return keys;
+}
+
+/// Reassembles each message's observations into its CSV row once all observables arrived.
+class message_join {
+ public:
+  message_join(const senml_fanout_config& fan, const row_layout& layout) : fields_(fan.observables.size()) {
+    for (std::size_t i = 0; i < fan.observables.size(); ++i) observable_[fan.observables[i]] = i;
+    for (const auto& c : layout.columns) {
+      auto m = std::find(fan.meta_fields.begin(), fan.meta_fields.end(), c);
+      if (m != fan.meta_fields.end())
+        columns_.push_back({true, static_cast<std::size_t>(m - fan.meta_fields.begin())});
+      else
+        columns_.push_back({false, observable_.at(c)});
+    }
+  }
+
+  void process(const observation& o, collector<tagged>& out) {
+    auto f = observable_.find(o.obs_type);
+    if (f == observable_.end()) return;
+    auto& p = pending_[o.msg_id];
+    if (p.values.empty()) {
+      p.values.resize(fields_);
+      p.meta = o.meta;
+    }
+    p.values[f->second] = o.missing ? std::string{} : o.text;
+    p.complete = p.complete && !o.missing;
+    if (++p.filled < fields_) return;
+    split_csv(p.meta, meta_cells_);
+    tagged row{o.msg_id, {}, p.complete};
+    for (std::size_t i = 0; i < columns_.size(); ++i) {
+      if (i) row.text.push_back(',');
+      const auto& c = columns_[i];
+      if (c.meta) {
+        if (c.index < meta_cells_.size()) row.text.append(meta_cells_[c.index]);
+      } else {
+        row.text += p.values[c.index];
+      }
+    }
+    pending_.erase(o.msg_id);
+    out(std::move(row));
+  }
+
+ private:
+  struct partial {
+    std::string meta;
+    std::vector<std::string> values;
+    std::size_t filled = 0;
+    bool complete = true;
+  };
+  struct column {
+    bool meta;
+    std::size_t index;
+  };
+  std::size_t fields_;
+  std::unordered_map<std::string, std::size_t> observable_;
+  std::vector<column> columns_;
+  std::unordered_map<std::int64_t, partial> pending_;
+  std::vector<std::string_view> meta_cells_;
+};
+
+}  // namespace
+
+stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o, task_errors errors) {
+  auto d = o.replay.dataset;
+  const auto& dir = o.replay.data_dir;
+  auto fan = senml_fanout_config::for_dataset(d, dir);
+  auto layout = layout_of(o);
+  // Valid ids for the Bloom filter: the annotation keys (GRID has no metadata: its meter ids).
+  std::optional<annotate_config> ann;
+  std::vector<std::string> ids;
+  if (d != dataset::grid) {
+    ann = annotate_config::for_dataset(d, dir);
+    ann->metadata_path = scaled_metadata(o, ann->metadata_path);
+    ids = keys_of(ann->metadata_path);
+  } else {
+    replay_schedule schedule(o.replay);
+    for (const auto& id : schedule.base_ids())
+      for (std::uint32_t k = 0; k < o.replay.scale; ++k) ids.push_back(replay_schedule::copy_id(id, k));
+  }
+  auto bloom = std::make_shared<const bloom_filter_check>(
+      bloom_filter_check::from_ids(bloom_filter_config::for_dataset(d), ids));
+
+  auto obs = parse_senml(lines, fan, errors);
+  auto checked = bloom_filter_marks(range_filter_marks(obs, range_filter_config::for_dataset(d), errors), bloom);
+  auto filled = interpolate(checked, interpolation_config::for_dataset(d));
+  auto rows = filled.flat_map<tagged>(
+      [fan, layout, join = riot::detail::per_instance<message_join>()](const observation& x, collector<tagged>& out) mutable {
+        join.get([&] { return message_join(fan, layout); }).process(x, out);
+      },
+      "join");
+  if (!ann) return rows;
+  return rows.flat_map<tagged>(
+      [config = *ann, errors, task = riot::detail::per_instance<annotate>()](const tagged& row, collector<tagged>& out) mutable {
+        auto r = task.get([&] { return annotate(config); }).process(row.text);
+        if (!r) return errors.report(r.error());
+        out(tagged{row.msg_id, std::move(*r), row.complete});
+      },
+      "annotate");
+}
+
+app_job build_etl(const app_options& o) {
+  app_job a{job{"riot-etl"}, nullptr, "mqtt", task_errors{}};
+  a.metrics = new_metrics(o, replay_schedule(o.replay).size());
+  auto rows = etl_rows(replay(a.job, o, a.metrics), o, a.errors);
+  auto layout = layout_of(o);
+  io::insert_into_table(a.job, measured(rows, a.metrics, "table"), store_of(o), archive_table(layout), "table_insert");
+  auto senml = rows.filter([](const tagged& r) { return r.complete; }, "complete_rows")
+                   .flat_map<tagged>(
+                       [config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir), errors = a.errors,
+                        task = riot::detail::per_instance<csv_to_senml>()](const tagged& row, collector<tagged>& out) mutable {
+                         auto r = task.get([&] { return csv_to_senml(config); }).process(row.text);
+                         if (!r) return errors.report(r.error());
+                         out(tagged{row.msg_id, std::move(*r)});
+                       },
+                       "csv_to_senml");
+  io::publish_to_mqtt(a.job, measured(senml, a.metrics, "mqtt"),
+                      io::mqtt_publish_config{broker_of(o.broker), etl_topic(o.replay.dataset)}, "mqtt_publish");
+  return a;
+}
+
+}  // namespace tidemark::riot::apps::detail
