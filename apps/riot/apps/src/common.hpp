@@ -21,7 +21,6 @@ namespace tidemark::riot::apps::detail {
 struct tagged {
   std::int64_t msg_id = 0;
   std::string text;
-  bool complete = true;  ///< ETL rows: false when a value stayed missing after interpolation
 };
 
 /// Emits the replay schedule's lines when they are due (sleeping at most 1 ms when none is), and

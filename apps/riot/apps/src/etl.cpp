@@ -1,6 +1,7 @@
 // ETL: SenML parse -> range filter -> Bloom filter -> interpolation -> join per message ->
 // annotate -> (table insert) and (CSV -> SenML -> MQTT publish).
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <unordered_map>
 
@@ -64,10 +65,9 @@ class message_join {
       p.meta = o.meta;
     }
     p.values[f->second] = o.missing ? std::string{} : o.text;
-    p.complete = p.complete && !o.missing;
     if (++p.filled < fields_) return;
     split_csv(p.meta, meta_cells_);
-    tagged row{o.msg_id, {}, p.complete};
+    tagged row{o.msg_id, {}};
     for (std::size_t i = 0; i < columns_.size(); ++i) {
       if (i) row.text.push_back(',');
       const auto& c = columns_[i];
@@ -86,7 +86,6 @@ class message_join {
     std::string meta;
     std::vector<std::string> values;
     std::size_t filled = 0;
-    bool complete = true;
   };
   struct column {
     bool meta;
@@ -97,6 +96,44 @@ class message_join {
   std::vector<column> columns_;
   std::unordered_map<std::int64_t, partial> pending_;
   std::vector<std::string_view> meta_cells_;
+};
+
+/// C2S for rows whose missing values (empty cells) are left out of the SenML record: one
+/// csv_to_senml per set of missing columns (there are few), the full one for complete rows.
+class senml_writer {
+ public:
+  explicit senml_writer(csv_to_senml_config config) : config_(std::move(config)) {}
+
+  result<std::string> process(const std::string& row) {
+    split_csv(row, cells_);
+    std::string missing;  // one flag per column
+    for (auto c : cells_) missing.push_back(c.empty() ? '1' : '0');
+    auto it = by_missing_.find(missing);
+    if (it == by_missing_.end()) {
+      csv_to_senml_config reduced;
+      for (std::size_t i = 0; i < config_.names.size(); ++i)
+        if (i >= missing.size() || missing[i] == '0') {
+          reduced.names.push_back(config_.names[i]);
+          reduced.units.push_back(config_.units[i]);
+          reduced.kinds.push_back(config_.kinds[i]);
+        }
+      it = by_missing_.emplace(missing, csv_to_senml(std::move(reduced))).first;
+    }
+    if (missing.find('1') == std::string::npos) return it->second.process(row);
+    reduced_row_.clear();
+    for (auto c : cells_)
+      if (!c.empty()) {
+        if (!reduced_row_.empty()) reduced_row_.push_back(',');
+        reduced_row_.append(c);
+      }
+    return it->second.process(reduced_row_);
+  }
+
+ private:
+  csv_to_senml_config config_;
+  std::map<std::string, csv_to_senml> by_missing_;
+  std::vector<std::string_view> cells_;
+  std::string reduced_row_;
 };
 
 }  // namespace
@@ -134,7 +171,7 @@ stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o
       [config = *ann, errors, task = riot::detail::per_instance<annotate>()](const tagged& row, collector<tagged>& out) mutable {
         auto r = task.get([&] { return annotate(config); }).process(row.text);
         if (!r) return errors.report(r.error());
-        out(tagged{row.msg_id, std::move(*r), row.complete});
+        out(tagged{row.msg_id, std::move(*r)});
       },
       "annotate");
 }
@@ -145,15 +182,14 @@ app_job build_etl(const app_options& o) {
   auto rows = etl_rows(replay(a.job, o, a.metrics), o, a.errors);
   auto layout = layout_of(o);
   io::insert_into_table(a.job, measured(rows, a.metrics, "table"), store_of(o), archive_table(layout), "table_insert");
-  auto senml = rows.filter([](const tagged& r) { return r.complete; }, "complete_rows")
-                   .flat_map<tagged>(
-                       [config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir), errors = a.errors,
-                        task = riot::detail::per_instance<csv_to_senml>()](const tagged& row, collector<tagged>& out) mutable {
-                         auto r = task.get([&] { return csv_to_senml(config); }).process(row.text);
-                         if (!r) return errors.report(r.error());
-                         out(tagged{row.msg_id, std::move(*r)});
-                       },
-                       "csv_to_senml");
+  auto senml = rows.flat_map<tagged>(
+      [config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir), errors = a.errors,
+       task = riot::detail::per_instance<senml_writer>()](const tagged& row, collector<tagged>& out) mutable {
+        auto r = task.get([&] { return senml_writer(config); }).process(row.text);
+        if (!r) return errors.report(r.error());
+        out(tagged{row.msg_id, std::move(*r)});
+      },
+      "csv_to_senml");
   io::publish_to_mqtt(a.job, measured(senml, a.metrics, "mqtt"),
                       io::mqtt_publish_config{broker_of(o.broker), etl_topic(o.replay.dataset)}, "mqtt_publish");
   return a;

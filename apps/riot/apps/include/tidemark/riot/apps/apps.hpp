@@ -12,10 +12,6 @@
 #include "tidemark/riot/apps/replay.hpp"
 #include "tidemark/riot/streams.hpp"
 
-namespace tidemark {
-class job_registry;
-}
-
 namespace tidemark::riot::apps {
 
 enum class app { etl, stats, train, pred };
