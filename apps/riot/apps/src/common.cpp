@@ -12,9 +12,8 @@
 
 namespace tidemark::riot::apps::detail {
 
-replay_source::replay_source(const replay_config& config, std::shared_ptr<run_metrics> metrics,
-                             std::shared_ptr<std::atomic<bool>> done)
-    : schedule_(config), metrics_(std::move(metrics)), done_(std::move(done)) {}
+replay_source::replay_source(const replay_config& config, std::shared_ptr<run_metrics> metrics)
+    : schedule_(config), metrics_(std::move(metrics)) {}
 
 void replay_source::open() { metrics_->start(); }
 
@@ -35,19 +34,15 @@ bool replay_source::pull(std::size_t max, emitter& out) {
     auto wait = std::min<std::int64_t>(pending_->due_ns - now, 1'000'000);
     std::this_thread::sleep_for(std::chrono::nanoseconds{wait});
   }
-  if (pending_) return true;
-  pending_ = schedule_.next();
-  if (pending_) return true;
-  done_->store(true);
-  return false;
+  if (!pending_) pending_ = schedule_.next();
+  return pending_.has_value();
 }
 
-stream<numbered_line> replay(job& j, const app_options& options, const std::shared_ptr<run_metrics>& metrics,
-                             std::shared_ptr<std::atomic<bool>> done) {
+stream<numbered_line> replay(job& j, const app_options& options, const std::shared_ptr<run_metrics>& metrics) {
   return j
       .from_source<numbered_line>(
-          [config = options.replay, metrics, done](const instance_info&) {
-            return std::make_unique<replay_source>(config, metrics, done);
+          [config = options.replay, metrics](const instance_info&) {
+            return std::make_unique<replay_source>(config, metrics);
           },
           "replay")
       .parallelism(1);

@@ -2,7 +2,6 @@
 // sink, the shared WiredTiger connection of a run, the dataset's row layout and the broker address.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,24 +23,21 @@ struct tagged {
 };
 
 /// Emits the replay schedule's lines when they are due (sleeping at most 1 ms when none is), and
-/// records each message's emit time. Sets `done` when the schedule is exhausted.
+/// records each message's emit time.
 class replay_source final : public source_logic {
  public:
-  replay_source(const replay_config& config, std::shared_ptr<run_metrics> metrics,
-                std::shared_ptr<std::atomic<bool>> done);
+  replay_source(const replay_config& config, std::shared_ptr<run_metrics> metrics);
   void open() override;
   bool pull(std::size_t max, emitter& out) override;
 
  private:
   replay_schedule schedule_;
   std::shared_ptr<run_metrics> metrics_;
-  std::shared_ptr<std::atomic<bool>> done_;
   std::optional<scheduled_message> pending_;
 };
 
 /// The replayed lines of `options` as a stream (parallelism 1: message ids follow the schedule).
-stream<numbered_line> replay(job& j, const app_options& options, const std::shared_ptr<run_metrics>& metrics,
-                             std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false));
+stream<numbered_line> replay(job& j, const app_options& options, const std::shared_ptr<run_metrics>& metrics);
 
 /// Records the latency of each element as output `output` and passes its text on to the sink.
 stream<std::string> measured(const stream<tagged>& in, std::shared_ptr<run_metrics> metrics, std::string output);

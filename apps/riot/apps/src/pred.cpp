@@ -1,8 +1,7 @@
-// PRED: SenML stream plus MQTT model notices (blob download, model swapped in while running) ->
-// decision-tree classification, and linear-regression prediction with a block average of the
-// observed value -> residual error -> MQTT publish.
+// PRED: SenML stream -> decision-tree classification, and linear-regression prediction with a
+// block average of the observed value -> residual error -> MQTT publish. Both predictors take the
+// models TRAIN announces on MQTT (blob download, swapped in while running).
 #include <sstream>
-#include <thread>
 
 #include "common.hpp"
 #include "tidemark/riot/io/blob_tasks.hpp"
@@ -13,39 +12,105 @@ namespace tidemark::riot::apps::detail {
 
 namespace {
 
-/// What the prediction operators see: a message's projected row, or a downloaded model.
-struct pred_input {
+/// One message as the prediction operators see it.
+struct pred_row {
   std::int64_t msg_id = 0;
   std::string sensor;
-  std::string row;         ///< prediction columns: attributes, then the observed target
-  std::string model_kind;  ///< "DTC" or "MLR" for a model update (empty for a row)
-  std::string model;       ///< the model's bytes
+  std::string row;  ///< prediction columns: attributes, then the observed target
 };
 
-/// Polls the model topic; ends once the data source has ended and nothing is waiting.
-class notice_source final : public source_logic {
+/// The analytic type of a model blob name "<DS>-<TYPE>-<end>.model" (empty when malformed).
+std::string analytic_type(std::string_view name) {
+  auto a = name.find('-');
+  auto b = a == std::string_view::npos ? a : name.find('-', a + 1);
+  return b == std::string_view::npos ? std::string{} : std::string{name.substr(a + 1, b - a - 1)};
+}
+
+/// A prediction operator that swaps its model while running: every 10 ms it takes the model
+/// notices that arrived on its subscription, downloads the models of its type (`Predictor::type`)
+/// from the blob store and hands them to the predictor. Rows are predicted in between.
+template <class Predictor>
+class model_swapping final : public operator_logic {
  public:
-  notice_source(io::mqtt_subscribe_config config, std::shared_ptr<std::atomic<bool>> data_done)
-      : config_(std::move(config)), data_done_(std::move(data_done)) {}
-  void open() override { sub_ = std::make_unique<io::mqtt_subscribe>(config_); }
-  bool pull(std::size_t, emitter& out) override {
-    bool ending = data_done_->load();
-    auto m = sub_->poll(std::chrono::milliseconds{0});
-    if (!m) {
-      if (ending) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds{1});
-      return true;
-    }
+  model_swapping(Predictor p, const io::mqtt_subscribe_config& notices, io::blob_download_config blobs, task_errors errors)
+      : p_(std::move(p)), sub_(notices), download_(std::move(blobs)), errors_(std::move(errors)) {}
+
+  void process(std::size_t, batch_ptr in, emitter& out) override {
     auto b = std::make_unique<batch<tagged>>();
-    b->values.push_back({0, std::move(m->payload)});
-    out.emit(std::move(b));
-    return true;
+    collector<tagged> c{b->values};
+    for (const auto& r : static_cast<batch<pred_row>&>(*in).values) p_.predict(r, c, errors_);
+    if (!b->values.empty()) out.emit(std::move(b));
+  }
+  std::int64_t timer_period_ms() const override { return 10; }
+  void on_timer(std::int64_t, emitter&) override {
+    while (auto notice = sub_.poll()) {
+      if (analytic_type(notice->payload) != Predictor::type) continue;
+      auto bytes = download_.process(notice->payload);
+      if (!bytes) continue;  // counted by the download task
+      if (auto r = p_.update(*bytes); !r) {
+        errors_.report(r.error());
+      } else {
+        ++swaps_;
+      }
+    }
+  }
+  void add_metrics(std::map<std::string, double>& out) const override {
+    out["model_swaps"] = static_cast<double>(swaps_);
+    out["model_download_errors"] = static_cast<double>(download_.errors().count());
   }
 
  private:
-  io::mqtt_subscribe_config config_;
-  std::shared_ptr<std::atomic<bool>> data_done_;
-  std::unique_ptr<io::mqtt_subscribe> sub_;
+  Predictor p_;
+  io::mqtt_subscribe sub_;
+  io::blob_download download_;
+  task_errors errors_;
+  std::uint64_t swaps_ = 0;
+};
+
+/// DTC: the class of each row ("<msg>,<sensor>,DTC,obsVal:<row>,RES:<class>").
+class classifier {
+ public:
+  static constexpr const char* type = "DTC";
+  explicit classifier(decision_tree_classify task) : task_(std::move(task)) {}
+  result<bool> update(std::string_view bytes) { return task_.update_model(bytes); }
+  void predict(const pred_row& r, collector<tagged>& out, const task_errors& errors) {
+    auto label = task_.process(r.row);
+    if (!label) return errors.report(label.error());
+    out({r.msg_id, std::to_string(r.msg_id) + "," + r.sensor + ",DTC,obsVal:" + r.row + ",RES:" + *label});
+  }
+
+ private:
+  decision_tree_classify task_;
+};
+
+/// MLR: the predicted target and its residual error against the block average of the observed
+/// target ("<msg>,<sensor>,MLR,obsVal:<row>,PRED:<p>,ERROR:<(observed - p) / average>").
+class regressor {
+ public:
+  static constexpr const char* type = "MLR";
+  regressor(linear_regression_predict task, block_average average, std::size_t target)
+      : task_(std::move(task)), average_(std::move(average)), target_(target) {}
+  result<bool> update(std::string_view bytes) { return task_.update_model(bytes); }
+  void predict(const pred_row& r, collector<tagged>& out, const task_errors& errors) {
+    auto p = task_.process(r.row);
+    if (!p) return errors.report(p.error());
+    split_csv(r.row, cells_);
+    double observed = std::stod(std::string{cells_[target_]});
+    if (auto m = average_.step(block_, observed)) mean_ = *m;
+    // before the first block completes, the error is relative to the observed value itself
+    double scale = mean_ && *mean_ != 0 ? *mean_ : (observed != 0 ? observed : 1.0);
+    std::ostringstream s;
+    s << r.msg_id << ',' << r.sensor << ",MLR,obsVal:" << r.row << ",PRED:" << *p << ",ERROR:" << (observed - *p) / scale;
+    out({r.msg_id, s.str()});
+  }
+
+ private:
+  linear_regression_predict task_;
+  block_average average_;
+  block_average::state block_;
+  std::optional<double> mean_;
+  std::size_t target_;
+  std::vector<std::string_view> cells_;
 };
 
 /// The replayed data's projected rows joined by '\n' (what the initial models are trained on).
@@ -72,13 +137,6 @@ std::string initial_training_batch(const app_options& o, const std::vector<std::
   return batch;
 }
 
-/// The analytic type of a model blob name "<DS>-<TYPE>-<end>.model" (empty when malformed).
-std::string analytic_type(std::string_view name) {
-  auto a = name.find('-');
-  auto b = a == std::string_view::npos ? a : name.find('-', a + 1);
-  return b == std::string_view::npos ? std::string{} : std::string{name.substr(a + 1, b - a - 1)};
-}
-
 }  // namespace
 
 app_job build_pred(const app_options& o) {
@@ -86,17 +144,15 @@ app_job build_pred(const app_options& o) {
   auto columns = prediction_columns(d);  // throws for GRID
   app_job a{job{"riot-pred"}, nullptr, "mqtt", task_errors{}};
   a.metrics = new_metrics(o, replay_schedule(o.replay).size());
-  auto done = std::make_shared<std::atomic<bool>>(false);
   auto broker = broker_of(o.broker);
-
   auto id_field = senml_fanout_config::for_dataset(d, o.replay.data_dir).id_field;
-  auto rows = replay(a.job, o, a.metrics, done)
-                  .flat_map<pred_input>(
+  auto rows = replay(a.job, o, a.metrics)
+                  .flat_map<pred_row>(
                       [columns, id_field, errors = a.errors, parse = riot::detail::per_instance<senml_parse>()](
-                          const numbered_line& l, collector<pred_input>& out) mutable {
+                          const numbered_line& l, collector<pred_row>& out) mutable {
                         auto rec = parse.get([] { return senml_parse(); }).process(senml_payload(l.line));
                         if (!rec) return errors.report(rec.error());
-                        pred_input in{l.msg_id, {}, {}, {}, {}};
+                        pred_row in{l.msg_id, {}, {}};
                         if (const auto* id = rec->find(id_field)) in.sensor = id->text;
                         for (std::size_t i = 0; i < columns.size(); ++i) {
                           const auto* f = rec->find(columns[i]);
@@ -109,76 +165,27 @@ app_job build_pred(const app_options& o) {
                         out(std::move(in));
                       },
                       "pred_parse");
-  auto models = a.job
-                    .from_source<tagged>(
-                        [config = io::mqtt_subscribe_config{broker, model_topic(d)}, done](const instance_info&) {
-                          return std::make_unique<notice_source>(config, done);
-                        },
-                        "model_notices")
-                    .parallelism(1)
-                    .flat_map<pred_input>(
-                        [config = io::blob_download_config{io::directory_blobs{blob_dir(o), false}}, errors = a.errors,
-                         task = riot::detail::per_instance<io::blob_download>()](const tagged& notice,
-                                                                                 collector<pred_input>& out) mutable {
-                          auto type = analytic_type(notice.text);
-                          if (type != "DTC" && type != "MLR")
-                            return errors.report(task_error{"model notice '" + notice.text + "' names no DTC or MLR model"});
-                          auto bytes = task.get([&] { return io::blob_download(config); }).process(notice.text);
-                          if (bytes) out(pred_input{0, {}, {}, type, std::move(*bytes)});
-                        },
-                        "blob_download");
-  auto inputs = rows.merge(models);
 
+  // initial models, trained on the dataset's data (deterministic); later ones come from TRAIN
   auto batch = std::make_shared<const std::string>(initial_training_batch(o, columns));
+  io::mqtt_subscribe_config notices{broker, model_topic(d)};
+  io::blob_download_config blobs{io::directory_blobs{blob_dir(o), false}};
   auto dt_config = decision_tree_config::for_dataset(d);
-  auto classified = inputs.flat_map<tagged>(
-      [dt_config, batch, errors = a.errors, task = riot::detail::per_instance<decision_tree_classify>()](
-          const pred_input& in, collector<tagged>& out) mutable {
-        auto& dtc = task.get([&] {
-          auto model = model_codec::decode_decision_tree(*decision_tree_train(dt_config).process(*batch));
-          return decision_tree_classify(dt_config, std::move(*model));
-        });
-        if (in.model_kind == "DTC") {
-          if (auto r = dtc.update_model(in.model); !r) errors.report(r.error());
-          return;
-        }
-        if (!in.model_kind.empty()) return;
-        auto label = dtc.process(in.row);
-        if (!label) return errors.report(label.error());
-        out({in.msg_id, std::to_string(in.msg_id) + "," + in.sensor + ",DTC,obsVal:" + in.row + ",RES:" + *label});
+  auto classified = rows.transform<tagged>(
+      [dt_config, batch, notices, blobs, errors = a.errors](const instance_info&) {
+        auto model = model_codec::decode_decision_tree(*decision_tree_train(dt_config).process(*batch));
+        return std::make_unique<model_swapping<classifier>>(classifier(decision_tree_classify(dt_config, std::move(*model))),
+                                                            notices, blobs, errors);
       },
       "decision_tree_classify");
-
-  struct regression {
-    linear_regression_predict predict;
-    block_average average;
-    block_average::state block;
-    std::optional<double> mean;
-  };
   auto lr_config = linear_regression_config::for_dataset(d);
   auto avg_config = block_average_config::for_dataset(d);
-  auto predicted = inputs.flat_map<tagged>(
-      [lr_config, avg_config, batch, errors = a.errors, task = riot::detail::per_instance<regression>(),
-       cells = std::vector<std::string_view>()](const pred_input& in, collector<tagged>& out) mutable {
-        auto& r = task.get([&] {
-          auto model = model_codec::decode_linear_regression(*linear_regression_train(lr_config).process(*batch));
-          return regression{linear_regression_predict(lr_config, std::move(*model)), block_average(avg_config), {}, {}};
-        });
-        if (in.model_kind == "MLR") {
-          if (auto u = r.predict.update_model(in.model); !u) errors.report(u.error());
-          return;
-        }
-        if (!in.model_kind.empty()) return;
-        auto p = r.predict.process(in.row);
-        if (!p) return errors.report(p.error());
-        split_csv(in.row, cells);
-        double actual = std::stod(std::string{cells[lr_config.target_column]});
-        if (auto m = r.average.step(r.block, actual)) r.mean = *m;
-        // residual error against the moving (block) average of the observed value
-        double scale = r.mean && *r.mean != 0 ? *r.mean : (actual != 0 ? actual : 1.0);
-        std::ostringstream s;
-        s << in.msg_id << ',' << in.sensor << ",MLR,obsVal:" << in.row << ",PRED:" << *p << ",ERROR:" << (actual - *p) / scale;
-        out({in.msg_id, s.str()});
+  auto predicted = rows.transform<tagged>(
+      [lr_config, avg_config, batch, notices, blobs, errors = a.errors](const instance_info&) {
+        auto model = model_codec::decode_linear_regression(*linear_regression_train(lr_config).process(*batch));
+        return std::make_unique<model_swapping<regressor>>(
+            regressor(linear_regression_predict(lr_config, std::move(*model)), block_average(avg_config), lr_config.target_column),
+            notices, blobs, errors);
       },
       "linear_regression_predict");
   io::publish_to_mqtt(a.job, measured(classified.merge(predicted), a.metrics, "mqtt"),
