@@ -44,7 +44,7 @@ std::string model_topic(riot::dataset d) { return "models/" + std::string{riot::
 std::string pred_topic(riot::dataset d) { return lower(d) + "pred"; }
 
 std::shared_ptr<run_metrics> detail::new_metrics(const app_options& options, std::uint64_t expected) {
-  auto m = std::make_shared<run_metrics>(expected);
+  auto m = std::make_shared<run_metrics>(expected, options.progress);
   std::lock_guard<std::mutex> lock(registry_mutex);
   metrics_registry()[options.out_dir] = m;
   return m;

@@ -22,6 +22,7 @@ std::vector<job_option_spec> option_specs(app a) {
       {"seed", "42", "seed of the fit and grid generators"},
       {"broker", "", "MQTT broker HOST:PORT (empty: start a private mosquitto on loopback)"},
       {"out", "riot-out", "directory for the table store, blobs, charts, models and report.json"},
+      {"progress", "false", "print a progress line per second"},
   };
   if (a == app::stats) s.push_back({"window", "0", "observations per accumulated window (0: RIoTBench's)"});
   if (a == app::train) {
@@ -54,6 +55,7 @@ app_options options_of(app a, const job_options& j) {
   r.seed = static_cast<std::uint64_t>(j.get_int("seed"));
   o.broker = j.get("broker");
   o.out_dir = j.get("out");
+  o.progress = j.get_bool("progress");
   if (a == app::stats) o.stats_window = static_cast<std::uint32_t>(std::max<std::int64_t>(0, j.get_int("window")));
   if (a == app::train) {
     o.train_runs = static_cast<std::uint32_t>(std::max<std::int64_t>(1, j.get_int("runs")));
@@ -97,6 +99,7 @@ void register_jobs(job_registry& registry) {
         broker = std::make_shared<io::local_mosquitto>();
         j.set("broker", broker->address());
         std::printf("started mosquitto on %s for this run\n", broker->address().c_str());
+        std::fflush(stdout);
       }
       if (a == app::train) {
         auto rows = archive_rows(options_of(a, j));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -82,8 +83,8 @@ nlohmann::json json_of(const distribution& d) {
 
 }  // namespace
 
-run_metrics::run_metrics(std::uint64_t expected, std::chrono::milliseconds sample_period)
-    : emit_ns_(expected + 1, -1), sample_period_(sample_period) {}
+run_metrics::run_metrics(std::uint64_t expected, bool progress, std::chrono::milliseconds sample_period)
+    : emit_ns_(expected + 1, -1), progress_(progress), sample_period_(sample_period) {}
 
 run_metrics::~run_metrics() { stop(); }
 
@@ -140,6 +141,20 @@ void run_metrics::sample_loop() {
     t_prev = t;
     std::lock_guard<std::mutex> lock(mutex_);
     samples_.push_back(s);
+    if (progress_ && samples_.size() % std::max<std::size_t>(1, 1000 / sample_period_.count()) == 0) {
+      std::uint64_t out = 0;
+      std::vector<double> recent;
+      for (const auto& name : output_order_) {
+        const auto& o = outputs_.at(name);
+        out = std::max(out, o.count);
+        auto n = std::min<std::size_t>(o.latency_ms.size(), 2000);
+        recent.insert(recent.end(), o.latency_ms.end() - static_cast<std::ptrdiff_t>(n), o.latency_ms.end());
+      }
+      auto d = distribution::of(recent);
+      std::fprintf(stderr, "  %5.1f s: %llu messages in, %llu out, latency p50 %.2f ms p99 %.2f ms, CPU %.0f %%, RSS %.0f MB\n",
+                   s.seconds, static_cast<unsigned long long>(in_), static_cast<unsigned long long>(out), d.p50, d.p99,
+                   s.cpu_percent, s.rss_mb);
+    }
   }
 }
 

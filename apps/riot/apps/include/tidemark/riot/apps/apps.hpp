@@ -34,6 +34,8 @@ struct app_options {
   std::uint32_t train_interval_ms = 1000;
   /// STATS: observations per accumulated window (0: RIoTBench's TUPLE_WINDOW_SIZE).
   std::uint32_t stats_window = 0;
+  /// Print a progress line per second while running.
+  bool progress = false;
 };
 
 /// Topics: ETL publishes "<ds>data" (e.g. "citydata"), TRAIN announces models on "models/<DS>",

@@ -37,8 +37,10 @@ struct resource_sample {
 
 class run_metrics {
  public:
-  /// `expected` bounds the message ids (1..expected) whose emit times are kept.
-  explicit run_metrics(std::uint64_t expected, std::chrono::milliseconds sample_period = std::chrono::milliseconds{200});
+  /// `expected` bounds the message ids (1..expected) whose emit times are kept. With `progress`,
+  /// a line per second on standard error says how far the run is (in, out, latency, CPU).
+  explicit run_metrics(std::uint64_t expected, bool progress = false,
+                       std::chrono::milliseconds sample_period = std::chrono::milliseconds{200});
   ~run_metrics();
   run_metrics(const run_metrics&) = delete;
   run_metrics& operator=(const run_metrics&) = delete;
@@ -85,6 +87,7 @@ class run_metrics {
   std::map<std::string, output_series> outputs_;
   std::vector<std::string> output_order_;
   std::vector<resource_sample> samples_;
+  bool progress_;
   std::chrono::milliseconds sample_period_;
   std::atomic<bool> sampling_{false};
   std::thread sampler_;
