@@ -50,11 +50,16 @@ std::shared_ptr<run_metrics> detail::new_metrics(const app_options& options, std
   return m;
 }
 
-std::shared_ptr<run_metrics> metrics_for(const std::string& out_dir) {
+std::shared_ptr<run_metrics> take_metrics(const std::string& out_dir) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   auto it = metrics_registry().find(out_dir);
-  return it == metrics_registry().end() ? nullptr : it->second;
+  if (it == metrics_registry().end()) return nullptr;
+  auto m = std::move(it->second);
+  metrics_registry().erase(it);
+  return m;
 }
+
+std::string primary_output_of(app a) { return a == app::stats ? "blob" : "mqtt"; }
 
 app_job build_app(app a, const app_options& options) {
   switch (a) {
@@ -72,8 +77,7 @@ std::uint64_t archive_rows(const app_options& options) {
   fast.replay.speed = 1e12;  // every message due at once
   job j{"riot-archive"};
   auto metrics = std::make_shared<run_metrics>(0);
-  task_errors errors;
-  auto rows = detail::etl_rows(detail::replay(j, fast, metrics), fast, errors);
+  auto rows = detail::etl_rows(detail::replay(j, fast, metrics), fast, metrics->errors());
   auto n = rows.map([](const detail::tagged& r) { return r.text; }, "row_text");
   io::insert_into_table(j, n, detail::store_of(options), detail::archive_table(detail::layout_of(options)),
                         "table_insert");

@@ -71,7 +71,7 @@ io::mqtt_broker broker_of(const std::string& address);
 /// Comma-separated cells (no quoting, as in the RIoTBench data).
 void split_csv(std::string_view row, std::vector<std::string_view>& cells);
 
-/// Remembers the metrics of the job built for a directory (see metrics_for).
+/// Remembers the metrics of the job built for a directory (see take_metrics).
 std::shared_ptr<run_metrics> new_metrics(const app_options& options, std::uint64_t expected);
 
 /// ETL up to annotation: parse -> range filter -> Bloom filter -> interpolation -> join per

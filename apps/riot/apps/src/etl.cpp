@@ -177,20 +177,20 @@ stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o
 }
 
 app_job build_etl(const app_options& o) {
-  app_job a{job{"riot-etl"}, nullptr, "mqtt", task_errors{}};
+  app_job a{job{"riot-etl"}, nullptr};
   a.metrics = new_metrics(o, replay_schedule(o.replay).size());
-  auto rows = etl_rows(replay(a.job, o, a.metrics), o, a.errors);
+  auto rows = etl_rows(replay(a.job, o, a.metrics), o, a.metrics->errors());
   auto layout = layout_of(o);
   io::insert_into_table(a.job, measured(rows, a.metrics, "table"), store_of(o), archive_table(layout), "table_insert");
   auto senml = rows.flat_map<tagged>(
-      [config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir), errors = a.errors,
+      [config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir), errors = a.metrics->errors(),
        task = riot::detail::per_instance<senml_writer>()](const tagged& row, collector<tagged>& out) mutable {
         auto r = task.get([&] { return senml_writer(config); }).process(row.text);
         if (!r) return errors.report(r.error());
         out(tagged{row.msg_id, std::move(*r)});
       },
       "csv_to_senml");
-  io::publish_to_mqtt(a.job, measured(senml, a.metrics, "mqtt"),
+  io::publish_to_mqtt(a.job, measured(senml, a.metrics, primary_output_of(app::etl)),
                       io::mqtt_publish_config{broker_of(o.broker), etl_topic(o.replay.dataset)}, "mqtt_publish");
   return a;
 }

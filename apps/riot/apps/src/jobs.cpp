@@ -34,8 +34,6 @@ std::vector<job_option_spec> option_specs(app a) {
 
 }  // namespace
 
-std::string primary_output_of(app a) { return a == app::stats ? "blob" : "mqtt"; }
-
 app_options options_of(app a, const job_options& j) {
   app_options o;
   auto& r = o.replay;
@@ -110,7 +108,7 @@ void register_jobs(job_registry& registry) {
     spec.build = [a = a](const job_options& j) { return build_app(a, options_of(a, j)).job; };
     spec.report = [a = a](const job_options& j, const job_result& result) {
       auto o = options_of(a, j);
-      auto m = metrics_for(o.out_dir);
+      auto m = take_metrics(o.out_dir);
       if (!m) return;
       m->stop();
       auto path = write_report(a, o, *m, primary_output_of(a), result.to_json());

@@ -236,6 +236,7 @@ std::string run_metrics::to_json(const std::string& primary) const {
     cpu_sum += s.cpu_percent;
     rss_max = std::max(rss_max, s.rss_mb);
   }
+  j["task_errors"] = {{"count", errors_.count()}, {"first", errors_.messages()}};
   j["cpu_percent_mean"] = samples_.empty() ? 0.0 : cpu_sum / static_cast<double>(samples_.size());
   j["rss_mb_max"] = rss_max;
   return j.dump(1);

@@ -142,13 +142,13 @@ std::string initial_training_batch(const app_options& o, const std::vector<std::
 app_job build_pred(const app_options& o) {
   auto d = o.replay.dataset;
   auto columns = prediction_columns(d);  // throws for GRID
-  app_job a{job{"riot-pred"}, nullptr, "mqtt", task_errors{}};
+  app_job a{job{"riot-pred"}, nullptr};
   a.metrics = new_metrics(o, replay_schedule(o.replay).size());
   auto broker = broker_of(o.broker);
   auto id_field = senml_fanout_config::for_dataset(d, o.replay.data_dir).id_field;
   auto rows = replay(a.job, o, a.metrics)
                   .flat_map<pred_row>(
-                      [columns, id_field, errors = a.errors, parse = riot::detail::per_instance<senml_parse>()](
+                      [columns, id_field, errors = a.metrics->errors(), parse = riot::detail::per_instance<senml_parse>()](
                           const numbered_line& l, collector<pred_row>& out) mutable {
                         auto rec = parse.get([] { return senml_parse(); }).process(senml_payload(l.line));
                         if (!rec) return errors.report(rec.error());
@@ -172,7 +172,7 @@ app_job build_pred(const app_options& o) {
   io::blob_download_config blobs{io::directory_blobs{blob_dir(o), false}};
   auto dt_config = decision_tree_config::for_dataset(d);
   auto classified = rows.transform<tagged>(
-      [dt_config, batch, notices, blobs, errors = a.errors](const instance_info&) {
+      [dt_config, batch, notices, blobs, errors = a.metrics->errors()](const instance_info&) {
         auto model = model_codec::decode_decision_tree(*decision_tree_train(dt_config).process(*batch));
         return std::make_unique<model_swapping<classifier>>(classifier(decision_tree_classify(dt_config, std::move(*model))),
                                                             notices, blobs, errors);
@@ -181,14 +181,14 @@ app_job build_pred(const app_options& o) {
   auto lr_config = linear_regression_config::for_dataset(d);
   auto avg_config = block_average_config::for_dataset(d);
   auto predicted = rows.transform<tagged>(
-      [lr_config, avg_config, batch, notices, blobs, errors = a.errors](const instance_info&) {
+      [lr_config, avg_config, batch, notices, blobs, errors = a.metrics->errors()](const instance_info&) {
         auto model = model_codec::decode_linear_regression(*linear_regression_train(lr_config).process(*batch));
         return std::make_unique<model_swapping<regressor>>(
             regressor(linear_regression_predict(lr_config, std::move(*model)), block_average(avg_config), lr_config.target_column),
             notices, blobs, errors);
       },
       "linear_regression_predict");
-  io::publish_to_mqtt(a.job, measured(classified.merge(predicted), a.metrics, "mqtt"),
+  io::publish_to_mqtt(a.job, measured(classified.merge(predicted), a.metrics, primary_output_of(app::pred)),
                       io::mqtt_publish_config{broker, pred_topic(d)}, "mqtt_publish");
   return a;
 }

@@ -58,10 +58,10 @@ class zip_stage final : public operator_logic {
 
 app_job build_stats(const app_options& o) {
   auto d = o.replay.dataset;
-  app_job a{job{"riot-stats"}, nullptr, "blob", task_errors{}};
+  app_job a{job{"riot-stats"}, nullptr};
   a.metrics = new_metrics(o, replay_schedule(o.replay).size());
   auto fan = senml_fanout_config::for_dataset(d, o.replay.data_dir);
-  auto obs = parse_senml(replay(a.job, o, a.metrics), fan, a.errors);
+  auto obs = parse_senml(replay(a.job, o, a.metrics), fan, a.metrics->errors());
 
   auto averages = block_average_of(obs, block_average_config::for_dataset(d));
   auto trends = sliding_regression_of(kalman(obs, kalman_config::for_dataset(d)), sliding_regression_config::for_dataset(d));
@@ -86,7 +86,7 @@ app_job build_stats(const app_options& o) {
   if (o.stats_window) acc_config.window_size = o.stats_window;
   auto windows = averages.merge(trends, distinct)
                      .flat_map<window_of_values>(
-                         [acc_config, errors = a.errors, task = riot::detail::per_instance<accumulator>()](
+                         [acc_config, errors = a.metrics->errors(), task = riot::detail::per_instance<accumulator>()](
                              const observation& x, collector<window_of_values>& out) mutable {
                            auto r = task.get([&] { return accumulator(acc_config); }).process(x);
                            if (!r) return errors.report(r.error());
@@ -133,7 +133,7 @@ app_job build_stats(const app_options& o) {
         return std::make_unique<zip_stage>(mine);
       },
       "zip");
-  io::upload_blobs(a.job, measured(archives, a.metrics, "blob"),
+  io::upload_blobs(a.job, measured(archives, a.metrics, primary_output_of(app::stats)),
                    io::blob_upload_config{io::directory_blobs{blob_dir(o), false}, "stats-"}, "blob_upload");
   return a;
 }

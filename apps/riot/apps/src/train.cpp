@@ -78,7 +78,7 @@ stream<tagged> train_models(const stream<train_batch>& in, Config config, std::s
 app_job build_train(const app_options& o) {
   auto d = o.replay.dataset;
   auto columns = prediction_columns(d);  // throws for GRID
-  app_job a{job{"riot-train"}, nullptr, "mqtt", task_errors{}};
+  app_job a{job{"riot-train"}, nullptr};
 
   // Tick ranges: equal slices of the archived event times (the replay that archive_rows stores).
   replay_schedule schedule(o.replay);
@@ -128,16 +128,16 @@ app_job build_train(const app_options& o) {
   std::string ds{riot::to_string(d)};
   auto models_dir = o.out_dir + "/models";
   auto mlr = train_models<linear_regression_train>(batches, linear_regression_config::for_dataset(d), ds + "-MLR-",
-                                                   models_dir, a.errors, "linear_regression_train");
+                                                   models_dir, a.metrics->errors(), "linear_regression_train");
   auto dtc = train_models<decision_tree_train>(batches, decision_tree_config::for_dataset(d), ds + "-DTC-", models_dir,
-                                               a.errors, "decision_tree_train");
+                                               a.metrics->errors(), "decision_tree_train");
   auto uploaded = mlr.merge(dtc).flat_map<tagged>(
       [config = io::blob_upload_config{io::directory_blobs{blob_dir(o), false}, ""},
        task = riot::detail::per_instance<io::blob_upload>()](const tagged& model, collector<tagged>& out) mutable {
         if (auto name = task.get([&] { return io::blob_upload(config); }).process(model.text)) out({model.msg_id, *name});
       },
       "blob_upload");
-  io::publish_to_mqtt(a.job, measured(uploaded, a.metrics, "mqtt"), io::mqtt_publish_config{broker_of(o.broker), model_topic(d)},
+  io::publish_to_mqtt(a.job, measured(uploaded, a.metrics, primary_output_of(app::train)), io::mqtt_publish_config{broker_of(o.broker), model_topic(d)},
                       "model_notice");
   return a;
 }

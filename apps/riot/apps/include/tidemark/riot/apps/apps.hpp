@@ -10,7 +10,6 @@
 #include "tidemark/job.hpp"
 #include "tidemark/riot/apps/metrics.hpp"
 #include "tidemark/riot/apps/replay.hpp"
-#include "tidemark/riot/streams.hpp"
 
 namespace tidemark::riot::apps {
 
@@ -44,15 +43,14 @@ std::string etl_topic(riot::dataset d);
 std::string model_topic(riot::dataset d);
 std::string pred_topic(riot::dataset d);
 
-/// A built application: its job, the metrics its source and sinks fill, and the sink output
-/// whose rate the report's throughput and jitter use.
+/// A built application: its job and the metrics its source, sinks and tasks fill.
 struct app_job {
   tidemark::job job;
   std::shared_ptr<run_metrics> metrics;
-  std::string primary_output;
-  /// Inputs the tasks rejected (counted, first messages kept).
-  task_errors errors;
 };
+
+/// The sink output whose latency and rate a run of `a` reports: "blob" for STATS, else "mqtt".
+std::string primary_output_of(app a);
 
 /// Builds the application's job; deterministic given the options (the table, blob directory and
 /// charts go under out_dir). TRAIN and PRED reject GRID (it has no attribute to predict from), as
@@ -63,9 +61,9 @@ app_job build_app(app a, const app_options& options);
 /// written into out_dir's table store. Returns the rows written.
 std::uint64_t archive_rows(const app_options& options);
 
-/// The metrics of the last job built for `out_dir` in this process (the registered jobs' report
-/// step reads them), or nullptr.
-std::shared_ptr<run_metrics> metrics_for(const std::string& out_dir);
+/// Hands over (and forgets) the metrics of the last job built for `out_dir` in this process (the
+/// registered jobs' report step takes them), or nullptr.
+std::shared_ptr<run_metrics> take_metrics(const std::string& out_dir);
 
 /// Writes `<out_dir>/report.json` (options, run metrics, the runtime's per-operator metrics) and
 /// returns its path.

@@ -22,7 +22,4 @@ void register_jobs(job_registry& registry);
 /// The job options of `a`, parsed; throws job_error naming a bad value.
 app_options options_of(app a, const job_options& options);
 
-/// The sink output whose latency and rate a run of `a` reports ("mqtt" or, for STATS, "blob").
-std::string primary_output_of(app a);
-
 }  // namespace tidemark::riot::apps

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "tidemark/riot/streams.hpp"
+
 namespace tidemark::riot::apps {
 
 /// Percentiles of a sample (milliseconds for latencies).
@@ -63,10 +65,12 @@ class run_metrics {
   distribution latency(const std::string& output) const;
   /// Output names in first-delivery order.
   std::vector<std::string> outputs() const;
+  /// Where the run's tasks report the inputs they reject (copies share the count and messages).
+  const task_errors& errors() const noexcept { return errors_; }
 
   /// The report as JSON: counts, throughput, latency distributions and a sample of latencies per
-  /// output, per-second rates, jitter, CPU/memory samples; `primary` is the output whose rate the
-  /// jitter and the output throughput use.
+  /// output, per-second rates, jitter, CPU/memory samples, rejected inputs; `primary` is the
+  /// output whose rate the jitter and the output throughput use.
   std::string to_json(const std::string& primary) const;
 
  private:
@@ -89,6 +93,7 @@ class run_metrics {
   std::vector<resource_sample> samples_;
   bool progress_;
   std::chrono::milliseconds sample_period_;
+  task_errors errors_;
   std::atomic<bool> sampling_{false};
   std::thread sampler_;
 };
