@@ -33,7 +33,11 @@ struct fixture {
   job_registry registry;
   fixture() { apps::register_jobs(registry); }
 
-  io::mqtt_broker at() const { return {"127.0.0.1", broker.port()}; }
+  io::mqtt_broker at() const {
+    io::mqtt_broker b;
+    b.port = broker.port();
+    return b;
+  }
 
   /// Runs a registered job with `args` plus this broker and an output directory of its own.
   job_result run(const std::string& name, std::vector<std::string> args) {
