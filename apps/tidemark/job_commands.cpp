@@ -45,10 +45,14 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   run_cmd->add_option("--report", opts->report_path, "write the JSON metrics report here");
   run_cmd->add_option("--threads", opts->threads, "scheduler threads (default: one per core)");
   run_cmd->add_option("--batch-size", opts->batch_size, "elements per batch between actors");
+  auto linger_ms = std::make_shared<std::int64_t>(opts->linger.count());
+  run_cmd->add_option("--linger-ms", *linger_ms,
+                      "how long a partly filled batch waits before it is sent (latency vs. batching)");
   add_job_positional(*run_cmd, *run_inv);
-  run_cmd->callback([&registry, run_inv, opts, run_cmd] {
+  run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms] {
     const auto& spec = registry.find(run_inv->name);
     opts->print_summary = true;
+    opts->linger = std::chrono::milliseconds{*linger_ms};
     run_registered(spec, parse_job_arguments(spec, run_cmd->remaining()), *opts);
   });
 

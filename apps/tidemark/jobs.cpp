@@ -2,11 +2,13 @@
 #include "jobs.hpp"
 
 #include "example_jobs.hpp"
+#include "tidemark/riot/apps/jobs.hpp"
 
 namespace tidemark {
 
 void register_all_jobs(job_registry& registry) {
   examples::register_jobs(registry);
+  riot::apps::register_jobs(registry);
 }
 
 }  // namespace tidemark

@@ -125,6 +125,16 @@ class job {
     });
   }
 
+  /// Emits what a custom source produces: `make(info)` returns a std::unique_ptr to a
+  /// source_logic that emits batch<T> (for sources that pace themselves, poll a broker or a clock).
+  template <class T, class Make>
+  stream<T> from_source(Make make, std::string name = "") {
+    static_assert(std::is_invocable_v<Make&, const instance_info&>,
+                  "from_source<T>(make): make must be callable as make(const tidemark::instance_info&)");
+    return add_source<T>("source", std::move(name),
+                         [make](const instance_info& info) -> std::unique_ptr<source_logic> { return make(info); });
+  }
+
   /// Lines of a text file, without their newline; a missing file fails the job at run.
   stream<std::string> from_text_file(std::string path, std::string name = "");
 
@@ -216,6 +226,16 @@ class stream {
     return then<U>("flat_map", std::move(name), [f](const instance_info&) {
       return std::make_unique<ops::flat_map_logic<T, U, F>>(f);
     });
+  }
+
+  /// Adds a custom operator: `make(info)` returns a std::unique_ptr to an operator_logic that
+  /// turns batch<T> into batch<U> (for operators that emit in finish() or on a timer).
+  template <class U, class Make>
+  stream<U> transform(Make make, std::string name = "") const {
+    static_assert(std::is_invocable_v<Make&, const instance_info&>,
+                  "transform<U>(make): make must be callable as make(const tidemark::instance_info&)");
+    return then<U>("transform", std::move(name),
+                   [make](const instance_info& info) -> std::unique_ptr<operator_logic> { return make(info); });
   }
 
   /// Sets each element's event time to `ts(const T&)` and generates watermarks per `strategy`

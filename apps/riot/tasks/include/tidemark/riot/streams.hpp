@@ -116,25 +116,52 @@ stream<Out> apply_task(const stream<In>& in, Make make, task_errors errors, cons
       name);
 }
 
+/// A SenML line with the message id its source gave it (so outputs can be traced to inputs).
+struct numbered_line {
+  std::int64_t msg_id = 0;
+  std::string line;
+};
+
+namespace detail {
+
+/// SML + fan-out over lines whose message id `id_of(x)` and text `line_of(x)` come from `In`.
+template <class In, class IdOf, class LineOf>
+stream<observation> parse_senml_lines(const stream<In>& lines, senml_fanout_config config, task_errors errors,
+                                      IdOf id_of, LineOf line_of) {
+  return lines.template flat_map<observation>(
+      [config = std::move(config), errors, id_of, line_of, parse = per_instance<senml_parse>(),
+       fanout = per_instance<senml_fanout>(), scratch = std::vector<observation>()](
+          const In& x, collector<observation>& out) mutable {
+        auto& p = parse.get([] { return senml_parse(); });
+        auto& f = fanout.get([&] { return senml_fanout(config); });
+        auto rec = p.process(senml_payload(line_of(x)));
+        if (!rec) return errors.report(rec.error());
+        scratch.clear();
+        auto n = f.process(*rec, id_of(x), scratch);
+        if (!n) return errors.report(n.error());
+        for (auto& o : scratch) out(std::move(o));
+      },
+      "senml_parse");
+}
+
+}  // namespace detail
+
 /// SML: SenML lines ("<ts>,<json>" or bare JSON) -> one observation per observable. Message ids
 /// are unique across instances.
 inline stream<observation> parse_senml(const stream<std::string>& lines, senml_fanout_config config,
                                        task_errors errors) {
   auto next_id = std::make_shared<std::atomic<std::int64_t>>(0);
-  return lines.flat_map<observation>(
-      [config = std::move(config), errors, next_id, parse = detail::per_instance<senml_parse>(),
-       fanout = detail::per_instance<senml_fanout>(), scratch = std::vector<observation>()](
-          const std::string& line, collector<observation>& out) mutable {
-        auto& p = parse.get([] { return senml_parse(); });
-        auto& f = fanout.get([&] { return senml_fanout(config); });
-        auto rec = p.process(senml_payload(line));
-        if (!rec) return errors.report(rec.error());
-        scratch.clear();
-        auto n = f.process(*rec, next_id->fetch_add(1) + 1, scratch);
-        if (!n) return errors.report(n.error());
-        for (auto& o : scratch) out(std::move(o));
-      },
-      "senml_parse");
+  return detail::parse_senml_lines(
+      lines, std::move(config), std::move(errors), [next_id](const std::string&) { return next_id->fetch_add(1) + 1; },
+      [](const std::string& line) -> const std::string& { return line; });
+}
+
+/// SML on numbered lines: observations carry the line's message id.
+inline stream<observation> parse_senml(const stream<numbered_line>& lines, senml_fanout_config config,
+                                       task_errors errors) {
+  return detail::parse_senml_lines(
+      lines, std::move(config), std::move(errors), [](const numbered_line& l) { return l.msg_id; },
+      [](const numbered_line& l) -> const std::string& { return l.line; });
 }
 
 /// RGF: marks out-of-range values missing (they stay in the stream for interpolation).

@@ -1,0 +1,150 @@
+// Shared pieces of the RIoTBench applications (see common.hpp).
+#include "common.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "tidemark/riot/parse.hpp"
+
+namespace tidemark::riot::apps::detail {
+
+replay_source::replay_source(const replay_config& config, std::shared_ptr<run_metrics> metrics)
+    : schedule_(config), metrics_(std::move(metrics)) {}
+
+void replay_source::open() { metrics_->start(); }
+
+bool replay_source::pull(std::size_t max, emitter& out) {
+  auto b = std::make_unique<batch<numbered_line>>();
+  auto now = metrics_->now_ns();
+  while (b->values.size() < max) {
+    if (!pending_) pending_ = schedule_.next();
+    if (!pending_ || pending_->due_ns > now) break;
+    b->values.push_back({pending_->msg_id, std::move(pending_->line)});
+    pending_.reset();
+  }
+  if (!b->values.empty()) {
+    metrics_->emitted(b->values.front().msg_id, b->values.size());
+    out.emit(std::move(b));
+  } else if (pending_) {
+    // nothing due yet: give the thread up briefly instead of spinning
+    auto wait = std::min<std::int64_t>(pending_->due_ns - now, 1'000'000);
+    std::this_thread::sleep_for(std::chrono::nanoseconds{wait});
+  }
+  if (!pending_) pending_ = schedule_.next();
+  return pending_.has_value();
+}
+
+stream<numbered_line> replay(job& j, const app_options& options, const std::shared_ptr<run_metrics>& metrics) {
+  return j
+      .from_source<numbered_line>(
+          [config = options.replay, metrics](const instance_info&) {
+            return std::make_unique<replay_source>(config, metrics);
+          },
+          "replay")
+      .parallelism(1);
+}
+
+stream<std::string> measured(const stream<tagged>& in, std::shared_ptr<run_metrics> metrics, std::string output) {
+  return in.map(
+      [metrics, output](const tagged& t) {
+        metrics->delivered(output, t.msg_id);
+        return t.text;
+      },
+      "measure_" + output);
+}
+
+std::shared_ptr<persistence::wt_connection> store_of(const app_options& options) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<persistence::wt_connection>> open;
+  auto home = std::filesystem::absolute(std::filesystem::path(options.out_dir) / "store").lexically_normal().string();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto conn = open[home].lock()) return conn;
+  std::filesystem::create_directories(home);
+  auto conn = persistence::wt_connection::open(home, "log=(enabled=true),cache_size=256MB");
+  open[home] = conn;
+  return conn;
+}
+
+std::string blob_dir(const app_options& options) { return options.out_dir + "/blobs"; }
+
+std::size_t row_layout::index_of(std::string_view name) const {
+  auto it = std::find(columns.begin(), columns.end(), name);
+  if (it == columns.end()) throw std::invalid_argument("the row has no column '" + std::string{name} + "'");
+  return static_cast<std::size_t>(it - columns.begin());
+}
+
+row_layout layout_of(const app_options& options) {
+  auto d = options.replay.dataset;
+  auto fan = senml_fanout_config::for_dataset(d, options.replay.data_dir);
+  auto schema = csv_to_senml_config::for_dataset(d, options.replay.data_dir).names;
+  row_layout l;
+  for (auto& name : schema) {
+    bool known = std::find(fan.meta_fields.begin(), fan.meta_fields.end(), name) != fan.meta_fields.end() ||
+                 std::find(fan.observables.begin(), fan.observables.end(), name) != fan.observables.end();
+    if (known) l.columns.push_back(name);  // the others are annotation fields
+  }
+  l.timestamp = l.index_of("timestamp");
+  l.id = l.index_of(fan.id_field);
+  return l;
+}
+
+io::table_insert_config archive_table(const row_layout& layout) {
+  io::table_insert_config c;
+  c.table = "archive";
+  c.key = {{layout.timestamp, io::key_encoding::integer}, {layout.id, io::key_encoding::text}};
+  return c;
+}
+
+std::vector<std::string> prediction_columns(riot::dataset d) {
+  auto names = decision_tree_config::for_dataset(d).attribute_names;  // throws for GRID
+  switch (d) {
+    case dataset::city: names.emplace_back("airquality_raw"); break;
+    case dataset::taxi: names.emplace_back("fare_amount"); break;
+    case dataset::fit: names.emplace_back("ecg_lead_1"); break;
+    case dataset::grid: break;
+  }
+  return names;
+}
+
+void split_csv(std::string_view row, std::vector<std::string_view>& cells) {
+  cells.clear();
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= row.size(); ++i)
+    if (i == row.size() || row[i] == ',') {
+      cells.push_back(row.substr(start, i - start));
+      start = i + 1;
+    }
+}
+
+std::string project(std::string_view row, const std::vector<std::size_t>& columns) {
+  thread_local std::vector<std::string_view> cells;
+  split_csv(row, cells);
+  std::string out;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i] >= cells.size() || cells[columns[i]].empty()) return {};
+    if (i) out.push_back(',');
+    out.append(cells[columns[i]]);
+  }
+  return out;
+}
+
+io::mqtt_broker broker_of(const std::string& address) {
+  auto colon = address.rfind(':');
+  io::mqtt_broker b;
+  try {
+    if (colon == std::string::npos || colon == 0) throw std::invalid_argument("");
+    b.host = address.substr(0, colon);
+    std::size_t used = 0;
+    b.port = std::stoi(address.substr(colon + 1), &used);
+    if (used != address.size() - colon - 1 || b.port <= 0 || b.port > 65535) throw std::invalid_argument("");
+  } catch (const std::exception&) {
+    throw std::invalid_argument("--broker '" + address + "' is not HOST:PORT (e.g. 127.0.0.1:1883)");
+  }
+  return b;
+}
+
+}  // namespace tidemark::riot::apps::detail

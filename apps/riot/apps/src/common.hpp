@@ -1,0 +1,86 @@
+// Pieces the four RIoTBench applications share: the replay source, latency measurement before a
+// sink, the shared WiredTiger connection of a run, the dataset's row layout and the broker address.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tidemark/job.hpp"
+#include "tidemark/persistence/wiredtiger.hpp"
+#include "tidemark/riot/apps/apps.hpp"
+#include "tidemark/riot/io/mqtt_tasks.hpp"
+#include "tidemark/riot/io/table_tasks.hpp"
+#include "tidemark/riot/streams.hpp"
+
+namespace tidemark::riot::apps::detail {
+
+/// A text that belongs to an input message (a row, a payload, a file path).
+struct tagged {
+  std::int64_t msg_id = 0;
+  std::string text;
+};
+
+/// Emits the replay schedule's lines when they are due (sleeping at most 1 ms when none is), and
+/// records each message's emit time.
+class replay_source final : public source_logic {
+ public:
+  replay_source(const replay_config& config, std::shared_ptr<run_metrics> metrics);
+  void open() override;
+  bool pull(std::size_t max, emitter& out) override;
+
+ private:
+  replay_schedule schedule_;
+  std::shared_ptr<run_metrics> metrics_;
+  std::optional<scheduled_message> pending_;
+};
+
+/// The replayed lines of `options` as a stream (parallelism 1: message ids follow the schedule).
+stream<numbered_line> replay(job& j, const app_options& options, const std::shared_ptr<run_metrics>& metrics);
+
+/// Records the latency of each element as output `output` and passes its text on to the sink.
+stream<std::string> measured(const stream<tagged>& in, std::shared_ptr<run_metrics> metrics, std::string output);
+
+/// The WiredTiger connection of a run's store directory, shared by everything in this process
+/// that uses it (WiredTiger allows one open connection per directory).
+std::shared_ptr<persistence::wt_connection> store_of(const app_options& options);
+std::string blob_dir(const app_options& options);
+
+/// The unannotated CSV row of a dataset: column names in schema order.
+struct row_layout {
+  std::vector<std::string> columns;
+  std::size_t timestamp = 0;  ///< column of the event time
+  std::size_t id = 0;         ///< column of the sensor id
+  std::size_t index_of(std::string_view name) const;  ///< throws naming the column
+};
+row_layout layout_of(const app_options& options);
+/// ETL's table: key (timestamp as integer, sensor id).
+io::table_insert_config archive_table(const row_layout& layout);
+
+/// The prediction columns of TRAIN and PRED: the decision tree's attributes, then its label column
+/// (CITY: temperature, humidity, light, dust, airquality_raw; TAXI: trip_time_in_secs,
+/// trip_distance, fare_amount; FIT: nine accelerometer axes, ecg_lead_1). GRID throws.
+std::vector<std::string> prediction_columns(riot::dataset d);
+/// The cells of `row` at `columns`, comma-joined; empty when one of them is empty or absent.
+std::string project(std::string_view row, const std::vector<std::size_t>& columns);
+
+/// "HOST:PORT" -> broker settings; throws std::invalid_argument naming the value.
+io::mqtt_broker broker_of(const std::string& address);
+
+/// Comma-separated cells (no quoting, as in the RIoTBench data).
+void split_csv(std::string_view row, std::vector<std::string_view>& cells);
+
+/// Remembers the metrics of the job built for a directory (see take_metrics).
+std::shared_ptr<run_metrics> new_metrics(const app_options& options, std::uint64_t expected);
+
+/// ETL up to annotation: parse -> range filter -> Bloom filter -> interpolation -> join per
+/// message -> annotate; the rows in schema order (plus annotation fields), tagged with msg ids.
+stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& options, task_errors errors);
+
+app_job build_etl(const app_options& options);
+app_job build_stats(const app_options& options);
+app_job build_train(const app_options& options);
+app_job build_pred(const app_options& options);
+
+}  // namespace tidemark::riot::apps::detail

@@ -1,0 +1,198 @@
+// ETL: SenML parse -> range filter -> Bloom filter -> interpolation -> join per message ->
+// annotate -> (table insert) and (CSV -> SenML -> MQTT publish).
+#include <filesystem>
+#include <map>
+#include <fstream>
+#include <unordered_map>
+
+#include "common.hpp"
+#include "tidemark/riot/io/streams.hpp"
+#include "tidemark/riot/parse.hpp"
+
+namespace tidemark::riot::apps::detail {
+
+namespace {
+
+/// The metadata file with every key copied for the spatial copies ("<key>-k:<annotation>");
+/// the original file when scale is 1. Written under out_dir, with the same content every time.
+std::string scaled_metadata(const app_options& o, const std::string& original) {
+  if (o.replay.scale <= 1) return original;
+  auto path = o.out_dir + "/metadata-" + std::string{riot::to_string(o.replay.dataset)} + "-x" +
+              std::to_string(o.replay.scale) + ".txt";
+  std::filesystem::create_directories(o.out_dir);
+  std::ifstream in(original);
+  if (!in) throw std::runtime_error("cannot read " + original);
+  std::ofstream out(path + ".part");
+  for (std::string line; std::getline(in, line);) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    for (std::uint32_t k = 0; k < o.replay.scale; ++k)
+      out << replay_schedule::copy_id(line.substr(0, colon), k) << line.substr(colon) << '\n';
+  }
+  out.close();
+  std::filesystem::rename(path + ".part", path);
+  return path;
+}
+
+std::vector<std::string> keys_of(const std::string& metadata_path) {
+  std::ifstream in(metadata_path);
+  std::vector<std::string> keys;
+  for (std::string line; std::getline(in, line);)
+    if (auto colon = line.find(':'); colon != std::string::npos) keys.push_back(line.substr(0, colon));
+  return keys;
+}
+
+/// Reassembles each message's observations into its CSV row once all observables arrived.
+class message_join {
+ public:
+  message_join(const senml_fanout_config& fan, const row_layout& layout) : fields_(fan.observables.size()) {
+    for (std::size_t i = 0; i < fan.observables.size(); ++i) observable_[fan.observables[i]] = i;
+    for (const auto& c : layout.columns) {
+      auto m = std::find(fan.meta_fields.begin(), fan.meta_fields.end(), c);
+      if (m != fan.meta_fields.end())
+        columns_.push_back({true, static_cast<std::size_t>(m - fan.meta_fields.begin())});
+      else
+        columns_.push_back({false, observable_.at(c)});
+    }
+  }
+
+  void process(const observation& o, collector<tagged>& out) {
+    auto f = observable_.find(o.obs_type);
+    if (f == observable_.end()) return;
+    auto& p = pending_[o.msg_id];
+    if (p.values.empty()) {
+      p.values.resize(fields_);
+      p.meta = o.meta;
+    }
+    p.values[f->second] = o.missing ? std::string{} : o.text;
+    if (++p.filled < fields_) return;
+    split_csv(p.meta, meta_cells_);
+    tagged row{o.msg_id, {}};
+    for (std::size_t i = 0; i < columns_.size(); ++i) {
+      if (i) row.text.push_back(',');
+      const auto& c = columns_[i];
+      if (c.meta) {
+        if (c.index < meta_cells_.size()) row.text.append(meta_cells_[c.index]);
+      } else {
+        row.text += p.values[c.index];
+      }
+    }
+    pending_.erase(o.msg_id);
+    out(std::move(row));
+  }
+
+ private:
+  struct partial {
+    std::string meta;
+    std::vector<std::string> values;
+    std::size_t filled = 0;
+  };
+  struct column {
+    bool meta;
+    std::size_t index;
+  };
+  std::size_t fields_;
+  std::unordered_map<std::string, std::size_t> observable_;
+  std::vector<column> columns_;
+  std::unordered_map<std::int64_t, partial> pending_;
+  std::vector<std::string_view> meta_cells_;
+};
+
+/// C2S for rows whose missing values (empty cells) are left out of the SenML record: one
+/// csv_to_senml per set of missing columns (there are few), the full one for complete rows.
+class senml_writer {
+ public:
+  explicit senml_writer(csv_to_senml_config config) : config_(std::move(config)) {}
+
+  result<std::string> process(const std::string& row) {
+    split_csv(row, cells_);
+    std::string missing;  // one flag per column
+    for (auto c : cells_) missing.push_back(c.empty() ? '1' : '0');
+    auto it = by_missing_.find(missing);
+    if (it == by_missing_.end()) {
+      csv_to_senml_config reduced;
+      for (std::size_t i = 0; i < config_.names.size(); ++i)
+        if (i >= missing.size() || missing[i] == '0') {
+          reduced.names.push_back(config_.names[i]);
+          reduced.units.push_back(config_.units[i]);
+          reduced.kinds.push_back(config_.kinds[i]);
+        }
+      it = by_missing_.emplace(missing, csv_to_senml(std::move(reduced))).first;
+    }
+    if (missing.find('1') == std::string::npos) return it->second.process(row);
+    reduced_row_.clear();
+    for (auto c : cells_)
+      if (!c.empty()) {
+        if (!reduced_row_.empty()) reduced_row_.push_back(',');
+        reduced_row_.append(c);
+      }
+    return it->second.process(reduced_row_);
+  }
+
+ private:
+  csv_to_senml_config config_;
+  std::map<std::string, csv_to_senml> by_missing_;
+  std::vector<std::string_view> cells_;
+  std::string reduced_row_;
+};
+
+}  // namespace
+
+stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o, task_errors errors) {
+  auto d = o.replay.dataset;
+  const auto& dir = o.replay.data_dir;
+  auto fan = senml_fanout_config::for_dataset(d, dir);
+  auto layout = layout_of(o);
+  // Valid ids for the Bloom filter: the annotation keys (GRID has no metadata: its meter ids).
+  std::optional<annotate_config> ann;
+  std::vector<std::string> ids;
+  if (d != dataset::grid) {
+    ann = annotate_config::for_dataset(d, dir);
+    ann->metadata_path = scaled_metadata(o, ann->metadata_path);
+    ids = keys_of(ann->metadata_path);
+  } else {
+    replay_schedule schedule(o.replay);
+    for (const auto& id : schedule.base_ids())
+      for (std::uint32_t k = 0; k < o.replay.scale; ++k) ids.push_back(replay_schedule::copy_id(id, k));
+  }
+  auto bloom = std::make_shared<const bloom_filter_check>(
+      bloom_filter_check::from_ids(bloom_filter_config::for_dataset(d), ids));
+
+  auto obs = parse_senml(lines, fan, errors);
+  auto checked = bloom_filter_marks(range_filter_marks(obs, range_filter_config::for_dataset(d), errors), bloom);
+  auto filled = interpolate(checked, interpolation_config::for_dataset(d));
+  auto rows = filled.flat_map<tagged>(
+      [fan, layout, join = riot::detail::per_instance<message_join>()](const observation& x, collector<tagged>& out) mutable {
+        join.get([&] { return message_join(fan, layout); }).process(x, out);
+      },
+      "join");
+  if (!ann) return rows;
+  return rows.flat_map<tagged>(
+      [config = *ann, errors, task = riot::detail::per_instance<annotate>()](const tagged& row, collector<tagged>& out) mutable {
+        auto r = task.get([&] { return annotate(config); }).process(row.text);
+        if (!r) return errors.report(r.error());
+        out(tagged{row.msg_id, std::move(*r)});
+      },
+      "annotate");
+}
+
+app_job build_etl(const app_options& o) {
+  app_job a{job{"riot-etl"}, nullptr};
+  a.metrics = new_metrics(o, replay_schedule(o.replay).size());
+  auto rows = etl_rows(replay(a.job, o, a.metrics), o, a.metrics->errors());
+  auto layout = layout_of(o);
+  io::insert_into_table(a.job, measured(rows, a.metrics, "table"), store_of(o), archive_table(layout), "table_insert");
+  auto senml = rows.flat_map<tagged>(
+      [config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir), errors = a.metrics->errors(),
+       task = riot::detail::per_instance<senml_writer>()](const tagged& row, collector<tagged>& out) mutable {
+        auto r = task.get([&] { return senml_writer(config); }).process(row.text);
+        if (!r) return errors.report(r.error());
+        out(tagged{row.msg_id, std::move(*r)});
+      },
+      "csv_to_senml");
+  io::publish_to_mqtt(a.job, measured(senml, a.metrics, primary_output_of(app::etl)),
+                      io::mqtt_publish_config{broker_of(o.broker), etl_topic(o.replay.dataset)}, "mqtt_publish");
+  return a;
+}
+
+}  // namespace tidemark::riot::apps::detail

@@ -1,0 +1,121 @@
+// The registered jobs riot-etl, riot-stats, riot-train and riot-pred: options, a local broker
+// when none is given, TRAIN's archive, and the report (JSON + summary) after the run.
+#include <cstdio>
+
+#include "common.hpp"
+#include "tidemark/job_registry.hpp"
+#include "tidemark/riot/apps/jobs.hpp"
+#include "tidemark/riot/io/local_broker.hpp"
+
+namespace tidemark::riot::apps {
+
+namespace {
+
+std::vector<job_option_spec> option_specs(app a) {
+  std::vector<job_option_spec> s{
+      {"dataset", "city", "input stream: city, fit, grid or taxi (fit and grid are synthetic)"},
+      {"scale", "1", "spatial scaling: copies of every sensor, with distinct ids, shifted in time"},
+      {"speed", "1", "temporal scaling when --rate is 0: the recorded timing sped up this many times"},
+      {"rate", "0", "target (peak) input rate in messages/s; 0 replays the recorded timing"},
+      {"profile", "constant", "rate shape with --rate: constant or paper (the dataset's distribution)"},
+      {"messages", "0", "messages to replay, cycling through the data (0: one pass over every copy)"},
+      {"seed", "42", "seed of the fit and grid generators"},
+      {"broker", "", "MQTT broker HOST:PORT (empty: start a private mosquitto on loopback)"},
+      {"out", "riot-out", "directory for the table store, blobs, charts, models and report.json"},
+      {"progress", "false", "print a progress line per second"},
+  };
+  if (a == app::stats) s.push_back({"window", "0", "observations per accumulated window (0: RIoTBench's)"});
+  if (a == app::train) {
+    s.push_back({"runs", "5", "training runs, each over the next slice of the archived rows"});
+    s.push_back({"interval-ms", "1000", "time between runs when --rate is 0"});
+  }
+  return s;
+}
+
+}  // namespace
+
+app_options options_of(app a, const job_options& j) {
+  app_options o;
+  auto& r = o.replay;
+  try {
+    r.dataset = riot::parse_dataset(j.get("dataset"));
+    r.profile = parse_rate_profile(j.get("profile"));
+  } catch (const std::invalid_argument& e) {
+    throw job_error(std::string{"riot-"} + std::string{to_string(a)} + ": " + e.what());
+  }
+  auto scale = j.get_int("scale");
+  auto messages = j.get_int("messages");
+  if (scale < 1 || messages < 0) throw job_error("riot-" + std::string{to_string(a)} + ": --scale >= 1 and --messages >= 0");
+  r.scale = static_cast<std::uint32_t>(scale);
+  r.speed = j.get_double("speed");
+  r.rate = j.get_double("rate");
+  r.messages = static_cast<std::uint64_t>(messages);
+  r.seed = static_cast<std::uint64_t>(j.get_int("seed"));
+  o.broker = j.get("broker");
+  o.out_dir = j.get("out");
+  o.progress = j.get_bool("progress");
+  if (a == app::stats) o.stats_window = static_cast<std::uint32_t>(std::max<std::int64_t>(0, j.get_int("window")));
+  if (a == app::train) {
+    o.train_runs = static_cast<std::uint32_t>(std::max<std::int64_t>(1, j.get_int("runs")));
+    o.train_interval_ms = static_cast<std::uint32_t>(std::max<std::int64_t>(1, j.get_int("interval-ms")));
+  }
+  if (o.broker.empty()) o.broker = "127.0.0.1:1883";  // build() without prepare (e.g. `tidemark plan`)
+  return o;
+}
+
+void print_summary(app a, const app_options& o, const run_metrics& m, const std::string& primary,
+                   const std::string& report_path) {
+  auto l = m.latency(primary);
+  std::printf(
+      "riot-%s on %s: %llu messages in, %llu out (%s); latency ms p50 %.2f p95 %.2f p99 %.2f max %.2f\n"
+      "report: %s\n",
+      std::string{to_string(a)}.c_str(), std::string{riot::to_string(o.replay.dataset)}.c_str(),
+      static_cast<unsigned long long>(m.messages_in()), static_cast<unsigned long long>(m.messages_out(primary)),
+      primary.c_str(), l.p50, l.p95, l.p99, l.max, report_path.c_str());
+}
+
+void register_jobs(job_registry& registry) {
+  struct entry {
+    app a;
+    const char* summary;
+  };
+  for (auto [a, summary] : {entry{app::etl, "RIoTBench ETL: parse, range and Bloom filters, interpolation, join, "
+                                            "annotate, table insert, CSV->SenML, MQTT publish"},
+                            entry{app::stats, "RIoTBench STATS: block average, Kalman + sliding regression, distinct "
+                                              "count, accumulate, plot, zip, blob store"},
+                            entry{app::train, "RIoTBench TRAIN: timer, table range scan, linear regression and "
+                                              "decision tree training, blob upload, MQTT model notice"},
+                            entry{app::pred, "RIoTBench PRED: decision tree classify, regression predict, residual "
+                                             "error, MQTT publish; swaps in models announced on MQTT"}}) {
+    job_spec spec;
+    spec.name = "riot-" + std::string{to_string(a)};
+    spec.summary = summary;
+    spec.options = option_specs(a);
+    spec.prepare = [a = a](job_options& j) -> std::shared_ptr<void> {
+      std::shared_ptr<io::local_mosquitto> broker;
+      if (j.get("broker").empty()) {
+        broker = std::make_shared<io::local_mosquitto>();
+        j.set("broker", broker->address());
+        std::printf("started mosquitto on %s for this run\n", broker->address().c_str());
+        std::fflush(stdout);
+      }
+      if (a == app::train) {
+        auto rows = archive_rows(options_of(a, j));
+        std::printf("archived %llu rows for training\n", static_cast<unsigned long long>(rows));
+      }
+      return broker;
+    };
+    spec.build = [a = a](const job_options& j) { return build_app(a, options_of(a, j)).job; };
+    spec.report = [a = a](const job_options& j, const job_result& result) {
+      auto o = options_of(a, j);
+      auto m = take_metrics(o.out_dir);
+      if (!m) return;
+      m->stop();
+      auto path = write_report(a, o, *m, primary_output_of(a), result.to_json());
+      print_summary(a, o, *m, primary_output_of(a), path);
+    };
+    registry.add(std::move(spec));
+  }
+}
+
+}  // namespace tidemark::riot::apps

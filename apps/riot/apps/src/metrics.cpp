@@ -1,0 +1,245 @@
+// Run metrics of the RIoTBench applications (see metrics.hpp).
+#include "tidemark/riot/apps/metrics.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tidemark::riot::apps {
+
+distribution distribution::of(std::vector<double>& xs) {
+  distribution d;
+  if (xs.empty()) return d;
+  std::sort(xs.begin(), xs.end());
+  auto rank = [&](double p) {
+    auto i = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(xs.size())));
+    return xs[std::clamp<std::size_t>(i, 1, xs.size()) - 1];
+  };
+  d.count = xs.size();
+  d.mean = std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(xs.size());
+  d.min = xs.front();
+  d.max = xs.back();
+  d.p5 = rank(5), d.p25 = rank(25), d.p50 = rank(50), d.p75 = rank(75), d.p95 = rank(95), d.p99 = rank(99);
+  return d;
+}
+
+std::vector<double> jitter(const std::vector<std::uint64_t>& in, const std::vector<std::uint64_t>& out) {
+  auto n = std::min(in.size(), out.size());
+  std::vector<double> j;
+  if (n == 0) return j;
+  double total_in = std::accumulate(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
+  double total_out = std::accumulate(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
+  if (total_in == 0 || total_out == 0) return j;
+  double s = total_out / total_in;
+  double mean_in = total_in / static_cast<double>(n);
+  for (std::size_t t = 0; t < n; ++t)
+    j.push_back((static_cast<double>(out[t]) - s * static_cast<double>(in[t])) / (s * mean_in));
+  return j;
+}
+
+namespace {
+
+/// utime + stime of this process in seconds, and its resident set in MB.
+std::pair<double, double> process_usage() {
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  static const double page_mb = static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+  double cpu = 0, rss = 0;
+  std::ifstream stat("/proc/self/stat");
+  std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto close = s.rfind(')');  // the command name may contain spaces
+  if (close != std::string::npos) {
+    std::istringstream fields(s.substr(close + 2));
+    std::string f;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> f; ++i) {
+      if (i == 14) utime = std::stoull(f);
+      if (i == 15) stime = std::stoull(f);
+    }
+    cpu = static_cast<double>(utime + stime) / ticks;
+  }
+  std::ifstream statm("/proc/self/statm");
+  unsigned long long size = 0, resident = 0;
+  if (statm >> size >> resident) rss = static_cast<double>(resident) * page_mb;
+  return {cpu, rss};
+}
+
+void bump(std::vector<std::uint64_t>& per_second, std::int64_t ns, std::uint64_t n) {
+  auto s = static_cast<std::size_t>(std::max<std::int64_t>(0, ns) / 1'000'000'000);
+  if (per_second.size() <= s) per_second.resize(s + 1, 0);
+  per_second[s] += n;
+}
+
+nlohmann::json json_of(const distribution& d) {
+  return {{"count", d.count}, {"mean", d.mean}, {"min", d.min}, {"p5", d.p5},   {"p25", d.p25},
+          {"p50", d.p50},     {"p75", d.p75},   {"p95", d.p95}, {"p99", d.p99}, {"max", d.max}};
+}
+
+}  // namespace
+
+run_metrics::run_metrics(std::uint64_t expected, bool progress, std::chrono::milliseconds sample_period)
+    : emit_ns_(expected + 1, -1), progress_(progress), sample_period_(sample_period) {}
+
+run_metrics::~run_metrics() { stop(); }
+
+void run_metrics::start() {
+  if (started_.exchange(true)) return;
+  t0_ = std::chrono::steady_clock::now();
+  sampling_ = true;
+  sampler_ = std::thread([this] { sample_loop(); });
+}
+
+std::int64_t run_metrics::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+void run_metrics::emitted(std::int64_t first_id, std::size_t n) {
+  auto now = now_ns();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto id = static_cast<std::uint64_t>(first_id) + i;
+    if (id < emit_ns_.size()) emit_ns_[id] = now;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  in_ += n;
+  last_emit_ns_ = now;
+  bump(in_per_second_, now, n);
+}
+
+void run_metrics::delivered(const std::string& output, std::int64_t msg_id) {
+  auto now = now_ns();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, added] = outputs_.try_emplace(output);
+  if (added) output_order_.push_back(output);
+  auto& o = it->second;
+  ++o.count;
+  bump(o.per_second, now, 1);
+  if (msg_id > 0 && static_cast<std::uint64_t>(msg_id) < emit_ns_.size() && emit_ns_[static_cast<std::size_t>(msg_id)] >= 0)
+    o.latency_ms.push_back(static_cast<double>(now - emit_ns_[static_cast<std::size_t>(msg_id)]) / 1e6);
+}
+
+void run_metrics::stop() {
+  if (!sampling_.exchange(false)) return;
+  if (sampler_.joinable()) sampler_.join();
+}
+
+void run_metrics::sample_loop() {
+  auto cpu0 = process_usage().first;
+  auto t_prev = std::chrono::steady_clock::now();
+  while (sampling_) {
+    std::this_thread::sleep_for(sample_period_);
+    auto [cpu, rss] = process_usage();
+    auto t = std::chrono::steady_clock::now();
+    double dt = std::chrono::duration<double>(t - t_prev).count();
+    resource_sample s{std::chrono::duration<double>(t - t0_).count(), dt > 0 ? (cpu - cpu0) / dt * 100 : 0, rss};
+    cpu0 = cpu;
+    t_prev = t;
+    std::lock_guard<std::mutex> lock(mutex_);
+    samples_.push_back(s);
+    if (progress_ && samples_.size() % std::max<std::size_t>(1, 1000 / sample_period_.count()) == 0) {
+      std::uint64_t out = 0;
+      std::vector<double> recent;
+      for (const auto& name : output_order_) {
+        const auto& o = outputs_.at(name);
+        out = std::max(out, o.count);
+        auto n = std::min<std::size_t>(o.latency_ms.size(), 2000);
+        recent.insert(recent.end(), o.latency_ms.end() - static_cast<std::ptrdiff_t>(n), o.latency_ms.end());
+      }
+      auto d = distribution::of(recent);
+      std::fprintf(stderr, "  %5.1f s: %llu messages in, %llu out, latency p50 %.2f ms p99 %.2f ms, CPU %.0f %%, RSS %.0f MB\n",
+                   s.seconds, static_cast<unsigned long long>(in_), static_cast<unsigned long long>(out), d.p50, d.p99,
+                   s.cpu_percent, s.rss_mb);
+    }
+  }
+}
+
+std::uint64_t run_metrics::messages_in() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_;
+}
+
+std::uint64_t run_metrics::messages_out(const std::string& output) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = outputs_.find(output);
+  return it == outputs_.end() ? 0 : it->second.count;
+}
+
+distribution run_metrics::latency(const std::string& output) const {
+  std::vector<double> xs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = outputs_.find(output);
+    if (it != outputs_.end()) xs = it->second.latency_ms;
+  }
+  return distribution::of(xs);
+}
+
+std::vector<std::string> run_metrics::outputs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return output_order_;
+}
+
+std::string run_metrics::to_json(const std::string& primary) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  nlohmann::json j;
+  double seconds = static_cast<double>(last_emit_ns_) / 1e9;
+  j["messages_in"] = in_;
+  j["input_seconds"] = seconds;
+  j["throughput_in"] = seconds > 0 ? static_cast<double>(in_) / seconds : 0.0;
+  j["primary_output"] = primary;
+  j["rate_in_per_second"] = in_per_second_;
+  for (const auto& name : output_order_) {
+    const auto& o = outputs_.at(name);
+    auto xs = o.latency_ms;
+    auto& out = j["outputs"][name];
+    out["messages"] = o.count;
+    out["latency_ms"] = json_of(distribution::of(xs));
+    // an evenly spaced sample of the latencies in arrival order, for box and time plots
+    std::vector<double> sample;
+    auto step = std::max<std::size_t>(1, o.latency_ms.size() / 5000);
+    for (std::size_t i = 0; i < o.latency_ms.size(); i += step) sample.push_back(o.latency_ms[i]);
+    out["latency_sample_ms"] = sample;
+    out["rate_per_second"] = o.per_second;
+    // latency drift: median of the last third against the first third (unstable runs grow)
+    auto third = o.latency_ms.size() / 3;
+    if (third > 0) {
+      std::vector<double> first(o.latency_ms.begin(), o.latency_ms.begin() + static_cast<std::ptrdiff_t>(third));
+      std::vector<double> last(o.latency_ms.end() - static_cast<std::ptrdiff_t>(third), o.latency_ms.end());
+      out["p50_first_third_ms"] = distribution::of(first).p50;
+      out["p50_last_third_ms"] = distribution::of(last).p50;
+    }
+  }
+  auto it = outputs_.find(primary);
+  if (it != outputs_.end()) {
+    // whole seconds only: the last, partial second would look like a rate drop
+    auto in = in_per_second_;
+    auto out = it->second.per_second;
+    auto whole = static_cast<std::size_t>(seconds);
+    in.resize(std::min(in.size(), whole));
+    out.resize(std::min(out.size(), whole));
+    auto js = jitter(in, out);
+    j["jitter"] = js;
+    auto copy = js;
+    j["jitter_summary"] = json_of(distribution::of(copy));
+    j["throughput_out"] = seconds > 0 ? static_cast<double>(it->second.count) / seconds : 0.0;
+  }
+  auto& res = j["resources"];
+  res = nlohmann::json::array();
+  double cpu_sum = 0, rss_max = 0;
+  for (const auto& s : samples_) {
+    res.push_back({{"t", s.seconds}, {"cpu_percent", s.cpu_percent}, {"rss_mb", s.rss_mb}});
+    cpu_sum += s.cpu_percent;
+    rss_max = std::max(rss_max, s.rss_mb);
+  }
+  j["task_errors"] = {{"count", errors_.count()}, {"first", errors_.messages()}};
+  j["cpu_percent_mean"] = samples_.empty() ? 0.0 : cpu_sum / static_cast<double>(samples_.size());
+  j["rss_mb_max"] = rss_max;
+  return j.dump(1);
+}
+
+}  // namespace tidemark::riot::apps

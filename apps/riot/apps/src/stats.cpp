@@ -1,0 +1,141 @@
+// STATS: SenML parse -> {block average | Kalman -> sliding linear regression | distinct count} ->
+// accumulate per sensor and statistic -> multi-line plot (one chart per window) -> zip -> blob store.
+#include <algorithm>
+#include <map>
+
+#include "common.hpp"
+#include "tidemark/riot/io/plot_task.hpp"
+#include "tidemark/riot/io/streams.hpp"
+
+namespace tidemark::riot::apps::detail {
+
+namespace {
+
+/// One completed accumulator window and the message that completed it.
+struct window_of_values {
+  std::int64_t msg_id = 0;
+  std::shared_ptr<const accumulated> values;
+};
+
+/// One chart to archive, for the message whose window produced it.
+struct chart {
+  std::int64_t msg_id = 0;
+  io::zip_entry entry;
+};
+
+/// Archives charts (zip_batch) and emits each archive's path; the last, shorter archive is
+/// written when the input ends.
+class zip_stage final : public operator_logic {
+ public:
+  explicit zip_stage(io::zip_batch_config config) : zip_(std::move(config)) {}
+
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    auto b = std::make_unique<batch<tagged>>();
+    for (auto& c : static_cast<batch<chart>&>(*in).values) {
+      last_ = c.msg_id;
+      if (auto path = zip_.process(std::move(c.entry))) b->values.push_back({c.msg_id, *path});
+    }
+    if (!b->values.empty()) out.emit(std::move(b));
+  }
+  void finish(emitter& out) override {
+    if (auto path = zip_.finish()) {
+      auto b = std::make_unique<batch<tagged>>();
+      b->values.push_back({last_, *path});
+      out.emit(std::move(b));
+    }
+  }
+  void add_metrics(std::map<std::string, double>& out) const override {
+    out["archives"] = static_cast<double>(zip_.archives_written());
+    out["task_errors"] = static_cast<double>(zip_.errors().count());
+  }
+
+ private:
+  io::zip_batch zip_;
+  std::int64_t last_ = 0;
+};
+
+}  // namespace
+
+app_job build_stats(const app_options& o) {
+  auto d = o.replay.dataset;
+  app_job a{job{"riot-stats"}, nullptr};
+  a.metrics = new_metrics(o, replay_schedule(o.replay).size());
+  auto fan = senml_fanout_config::for_dataset(d, o.replay.data_dir);
+  auto obs = parse_senml(replay(a.job, o, a.metrics), fan, a.metrics->errors());
+
+  auto averages = block_average_of(obs, block_average_config::for_dataset(d));
+  auto trends = sliding_regression_of(kalman(obs, kalman_config::for_dataset(d)), sliding_regression_config::for_dataset(d));
+  // DAC over sensor ids, one estimate per message (on its first observable)
+  auto distinct = obs.flat_map<observation>(
+      [first = fan.observables.front(), config = distinct_count_config::for_dataset(d),
+       task = riot::detail::per_instance<distinct_count>()](const observation& x, collector<observation>& out) mutable {
+        auto& dac = task.get([&] { return distinct_count(config); });
+        if (x.obs_type != first) return;
+        observation e;
+        e.msg_id = x.msg_id;
+        e.timestamp = x.timestamp;
+        e.sensor_id = "all-sensors";
+        e.meta = "distinct_sensors";
+        e.obs_type = "DAC";
+        set_value(e, dac.process(x.sensor_id));
+        out(std::move(e));
+      },
+      "distinct_count");
+
+  auto acc_config = accumulator_config::for_dataset(d);
+  if (o.stats_window) acc_config.window_size = o.stats_window;
+  auto windows = averages.merge(trends, distinct)
+                     .flat_map<window_of_values>(
+                         [acc_config, errors = a.metrics->errors(), task = riot::detail::per_instance<accumulator>()](
+                             const observation& x, collector<window_of_values>& out) mutable {
+                           auto r = task.get([&] { return accumulator(acc_config); }).process(x);
+                           if (!r) return errors.report(r.error());
+                           if (*r) out({x.msg_id, std::make_shared<const accumulated>(std::move(**r))});
+                         },
+                         "accumulate");
+  // One chart per window, a line per statistic and field (e.g. "AVG temperature") over all the
+  // window's sensors in time order. The original drew a chart per sensor; at the paper's rates
+  // that is thousands of charts per second, far beyond a plotting library's ~800 per core.
+  auto charts = windows.flat_map<chart>(
+      [plot = riot::detail::per_instance<io::multi_line_plot>()](const window_of_values& w, collector<chart>& out) mutable {
+        auto& plt = plot.get([] { return io::multi_line_plot(io::plot_config{}); });
+        std::map<std::string, std::vector<timed_value>> lines;
+        std::int64_t t0 = INT64_MAX;
+        for (const auto& [key, fields] : *w.values) {
+          std::string statistic = "value";  // the accumulator's key is sensor id + obs type
+          for (const char* type : {"AVG", "SLR", "DAC"})
+            if (key.size() >= 3 && key.compare(key.size() - 3, 3, type) == 0) statistic = type;
+          for (const auto& [field, values] : fields) {
+            auto& line = lines[statistic + " " + field];
+            line.insert(line.end(), values.begin(), values.end());
+            for (const auto& v : values) t0 = std::min(t0, v.time);
+          }
+        }
+        std::vector<io::plot_series> series;
+        for (auto& [name, values] : lines) {
+          std::stable_sort(values.begin(), values.end(), [](auto& a, auto& b) { return a.time < b.time; });
+          io::plot_series s{name, {}, {}};
+          for (const auto& v : values) {
+            s.x.push_back(static_cast<double>(v.time - t0));
+            s.y.push_back(v.value);
+          }
+          series.push_back(std::move(s));
+        }
+        if (auto svg = plt.process("window of message " + std::to_string(w.msg_id), series))
+          out({w.msg_id, {"window-" + std::to_string(w.msg_id) + ".svg", std::move(*svg)}});
+      },
+      "plot");
+  io::zip_batch_config zip{o.out_dir + "/charts", "stats", 10, {}, 1};
+  auto archives = charts.transform<tagged>(
+      [zip](const instance_info& info) {
+        auto mine = zip;
+        mine.archive_prefix += "-" + std::to_string(info.index);
+        return std::make_unique<zip_stage>(mine);
+      },
+      "zip");
+  io::upload_blobs(a.job, measured(archives, a.metrics, primary_output_of(app::stats)),
+                   io::blob_upload_config{io::directory_blobs{blob_dir(o), false}, "stats-"}, "blob_upload");
+  return a;
+}
+
+}  // namespace tidemark::riot::apps::detail

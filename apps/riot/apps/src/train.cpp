@@ -1,0 +1,145 @@
+// TRAIN: timer -> table range scan of the rows archived since the last run -> linear regression
+// training, and quartile annotation -> decision tree training -> blob upload -> MQTT notice.
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common.hpp"
+#include "tidemark/riot/io/blob_tasks.hpp"
+#include "tidemark/riot/io/streams.hpp"
+
+namespace tidemark::riot::apps::detail {
+
+namespace {
+
+/// One training run: the archived rows with event time in [start, end).
+struct train_tick {
+  std::int64_t id = 0;
+  std::int64_t start = 0, end = 0;
+};
+
+/// The rows of one run, projected to the prediction columns, newline-separated.
+struct train_batch {
+  std::int64_t id = 0;
+  std::int64_t end = 0;
+  std::string rows;
+  std::size_t count = 0;
+};
+
+/// Emits the ticks one interval apart (the first after one interval) and records their emit time.
+class timer_source final : public source_logic {
+ public:
+  timer_source(std::vector<train_tick> ticks, std::int64_t interval_ns, std::shared_ptr<run_metrics> metrics)
+      : ticks_(std::move(ticks)), interval_ns_(interval_ns), metrics_(std::move(metrics)) {}
+  void open() override { metrics_->start(); }
+  bool pull(std::size_t, emitter& out) override {
+    if (next_ >= ticks_.size()) return false;
+    auto due = static_cast<std::int64_t>(next_ + 1) * interval_ns_;
+    auto now = metrics_->now_ns();
+    if (now < due) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds{std::min<std::int64_t>(due - now, 1'000'000)});
+      return true;
+    }
+    auto b = std::make_unique<batch<train_tick>>();
+    b->values.push_back(ticks_[next_++]);
+    metrics_->emitted(b->values.front().id, 1);
+    out.emit(std::move(b));
+    return next_ < ticks_.size();
+  }
+
+ private:
+  std::vector<train_tick> ticks_;
+  std::int64_t interval_ns_;
+  std::shared_ptr<run_metrics> metrics_;
+  std::size_t next_ = 0;
+};
+
+/// Trains with `Task` (decision_tree_train or linear_regression_train) and writes the model file
+/// "<DS>-<code>-<end>.model" into `dir`; emits its path.
+template <class Task, class Config>
+stream<tagged> train_models(const stream<train_batch>& in, Config config, std::string prefix, std::string dir,
+                            task_errors errors, const std::string& name) {
+  return in.template flat_map<tagged>(
+      [config, prefix, dir, errors, task = riot::detail::per_instance<Task>()](const train_batch& b,
+                                                                               collector<tagged>& out) mutable {
+        if (b.count < 10) return;  // too few rows to train on (an empty range, or the archive's end)
+        auto model = task.get([&] { return Task(config); }).process(b.rows);
+        if (!model) return errors.report(model.error());
+        std::filesystem::create_directories(dir);
+        auto path = dir + "/" + prefix + std::to_string(b.end) + ".model";
+        std::ofstream(path, std::ios::binary) << *model;
+        out({b.id, path});
+      },
+      name);
+}
+
+}  // namespace
+
+app_job build_train(const app_options& o) {
+  auto d = o.replay.dataset;
+  auto columns = prediction_columns(d);  // throws for GRID
+  app_job a{job{"riot-train"}, nullptr};
+
+  // Tick ranges: equal slices of the archived event times (the replay that archive_rows stores).
+  replay_schedule schedule(o.replay);
+  auto first = schedule.next();
+  std::int64_t last = first->time;
+  while (auto m = schedule.next()) last = m->time;
+  std::vector<train_tick> ticks;
+  auto runs = std::max<std::uint32_t>(1, o.train_runs);
+  auto span = last + 1 - first->time;
+  for (std::uint32_t i = 0; i < runs; ++i)
+    ticks.push_back({static_cast<std::int64_t>(i) + 1, first->time + span * i / runs, first->time + span * (i + 1) / runs});
+  auto interval_ns = o.replay.rate > 0
+                         ? static_cast<std::int64_t>(static_cast<double>(schedule.size()) / runs / o.replay.rate * 1e9)
+                         : static_cast<std::int64_t>(o.train_interval_ms) * 1'000'000;
+  a.metrics = new_metrics(o, runs);
+
+  auto tick = a.job
+                  .from_source<train_tick>(
+                      [ticks, interval_ns, metrics = a.metrics](const instance_info&) {
+                        return std::make_unique<timer_source>(ticks, interval_ns, metrics);
+                      },
+                      "timer")
+                  .parallelism(1);
+  auto layout = layout_of(o);
+  std::vector<std::size_t> projected;
+  for (const auto& c : columns) projected.push_back(layout.index_of(c));
+  auto conn = store_of(o);
+  auto batches = tick.map(
+      [conn, projected, scan = std::shared_ptr<io::table_range_scan>{}](const train_tick& t) mutable {
+        if (!scan) scan = std::make_shared<io::table_range_scan>(conn, io::table_range_scan_config{"archive"});
+        auto rows = scan->process(t.start, t.end);
+        train_batch b{t.id, t.end, {}, 0};
+        std::size_t start = 0;
+        while (start < rows.size()) {
+          auto nl = rows.find('\n', start);
+          if (nl == std::string::npos) nl = rows.size();
+          auto p = project(std::string_view(rows).substr(start, nl - start), projected);
+          if (!p.empty()) {
+            if (b.count++) b.rows.push_back('\n');
+            b.rows += p;
+          }
+          start = nl + 1;
+        }
+        return b;
+      },
+      "range_scan");
+  std::string ds{riot::to_string(d)};
+  auto models_dir = o.out_dir + "/models";
+  auto mlr = train_models<linear_regression_train>(batches, linear_regression_config::for_dataset(d), ds + "-MLR-",
+                                                   models_dir, a.metrics->errors(), "linear_regression_train");
+  auto dtc = train_models<decision_tree_train>(batches, decision_tree_config::for_dataset(d), ds + "-DTC-", models_dir,
+                                               a.metrics->errors(), "decision_tree_train");
+  auto uploaded = mlr.merge(dtc).flat_map<tagged>(
+      [config = io::blob_upload_config{io::directory_blobs{blob_dir(o), false}, ""},
+       task = riot::detail::per_instance<io::blob_upload>()](const tagged& model, collector<tagged>& out) mutable {
+        if (auto name = task.get([&] { return io::blob_upload(config); }).process(model.text)) out({model.msg_id, *name});
+      },
+      "blob_upload");
+  io::publish_to_mqtt(a.job, measured(uploaded, a.metrics, primary_output_of(app::train)), io::mqtt_publish_config{broker_of(o.broker), model_topic(d)},
+                      "model_notice");
+  return a;
+}
+
+}  // namespace tidemark::riot::apps::detail

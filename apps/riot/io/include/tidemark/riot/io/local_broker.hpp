@@ -1,0 +1,46 @@
+// A private mosquitto broker on a free loopback port: what a RIoTBench job starts when no broker is
+// configured, and what the tests and benchmarks talk to. The process is killed when the object goes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+
+namespace tidemark::riot::io {
+
+/// A loopback TCP port nobody listens on right now (the kernel picks it).
+int free_loopback_port();
+
+/// True when something accepts TCP connections on 127.0.0.1:`port`.
+bool accepts_connections(int port);
+
+/// mosquitto (Debian's /usr/sbin/mosquitto) listening on 127.0.0.1 with anonymous access and a
+/// minimal config written to a private temporary directory.
+class local_mosquitto {
+ public:
+  /// Starts the broker and waits until it accepts connections; throws std::runtime_error (naming
+  /// the port and the package) when it does not within 5 s.
+  local_mosquitto();
+  ~local_mosquitto();
+  local_mosquitto(const local_mosquitto&) = delete;
+  local_mosquitto& operator=(const local_mosquitto&) = delete;
+
+  int port() const noexcept { return port_; }
+  /// "127.0.0.1:<port>".
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  /// (Re)starts the broker on the same port.
+  void start();
+  /// Kills the broker (SIGKILL), as a crash would.
+  void stop();
+
+ private:
+  bool exited();
+
+  std::filesystem::path dir_;
+  int port_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace tidemark::riot::io

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Plots of bench_riot-apps: latency box plots at the paper's rates (like the paper's Fig. 8) and the
+highest stable multiple of the paper's rate per application and dataset.
+
+usage: plot.py riot-apps.json OUTDIR   (Debian's /usr/bin/python3 + matplotlib)
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    report = json.load(open(sys.argv[1]))
+    out = sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    paper = [r for r in report["runs"] if r["multiple"] == 1]
+    apps = []
+    for r in paper:
+        if r["app"] not in apps:
+            apps.append(r["app"])
+    fig, axes = plt.subplots(1, len(apps), figsize=(3.2 * len(apps), 3.8), squeeze=False)
+    for ax, app in zip(axes[0], apps):
+        runs = [r for r in paper if r["app"] == app]
+        ax.boxplot([r["latency_sample_ms"] or [0] for r in runs], labels=[r["dataset"].upper() for r in runs],
+                   whis=(5, 95), showfliers=False)
+        ax.set_title(f"{app.upper()} at the paper's rate")
+        ax.set_ylabel("latency (ms)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "riot-apps-latency.png"), dpi=110)
+
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    names = [f"{s['app'].upper()}\n{s['dataset'].upper()}" for s in report["summary"]]
+    ax.bar(names, [s["sustainable_multiple"] for s in report["summary"]], color="tab:blue")
+    ax.axhline(10, color="tab:red", lw=1, ls="--", label="target 10x")
+    ax.set_ylabel("stable multiple of the paper's rate")
+    ax.set_yscale("symlog", linthresh=1)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "riot-apps-sustainable.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()
