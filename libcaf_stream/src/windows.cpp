@@ -32,6 +32,9 @@ class every_ms_policy final : public late_policy {
     return now_ms - s.last_fire_ms >= ms_;
   }
   std::int64_t tick_ms() const override { return ms_; }
+  std::optional<std::int64_t> next_fire_ms(const fire_state& s) const override {
+    return s.last_fire_ms + ms_;
+  }
 
  private:
   std::int64_t ms_;
@@ -47,6 +50,10 @@ class offsets_policy final : public late_policy {
     for (auto d : offsets_) s.plan.push_back(now_ms + d);
   }
   bool on_late_event(const fire_state&, std::int64_t) const override { return false; }
+  std::optional<std::int64_t> next_fire_ms(const fire_state& s) const override {
+    if (s.plan.empty()) return std::nullopt;
+    return s.plan.front();
+  }
   std::int64_t tick_ms() const override {
     // Tick at the resolution of the schedule's smallest step (at least 1 ms).
     std::int64_t step = offsets_.empty() ? 1 : std::max<std::int64_t>(1, offsets_.front());

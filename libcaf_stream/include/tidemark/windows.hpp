@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <type_traits>
 #include <utility>
@@ -48,13 +49,15 @@ struct window_result {
   bool final = false;
   pane_timing timing = pane_timing::on_time;
   R value;
+  /// True when the window state could not be read completely (a lost or corrupt block on disk).
+  bool incomplete = false;
 };
 
 template <class K, class R>
 std::ostream& operator<<(std::ostream& out, const window_result<K, R>& r) {
   return out << "[" << r.window.start << "," << r.window.end << ") key=" << r.key
              << " rev=" << r.revision << (r.final ? " final " : " ") << to_string(r.timing) << " "
-             << r.value;
+             << r.value << (r.incomplete ? " incomplete" : "");
 }
 
 // ---- assigners -------------------------------------------------------------------------------
@@ -158,6 +161,9 @@ class late_policy {
   virtual bool on_tick(fire_state& s, std::int64_t now_ms) const;
   /// Period of on_tick calls in ms; 0 when the policy needs no timer.
   virtual std::int64_t tick_ms() const { return 0; }
+  /// When the policy will fire next (processing time), if it can tell: lets a tiered store
+  /// pre-stage the window's events ahead of it. Default: unknown.
+  virtual std::optional<std::int64_t> next_fire_ms(const fire_state& s) const { return std::nullopt; }
 };
 
 /// When a window re-fires with late events that arrive within its allowed lateness. Whatever the
