@@ -2,11 +2,13 @@
 #include "jobs.hpp"
 
 #include "example_jobs.hpp"
+#include "tidemark/aion/workloads.hpp"
 
 namespace tidemark {
 
 void register_all_jobs(job_registry& registry) {
   examples::register_jobs(registry);
+  aion::register_jobs(registry);
 }
 
 }  // namespace tidemark
