@@ -569,8 +569,10 @@ job build_linear_road(const job_options& o) {
              const auto car = static_cast<std::int32_t>(e->first % cars);
              const auto seg = static_cast<std::int32_t>(car % segments);
              const auto window = e->first / per_window;
-             // About 2 % of cars stop for a window, at their segment's one trouble spot.
-             const bool stopped = (static_cast<std::uint64_t>(car) * 2654435761u + static_cast<std::uint64_t>(window) * 40503u) % 50 == 0;
+             // In a quarter of the segments per window, every 12th car stops at the segment's
+             // trouble spot: two or more stopped cars there make an accident.
+             const auto lap = car / segments;
+             const bool stopped = (seg + window) % 4 == 0 && (lap + window) % 12 == 0;
              const auto speed = stopped ? 0 : static_cast<std::int32_t>(seg * 80 / segments + rng() % 30);
              const auto pos = stopped ? seg * 1000 : static_cast<std::int32_t>(rng() % 5280);
              return car_report{e->second, car, speed, seg, pos, dummy};

@@ -393,14 +393,15 @@ class tiered_window_store final : public window_store<K, T> {
       std::lock_guard<std::mutex> l(inbox_->m);
       ++inbox_->in_flight;
     }
-    std::weak_ptr<block_storage> storage = storage_;
+    // Callbacks run on the service's threads, so the service is alive while they do; a raw pointer
+    // (not a shared_ptr) keeps the last reference from ever being dropped on its own thread.
+    block_storage* storage = storage_.get();
     storage_->write(
         address(b), pos, blk.events, cls, [data] { return encode_block(data->data(), data->size()); },
         [in = inbox_, serial = b.serial, pos, storage](bool ok, std::uint64_t bytes) {
-          auto s = storage.lock();
           {
             std::lock_guard<std::mutex> l(in->m);
-            in->done.push_back({serial, pos, ok, bytes, s ? s->now_ms() : 0});
+            in->done.push_back({serial, pos, ok, bytes, storage->now_ms()});
           }
           in->finish_one();
         });
@@ -441,7 +442,7 @@ class tiered_window_store final : public window_store<K, T> {
       std::lock_guard<std::mutex> l(inbox_->m);
       ++inbox_->in_flight;
     }
-    std::weak_ptr<block_storage> storage = storage_;
+    block_storage* storage = storage_.get();  // see write_block
     auto in = inbox_;
     storage_->stage(
         address(b),
@@ -463,7 +464,7 @@ class tiered_window_store final : public window_store<K, T> {
               return;
             in->memory += fp;  // under the lock, so release_staging sees it
           }
-          if (auto s = storage.lock()) s->account(fp);
+          storage->account(fp);
         },
         [t, in, storage, serial = b.serial] {
           {
@@ -471,10 +472,9 @@ class tiered_window_store final : public window_store<K, T> {
             t->done = true;
           }
           t->cv.notify_all();
-          auto s = storage.lock();
           {
             std::lock_guard<std::mutex> l(in->m);
-            in->done.push_back({serial, stage_done_position, true, 0, s ? s->now_ms() - t->started_ms : 0});
+            in->done.push_back({serial, stage_done_position, true, 0, storage->now_ms() - t->started_ms});
           }
           in->finish_one();
         });
