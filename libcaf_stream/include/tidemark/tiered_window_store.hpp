@@ -212,9 +212,13 @@ class tiered_window_store final : public window_store<K, T> {
   }
 
   /// Δt: how long before a predicted re-execution pre-staging starts, learned from past staging
-  /// times weighted by the events staged (infinite before the first measurement: stage at once).
-  double prestage_lead_ms(std::uint64_t events) const {
-    if (stats_.staged_events == 0) return std::numeric_limits<double>::infinity();
+  /// times weighted by the events staged. Before the first measurement it is pessimistic: one
+  /// window length of processing time when the watermark's speed is known (the paper starts when
+  /// the preceding window is purged), otherwise infinite (stage at once).
+  double prestage_lead_ms(std::uint64_t events, event_time window_length = 0) const {
+    if (stats_.staged_events == 0)
+      return wm_rate_ > 0 && window_length > 0 ? static_cast<double>(window_length) / wm_rate_
+                                               : std::numeric_limits<double>::infinity();
     return 1.5 * stats_.stage_ms_total / static_cast<double>(stats_.staged_events) *
                static_cast<double>(events) + 2.0;
   }
@@ -526,7 +530,7 @@ class tiered_window_store final : public window_store<K, T> {
     if (due_in == std::numeric_limits<double>::infinity()) return;
     std::uint64_t events = 0;
     for (const auto& [pos, blk] : b.blocks) events += blk.events;
-    if (due_in <= prestage_lead_ms(events)) start_stage(b);
+    if (due_in <= prestage_lead_ms(events, b.w.end - b.w.start)) start_stage(b);
   }
 
   /// Global policies under the node's memory budget: moderate pressure destages this store's
