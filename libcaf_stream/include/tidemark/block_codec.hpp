@@ -4,6 +4,7 @@
 // (When the wire codec tidemark::codec<T> is merged, block_codec<T> forwards to it.)
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
