@@ -156,7 +156,7 @@ std::uint64_t storage_service::register_store() {
 }
 
 std::string storage_service::home() const {
-  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(open_m_));
+  std::lock_guard<std::mutex> l(open_m_);
   return home_;
 }
 

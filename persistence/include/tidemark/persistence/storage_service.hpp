@@ -110,7 +110,7 @@ class storage_service final : public block_storage {
 
   storage_config cfg_;
   std::int64_t epoch_ms_;
-  std::mutex open_m_;
+  mutable std::mutex open_m_;
   bool opened_ = false;
   bool temp_dir_ = false;
   std::string home_;
