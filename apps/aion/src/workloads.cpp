@@ -168,34 +168,9 @@ std::int64_t delay_model::windows_late(std::int64_t max_windows) {
   }
 }
 
-late_trigger parse_late_trigger_option(const std::string& spec) {
-  auto number = [&](const std::string& prefix) -> std::int64_t {
-    try {
-      std::size_t used = 0;
-      const auto n = std::stoll(spec.substr(prefix.size()), &used);
-      if (used + prefix.size() == spec.size() && n > 0) return n;
-    } catch (const std::exception&) {
-    }
-    throw job_error("--late-trigger '" + spec + "': expected " + prefix + "N with N > 0");
-  };
-  if (spec == "every-event") return late_trigger::every_event();
-  if (spec.rfind("every-events:", 0) == 0)
-    return late_trigger::every_events(static_cast<std::uint64_t>(number("every-events:")));
-  if (spec.rfind("every-ms:", 0) == 0) return late_trigger::every_ms(number("every-ms:"));
-  throw job_error("--late-trigger '" + spec + "': use every-event, every-events:N or every-ms:N");
-}
-
-event_time parse_lateness_option(const std::string& spec, event_time window_ms, std::int64_t past_windows) {
-  if (spec == "past-windows") return window_ms * past_windows;
-  if (spec.rfind("fixed:", 0) == 0) {
-    try {
-      std::size_t used = 0;
-      const auto ms = std::stoll(spec.substr(6), &used);
-      if (used + 6 == spec.size() && ms >= 0) return ms;
-    } catch (const std::exception&) {
-    }
-  }
-  throw job_error("--lateness '" + spec + "': use past-windows or fixed:MS with MS >= 0");
+lateness parse_lateness_option(const std::string& spec, event_time window_ms, std::int64_t past_windows) {
+  if (spec == "past-windows") return lateness::fixed{window_ms * past_windows};
+  return parse_lateness(spec);
 }
 
 namespace {
@@ -211,7 +186,7 @@ struct common {
   bool tiered_state = false;
   tiered tier;
   late_trigger late = late_trigger::every_event();
-  event_time lateness = 0;
+  lateness bound = lateness::fixed{0};
   std::string out;
 };
 
@@ -227,8 +202,8 @@ std::vector<job_option_spec> common_options(const char* events, const char* per_
           {"block-events", "1024", "tiered: events per p-bucket block"},
           {"prestage", "true", "tiered: pre-stage before late re-executions"},
           {"bootstrap", "0", "tiered: fraction of the m-bucket kept in memory on destage (rho_min)"},
-          {"late-trigger", "every-ms:1000", "late re-executions: every-event, every-events:N, every-ms:N"},
-          {"lateness", "past-windows", "allowed lateness: past-windows (K windows) or fixed:MS"},
+          {"late-trigger", "every-ms:1000", "late re-executions (parse_late_trigger: every-event, every-ms:MS, staleness:S, ...)"},
+          {"lateness", "past-windows", "allowed lateness: past-windows (K windows) or a parse_lateness spec (fixed:MS, predictive:...)"},
           {"seed", "100", "seed of the generators and the delay model"},
           {"out", "", "file prefix for the final results (<out>-<name>.txt); empty: count only"}};
 }
@@ -252,8 +227,12 @@ common read_common(const job_options& o, const std::string& job) {
   c.tier.block_events = static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.get_int("block-events")));
   c.tier.prestage = o.get_bool("prestage");
   c.tier.bootstrap_fraction = o.get_double("bootstrap");
-  c.late = parse_late_trigger_option(o.get("late-trigger"));
-  c.lateness = parse_lateness_option(o.get("lateness"), c.window_ms, c.past_windows);
+  try {
+    c.late = parse_late_trigger(o.get("late-trigger"));
+    c.bound = parse_lateness_option(o.get("lateness"), c.window_ms, c.past_windows);
+  } catch (const std::invalid_argument& e) {
+    throw job_error(job + ": " + e.what());
+  }
   c.out = o.get("out");
   return c;
 }
@@ -291,7 +270,7 @@ auto watermarks(const common& c) {
 /// Lateness, late trigger and state of a windowed stream as the options say.
 template <class WS>
 WS& configure(WS& ws, const common& c, bool heavy_state = true) {
-  ws.allowed_lateness(c.lateness).late_trigger(c.late);
+  ws.lateness(c.bound).late_trigger(c.late);
   if (c.tiered_state && heavy_state) ws.state(c.tier);
   return ws;
 }

@@ -7,6 +7,8 @@
 #include <random>
 #include <string>
 
+#include "tidemark/lateness.hpp"
+
 #include "tidemark/job_registry.hpp"
 
 namespace tidemark::aion {
@@ -24,10 +26,9 @@ class delay_model {
   std::lognormal_distribution<double> x_{0.0, 1.0};
 };
 
-/// A late trigger from its option text: `every-event`, `every-events:N`, `every-ms:N`.
-late_trigger parse_late_trigger_option(const std::string& spec);
-/// Allowed lateness in ms from its option text: `fixed:MS`, or `past-windows` for K windows.
-event_time parse_lateness_option(const std::string& spec, event_time window_ms, std::int64_t past_windows);
+/// Allowed lateness from its option text: `past-windows` (K windows of W ms), or any
+/// parse_lateness spec (`fixed:MS`, `predictive:...`). Throws std::invalid_argument.
+lateness parse_lateness_option(const std::string& spec, event_time window_ms, std::int64_t past_windows);
 
 /// Registers aion-average, aion-bigrams, aion-stock and aion-linear-road.
 void register_jobs(job_registry& registry);
