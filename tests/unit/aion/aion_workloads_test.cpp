@@ -56,8 +56,9 @@ std::map<std::string, std::vector<std::string>> run_both(const std::string& name
       BOOST_TEST(total(result, "late_events_accepted") > 0);
       BOOST_TEST(total(result, "late_events_dropped") == 0);
       if (state == "tiered") {
+        // Events went to the p-buckets. (Whether re-executions then read them from disk or while
+        // their writes were still in flight depends on timing; tiered_store_test covers both.)
         BOOST_TEST(total(result, "state_destage_blocks") > 0);
-        BOOST_TEST(total(result, "state_stages") > 0);
         BOOST_TEST(total(result, "state_blocks_lost") == 0);
       }
       for (const auto& out : outputs) {
