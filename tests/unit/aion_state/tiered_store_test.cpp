@@ -1,7 +1,8 @@
 // The tiered window store on a real storage service: m-bucket overflow and arrival order across
 // tiers, destage on expiry, pre-stage timing (a scheduled pre-stage makes the re-execution find
 // its events in memory; Δt learned from staging keeps far-away ones waiting), lost and corrupt
-// blocks giving incomplete results, and the ρ_min, τ and memory-pressure policies.
+// blocks giving incomplete results, the ρ_min, τ and memory-pressure policies, and a window operator
+// whose periodic late trigger lets the store pre-stage before the re-execution.
 #define BOOST_TEST_MODULE tiered_store
 #include <boost/test/unit_test.hpp>
 
@@ -9,6 +10,7 @@
 #include <numeric>
 #include <thread>
 
+#include "harness.hpp"
 #include "tidemark/persistence/storage_service.hpp"
 #include "tidemark/tiered_window_store.hpp"
 #include "tidemark/window_operators.hpp"
@@ -214,4 +216,49 @@ BOOST_AUTO_TEST_CASE(severe_memory_pressure_destages_open_windows) {
     return storage->pressure() == memory_pressure::none;
   });
   BOOST_TEST(read_all(s) == iota(2000));
+}
+
+BOOST_AUTO_TEST_CASE(a_window_operator_with_a_periodic_late_trigger_prestages_before_re_firing) {
+  auto storage = std::make_shared<storage_service>();
+  auto t = small();
+  t.memory_events = 100;
+  t.block_events = 16;
+  window_config cfg;
+  cfg.allowed_lateness = 10'000;
+  cfg.late = late_trigger::every_ms(50);
+  auto store = std::make_unique<store_t>(t, storage, cfg.allowed_lateness);
+  auto* s = store.get();
+  auto sum = [](const int&, const window_id&, window_events<std::int64_t>& es) {
+    std::int64_t total = 0;
+    for (auto x : es) total += x;
+    return total;
+  };
+  auto key = [](const std::int64_t&) { return k; };
+  using fn_t = ops::process_function<std::int64_t, int, decltype(sum)>;
+  auto op = ops::make_window_logic<std::int64_t, int>(tumbling{100}, key, fn_t{sum, std::move(store)}, cfg, "w");
+  test::recording_emitter out;
+  op->on_timer(1000, out);  // the operator's processing time
+  op->process(0, test::make_batch(iota(100), iota(100), std::vector<std::uint64_t>(100, h)), out);
+  op->on_watermark(100, out);  // on time (sum 4950); the expiry destages the window
+  wait_until([&] {
+    op->on_timer(1000, out);
+    return s->memory_events() == 0;
+  });
+  // A late event: every_ms(50) re-fires at 1050, so the store pre-stages now (Δt not learned yet).
+  op->process(0, test::make_batch(std::vector<std::int64_t>{1000}, {50}, {h}), out);
+  BOOST_TEST(metric(*s, "state_stages") == 1);
+  wait_until([&] {
+    op->on_timer(1010, out);  // not due yet
+    return metric(*s, "state_stages_done") == 1;
+  });
+  op->on_timer(1050, out);  // the re-execution
+  std::vector<std::pair<pane_timing, std::int64_t>> results;
+  for (const auto& o : out.values<window_output<int, std::int64_t, std::int64_t>>())
+    if (auto* r = std::get_if<0>(&o)) results.emplace_back(r->timing, r->value);
+  BOOST_TEST(results.size() == 2u);
+  BOOST_TEST(results.back().second == 5950);
+  BOOST_TEST(static_cast<int>(results.back().first) == static_cast<int>(pane_timing::late));
+  BOOST_TEST(metric(*s, "state_prestage_hits") == 1);
+  BOOST_TEST(metric(*s, "state_demand_stages") == 0);
+  BOOST_TEST(metric(*s, "state_io_wait_ms") == 0);
 }
