@@ -98,6 +98,9 @@ job_result run(const job& j, const run_options& opts) {
     throw job_error("job '" + j.name() + "': batch_size and credit must be at least 1");
   auto plan = compile(g, {opts.fuse});
   auto w = wire(plan);
+  // Tiered window stores keep it alive as long as they run.
+  std::shared_ptr<block_storage> storage = opts.state_storage;
+  if (!storage) storage = std::make_shared<persistence::storage_service>(opts.storage);
 
   if (opts.tune_malloc) keep_freed_batches_in_heap();
   caf::actor_system_config cfg;
@@ -129,7 +132,7 @@ job_result run(const job& j, const run_options& opts) {
         for (auto id : st.chain) {
           const auto& n = g.node(id);
           setup.nodes.push_back(&n);
-          instance_info info{n.name, i, st.parallelism, opts.batch_size};
+          instance_info info{n.name, i, st.parallelism, opts.batch_size, storage};
           if (n.kind == node_kind::source) {
             setup.source = n.make_source(info);
           } else {

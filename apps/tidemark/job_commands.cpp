@@ -48,6 +48,14 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   auto linger_ms = std::make_shared<std::int64_t>(opts->linger.count());
   run_cmd->add_option("--linger-ms", *linger_ms,
                       "how long a partly filled batch waits before it is sent (latency vs. batching)");
+  run_cmd->add_option("--data-dir", opts->storage.data_dir,
+                      "directory of tiered window state (default: a temporary directory)");
+  run_cmd->add_option("--state-budget", opts->storage.memory_budget_bytes,
+                      "node memory budget of tiered window state in bytes (default: none)");
+  run_cmd->add_option("--serialization-threads", opts->storage.serialization_threads,
+                      "block (de)serialization threads of tiered state (default: one per core)");
+  run_cmd->add_option("--io-threads", opts->storage.io_threads,
+                      "I/O threads of tiered state; more than 1 drops the priorities (ablation)");
   add_job_positional(*run_cmd, *run_inv);
   run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms] {
     const auto& spec = registry.find(run_inv->name);

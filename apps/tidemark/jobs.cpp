@@ -3,12 +3,14 @@
 
 #include "example_jobs.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
+#include "tidemark/aion/workloads.hpp"
 
 namespace tidemark {
 
 void register_all_jobs(job_registry& registry) {
   examples::register_jobs(registry);
   riot::apps::register_jobs(registry);
+  aion::register_jobs(registry);
 }
 
 }  // namespace tidemark

@@ -32,6 +32,9 @@ class every_ms_policy final : public late_policy {
     return now_ms - s.last_fire_ms >= ms_;
   }
   std::int64_t tick_ms() const override { return ms_; }
+  std::optional<std::int64_t> next_fire_ms(const fire_state& s) const override {
+    return s.last_fire_ms + ms_;
+  }
 
  private:
   std::int64_t ms_;

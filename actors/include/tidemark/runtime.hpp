@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tidemark/job.hpp"
+#include "tidemark/persistence/storage_service.hpp"
 #include "tidemark/plan.hpp"
 
 namespace tidemark {
@@ -32,6 +33,11 @@ struct run_options {
   bool print_summary = false;
   /// Write the JSON metrics report here at the end (empty: no report).
   std::string report_path;
+  /// The node's storage service for tiered window state; null: the run starts one with
+  /// `storage` (it opens WiredTiger only when a window asks for tiered state).
+  std::shared_ptr<block_storage> state_storage;
+  /// Settings of the storage service the run starts (data directory, memory budget, threads).
+  persistence::storage_config storage;
 };
 
 /// Counters of one operator instance.

@@ -16,6 +16,7 @@
 #include "tidemark/event_time.hpp"
 #include "tidemark/graph.hpp"
 #include "tidemark/operators.hpp"
+#include "tidemark/tiered_window_store.hpp"
 #include "tidemark/window_operators.hpp"
 
 namespace tidemark {
@@ -494,7 +495,20 @@ class windowed_stream {
   }
   /// Where process() functions keep window events (default: memory_window_store).
   windowed_stream& store(std::function<std::unique_ptr<window_store<K, T>>()> make) {
-    make_store_ = std::move(make);
+    make_store_ = [make](const instance_info&, event_time) { return make(); };
+    return *this;
+  }
+  /// Keeps process() functions' events in memory only (the default).
+  windowed_stream& state(in_memory) {
+    make_store_ = nullptr;
+    return *this;
+  }
+  /// Keeps process() functions' events in the tiered (Aion) store on the node's storage service:
+  /// m-buckets in memory, p-buckets on disk, pre-staged before late re-executions.
+  windowed_stream& state(tiered t) {
+    make_store_ = [t](const instance_info& info, event_time lateness) {
+      return std::make_unique<tiered_window_store<K, T>>(t, info.storage, lateness);
+    };
     return *this;
   }
 
@@ -518,8 +532,8 @@ class windowed_stream {
     using fn = ops::process_function<T, K, F>;
     static_assert(!std::is_void_v<typename fn::value_type>, "process(f): f must return the result");
     auto make_store = make_store_;
-    return add(std::move(name), [f, make_store](const instance_info&) {
-      return fn{f, make_store ? make_store() : std::make_unique<memory_window_store<K, T>>()};
+    return add(std::move(name), [f, make_store, lateness = cfg_.allowed_lateness](const instance_info& info) {
+      return fn{f, make_store ? make_store(info, lateness) : std::make_unique<memory_window_store<K, T>>()};
     });
   }
 
@@ -539,7 +553,7 @@ class windowed_stream {
   keyed_stream<K, T, KeyFn> in_;
   Assigner a_;
   window_config cfg_;
-  std::function<std::unique_ptr<window_store<K, T>>()> make_store_;
+  std::function<std::unique_ptr<window_store<K, T>>(const instance_info&, event_time)> make_store_;
 };
 
 /// The outputs of a window operator: results(), and late() for events that came after the

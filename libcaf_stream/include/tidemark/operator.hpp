@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -35,12 +36,16 @@ inline constexpr event_time end_of_time = INT64_MAX;
 /// Watermark of an input before its first watermark.
 inline constexpr event_time start_of_time = INT64_MIN;
 
+class block_storage;
+
 /// Which instance of which operator a logic object serves.
 struct instance_info {
   std::string name;
   std::uint32_t index = 0;
   std::uint32_t parallelism = 1;
   std::size_t batch_size = 4096;
+  /// The node's storage service for tiered window state (the runtime supplies it; may be null).
+  std::shared_ptr<block_storage> storage;
 };
 
 /// One instance of a (non-source) operator.

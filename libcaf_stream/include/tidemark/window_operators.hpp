@@ -64,6 +64,11 @@ struct aggregate_function {
   }
   void expire(const window_id&, std::uint64_t, const K&) {}
   void purge(const window_id&, std::uint64_t, const K&) {}
+  void expect_fire(const window_id&, std::uint64_t, const K&, std::int64_t) {}
+  void on_watermark(event_time) {}
+  std::int64_t tick_ms() const { return 0; }
+  void tick() {}
+  bool incomplete() const { return false; }
   std::uint64_t memory_bytes() const { return 0; }
   void add_metrics(std::map<std::string, double>&) const {}
 };
@@ -86,7 +91,10 @@ struct process_function {
   /// `w` is the window as reported, `state` the id its events are stored under.
   value_type result(payload&, const window_id& w, const window_id& state, std::uint64_t h, const K& k) {
     window_events<T> events{store->events(state, h, k)};
-    return f(k, w, events);
+    incomplete_ = false;
+    auto r = f(k, w, events);
+    incomplete_ = !events.complete();
+    return r;
   }
   void merge(payload&, payload&, const window_id& from, const window_id& into, std::uint64_t h,
              const K& k) {
@@ -94,11 +102,21 @@ struct process_function {
   }
   void expire(const window_id& w, std::uint64_t h, const K& k) { store->expire(w, h, k); }
   void purge(const window_id& w, std::uint64_t h, const K& k) { store->purge(w, h, k); }
+  void expect_fire(const window_id& w, std::uint64_t h, const K& k, std::int64_t delay_ms) {
+    store->expect_fire(w, h, k, delay_ms);
+  }
+  void on_watermark(event_time wm) { store->on_watermark(wm); }
+  std::int64_t tick_ms() const { return store->tick_ms(); }
+  void tick() { store->tick(); }
+  /// Whether the last result missed events the store could not read.
+  bool incomplete() const { return incomplete_; }
   std::uint64_t memory_bytes() const { return store->memory_bytes(); }
   void add_metrics(std::map<std::string, double>& out) const {
     out["window_store_events"] = static_cast<double>(store->memory_events());
     store->add_metrics(out);
   }
+
+  bool incomplete_ = false;
 };
 
 /// What every window operator shares: result emission with revisions, triggers, lateness
@@ -129,9 +147,11 @@ class window_logic_base : public operator_logic {
   }
 
   std::int64_t timer_period_ms() const override {
-    std::int64_t p = cfg_.late.policy().tick_ms();
-    if (cfg_.early.k == trigger::kind::processing_time)
-      p = p > 0 ? std::min(p, cfg_.early.period_ms) : cfg_.early.period_ms;
+    std::int64_t p = 0;
+    for (auto q : {cfg_.late.policy().tick_ms(),
+                   cfg_.early.k == trigger::kind::processing_time ? cfg_.early.period_ms : 0,
+                   fn_.tick_ms()})
+      if (q > 0) p = p > 0 ? std::min(p, q) : q;
     return p;
   }
 
@@ -177,6 +197,7 @@ class window_logic_base : public operator_logic {
   void on_watermark(event_time wm, emitter& out) override {
     if (first_wm_ == start_of_time) first_wm_ = wm;
     advance(wm);
+    fn_.on_watermark(wm);
     flush(out);
     out.emit_watermark(wm);
   }
@@ -186,9 +207,9 @@ class window_logic_base : public operator_logic {
   void emit(const window_id& w, const window_id& state, std::uint64_t h, const K& k, pane& p,
             pane_timing timing, bool final) {
     guarded([&] {
-      out_->values.emplace_back(std::in_place_index<0>,
-                                result_type{w, k, p.state.revision, final, timing,
-                                            fn_.result(p.data, w, state, h, k)});
+      result_type r{w, k, p.state.revision, final, timing, fn_.result(p.data, w, state, h, k)};
+      r.incomplete = fn_.incomplete();
+      out_->values.emplace_back(std::in_place_index<0>, std::move(r));
       if (timed_) out_->times.push_back(w.end - 1);
       ++results_;
     });
@@ -210,6 +231,9 @@ class window_logic_base : public operator_logic {
     fn_.add(p.data, state, h, k, x);
     ++p.state.pending;
     if (expired) {
+      // Tell the store when the window will re-fire so it can pre-stage (0: soon or unknown).
+      const auto next = cfg_.late.policy().next_fire_ms(p.state);
+      fn_.expect_fire(state, h, k, next ? std::max<std::int64_t>(0, *next - now_ms_) : 0);
       if (cfg_.late.policy().on_late_event(p.state, now_ms_))
         emit(w, state, h, k, p, pane_timing::late, false);
     } else if (cfg_.early.k == trigger::kind::count && p.state.pending >= cfg_.early.count) {
@@ -276,6 +300,12 @@ class window_logic_base : public operator_logic {
   /// An event at t arrived behind the watermark; `first` is its earliest window.
   void observe_late(event_time t, const window_id& first) {
     estimator_.observe(wm_ - t, wm_ - first.end, first.end - first.start);
+  }
+
+  /// Start of a timer tick: the operator's processing time, and the store's tick.
+  void start_tick(std::int64_t now_ms) {
+    now_ms_ = now_ms;
+    fn_.tick();
   }
 
   void flush(emitter& out) {
@@ -347,7 +377,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
   }
 
   void on_timer(std::int64_t now_ms, emitter& out) override {
-    this->now_ms_ = now_ms;
+    this->start_tick(now_ms);
     for (auto& [start, e] : windows_)
       e.panes.for_each_hashed(
           [&](std::uint64_t h, const K& k, pane& p) { this->tick(e.w, e.w, h, k, p, e.expired); });
@@ -476,7 +506,7 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
   }
 
   void on_timer(std::int64_t now_ms, emitter& out) override {
-    this->now_ms_ = now_ms;
+    this->start_tick(now_ms);
     keys_.for_each_hashed([&](std::uint64_t h, const K& k, std::vector<session_pane>& list) {
       for (auto& s : list) this->tick(s.w, s.state, h, k, s.p, s.expired);
     });
@@ -615,6 +645,8 @@ class count_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     }
     this->flush(out);
   }
+
+  void on_timer(std::int64_t now_ms, emitter&) override { this->start_tick(now_ms); }
 
   void finish(emitter& out) override {
     keys_.for_each_hashed([&](std::uint64_t h, const K& k, key_state& ks) {

@@ -33,6 +33,8 @@ class event_cursor {
   virtual ~event_cursor() = default;
   /// The next block; an empty block ends the iteration.
   virtual event_block<T> next() = 0;
+  /// False when events could not be read (a lost or corrupt block of a tiered store).
+  virtual bool complete() const { return true; }
 };
 
 /// Stores the events of full-window functions per (window, key). Keys come with the hash key_by
@@ -59,6 +61,17 @@ class window_store {
   virtual std::uint64_t memory_bytes() const = 0;
   /// Store-specific metrics (bytes per tier, I/O) added to the operator's report.
   virtual void add_metrics(std::map<std::string, double>& out) const {}
+
+  // Hints for stores that move events between memory and disk (the memory store ignores them).
+  /// (w, k) of an expired window got a late event and will re-fire in about `delay_ms` of
+  /// processing time (0: at once or unknown).
+  virtual void expect_fire(const window_id& w, std::uint64_t h, const K& k, std::int64_t delay_ms) {}
+  /// The operator's watermark advanced to `wm`.
+  virtual void on_watermark(event_time wm) {}
+  /// Period in ms of the tick() calls the store wants (0: none).
+  virtual std::int64_t tick_ms() const { return 0; }
+  /// Processing time passed (the operator's timer).
+  virtual void tick() {}
 };
 
 /// The all-in-memory store: per window an open-addressing table of keys to event vectors.
@@ -180,6 +193,8 @@ class window_events {
 
   iterator begin() { return iterator{this}; }
   iterator end() { return iterator{}; }
+  /// False when some events could not be read (the result is then marked incomplete).
+  bool complete() const { return cursor_->complete(); }
 
  private:
   std::unique_ptr<event_cursor<T>> cursor_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string_view>
 #include <type_traits>
@@ -49,13 +50,15 @@ struct window_result {
   bool final = false;
   pane_timing timing = pane_timing::on_time;
   R value;
+  /// True when the window state could not be read completely (a lost or corrupt block on disk).
+  bool incomplete = false;
 };
 
 template <class K, class R>
 std::ostream& operator<<(std::ostream& out, const window_result<K, R>& r) {
   return out << "[" << r.window.start << "," << r.window.end << ") key=" << r.key
              << " rev=" << r.revision << (r.final ? " final " : " ") << to_string(r.timing) << " "
-             << r.value;
+             << r.value << (r.incomplete ? " incomplete" : "");
 }
 
 // ---- assigners -------------------------------------------------------------------------------
@@ -194,6 +197,9 @@ class late_policy {
   virtual bool on_tick(fire_state& s, std::int64_t now_ms) const;
   /// Period of on_tick calls in ms; 0 when the policy needs no timer.
   virtual std::int64_t tick_ms() const { return 0; }
+  /// When the policy will fire next (processing time), if it can tell: lets a tiered store
+  /// pre-stage the window's events ahead of it. Default: unknown.
+  virtual std::optional<std::int64_t> next_fire_ms(const fire_state& s) const { return std::nullopt; }
 };
 
 /// A policy that re-fires (if late events arrived) at offsets after expiry that `offsets`
@@ -205,6 +211,11 @@ class planned_late_policy : public late_policy {
   void on_expire(fire_state& s, const expiry_context& c) const override;
   bool on_late_event(const fire_state&, std::int64_t) const override { return false; }
   std::int64_t tick_ms() const override { return tick_ms_; }
+  /// The first planned re-fire (lets a tiered store pre-stage ahead of it).
+  std::optional<std::int64_t> next_fire_ms(const fire_state& s) const override {
+    if (s.plan.empty()) return std::nullopt;
+    return s.plan.front();
+  }
 
  protected:
   /// Ascending offsets (ms after expiry) of the planned re-fires of a window expiring in `c`.

@@ -3,6 +3,8 @@
 // operator (random triggers); the final results must equal windows computed offline from all
 // events, revisions must count 0, 1, ... with exactly one final result per (window, key), and
 // every event dropped as too late must appear exactly once in the late output.
+// Built twice: with the memory window store, and (TIDEMARK_TIERED_PROPERTY, tests/unit/aion_state)
+// with the tiered store on a storage service, where results must be the same.
 #define BOOST_TEST_MODULE window_property
 #include <boost/test/unit_test.hpp>
 
@@ -14,6 +16,10 @@
 #include "harness.hpp"
 #include "tidemark/event_time.hpp"
 #include "tidemark/window_operators.hpp"
+#ifdef TIDEMARK_TIERED_PROPERTY
+#include "tidemark/persistence/storage_service.hpp"
+#include "tidemark/tiered_window_store.hpp"
+#endif
 
 using namespace tidemark;
 using tidemark::test::make_batch;
@@ -241,7 +247,28 @@ reference count_reference(const scenario& sc, const count_window& c) {
 using sum_fn = ops::aggregate_function<ev, int, agg::sum_of<value_of>>;
 using ids_fn = ops::process_function<ev, int, ids_of>;
 
-ids_fn make_ids_fn() { return ids_fn{ids_of{}, std::make_unique<memory_window_store<int, ev>>()}; }
+#ifdef TIDEMARK_TIERED_PROPERTY
+/// Tiny m-buckets and blocks so that events go through disk: one store fills its m-buckets and
+/// pre-stages; the other works under a memory budget that is always under severe pressure.
+ids_fn make_ids_fn(const window_config& cfg, std::uint64_t round) {
+  static auto plain = std::make_shared<persistence::storage_service>();
+  static auto pressed = std::make_shared<persistence::storage_service>(
+      persistence::storage_config{"", 2, 1, 4096});
+  tiered t;
+  t.memory_events = 3;
+  t.block_events = 4;
+  if (round % 2 == 1) {
+    t.bootstrap_fraction = 0.5;
+    t.prestage = false;
+  }
+  return ids_fn{ids_of{}, std::make_unique<tiered_window_store<int, ev>>(
+                              t, round % 2 ? pressed : plain, cfg.allowed_lateness)};
+}
+#else
+ids_fn make_ids_fn(const window_config&, std::uint64_t) {
+  return ids_fn{ids_of{}, std::make_unique<memory_window_store<int, ev>>()};
+}
+#endif
 
 /// How often the random runs hit each case, so that the tests cannot pass without exercising it.
 struct coverage {
@@ -271,7 +298,7 @@ coverage property(std::uint64_t seed, MakeAssigner make_assigner, Reference make
       auto ref = make_reference(sc, a, run_sums.arrival_watermarks, dropped);
       check(run_sums, ref, dropped, sc);
       cov.count(run_sums);
-      auto ids = ops::make_window_logic<ev, int>(a, key_of{}, make_ids_fn(), sc.cfg, "w");
+      auto ids = ops::make_window_logic<ev, int>(a, key_of{}, make_ids_fn(sc.cfg, round), sc.cfg, "w");
       auto run_ids = drive<std::vector<int>>(sc, *ids, rng);
       dropped.clear();
       ref = make_reference(sc, a, run_ids.arrival_watermarks, dropped);

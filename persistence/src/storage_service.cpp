@@ -1,0 +1,416 @@
+// The node's storage service: WiredTiger table of p-bucket blocks, the prioritized I/O thread
+// (one block per step, so a long destage yields to a pre-stage between blocks) and the pool of
+// serialization workers that build and verify the FlatBuffers records.
+#include "tidemark/persistence/storage_service.hpp"
+
+#include <wiredtiger.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "state_block_generated.h"
+#include "tidemark/persistence/wiredtiger.hpp"
+
+namespace tidemark::persistence {
+
+namespace {
+
+const std::string table_uri = "table:window_state";
+
+void put_be64(std::string& out, std::uint64_t x) {
+  for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
+}
+
+std::uint64_t get_be64(std::string_view in) {
+  std::uint64_t x = 0;
+  for (int i = 0; i < 8; ++i) x = (x << 8) | static_cast<unsigned char>(in[static_cast<std::size_t>(i)]);
+  return x;
+}
+
+// Signed event times sort bytewise once their sign bit is flipped.
+std::uint64_t ordered(std::int64_t t) { return static_cast<std::uint64_t>(t) ^ (1ULL << 63); }
+
+/// Key of a bucket: store, window start, window end, key hash, serial (then the block position).
+std::string bucket_prefix(const bucket_address& b) {
+  std::string k;
+  k.reserve(48);
+  put_be64(k, b.store);
+  put_be64(k, ordered(b.window.start));
+  put_be64(k, ordered(b.window.end));
+  put_be64(k, b.key_hash);
+  put_be64(k, b.serial);
+  return k;
+}
+
+std::string block_key(const bucket_address& b, std::uint64_t position) {
+  auto k = bucket_prefix(b);
+  put_be64(k, position);
+  return k;
+}
+
+std::int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+struct storage_service::stage_request {
+  std::string prefix;
+  std::string next_key;
+  block_fn on_block;
+  std::function<void()> done;
+  std::atomic<int> outstanding{1};  // the reading itself plus each block being decoded
+  void finish_one() {
+    if (--outstanding == 0) done();
+  }
+};
+
+struct storage_service::io_item {
+  io_class cls = io_class::destage;
+  char op = 'w';
+  std::string key;    // write: the block's key; erase: the bucket prefix
+  std::string value;  // write: the record
+  std::uint64_t position = 0;
+  std::function<void(bool, std::uint64_t)> write_done;
+  std::shared_ptr<stage_request> stage;
+  std::int64_t enqueued_ms = 0;
+};
+
+struct storage_service::io_session {
+  wt_session session;
+  wt_cursor cursor;
+  explicit io_session(const std::shared_ptr<wt_connection>& conn)
+      : session(conn->open_session()), cursor(session.open_cursor(table_uri)) {}
+};
+
+storage_service::storage_service(storage_config cfg) : cfg_(std::move(cfg)), epoch_ms_(steady_ms()) {
+  if (cfg_.io_threads == 0) throw std::invalid_argument("storage_config.io_threads must be >= 1");
+}
+
+storage_service::~storage_service() {
+  {
+    std::lock_guard<std::mutex> l(work_m_);
+    workers_stopping_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : workers_) t.join();  // workers finish queued jobs first
+  {
+    std::lock_guard<std::mutex> l(io_m_);
+    stopping_ = true;
+  }
+  io_cv_.notify_all();
+  for (auto& t : io_threads_) t.join();  // the I/O threads drain their queues first
+  if (cfg_.manual_io)
+    while (run_one()) {
+    }
+  manual_session_.reset();
+  conn_.reset();
+  if (temp_dir_) {
+    std::error_code ec;
+    std::filesystem::remove_all(home_, ec);
+  }
+}
+
+void storage_service::open() {
+  std::lock_guard<std::mutex> l(open_m_);
+  if (opened_) return;
+  if (cfg_.data_dir.empty()) {
+    auto base = std::filesystem::temp_directory_path() / "tidemark-state-XXXXXX";
+    std::string templ = base.string();
+    if (!mkdtemp(templ.data()))
+      throw std::runtime_error("storage service: cannot create a temporary directory under " +
+                               std::filesystem::temp_directory_path().string());
+    home_ = templ;
+    temp_dir_ = true;
+  } else {
+    home_ = cfg_.data_dir + "/window_state";
+  }
+  // Window state is transient (rebuilt from checkpoints), so no log and no sync.
+  conn_ = wt_connection::open(home_, "cache_size=" + std::to_string(cfg_.cache_mb) + "MB");
+  {
+    auto s = conn_->open_session();
+    s.create(table_uri, "key_format=u,value_format=u,log=(enabled=false)");
+  }
+  if (cfg_.manual_io) {
+    manual_session_ = std::make_unique<io_session>(conn_);
+  } else {
+    for (std::size_t i = 0; i < cfg_.io_threads; ++i) io_threads_.emplace_back([this] { io_loop(); });
+  }
+  std::size_t n = cfg_.serialization_threads;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  for (std::size_t i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+  opened_ = true;
+}
+
+std::uint64_t storage_service::register_store() {
+  open();
+  return next_store_++;
+}
+
+std::string storage_service::home() const {
+  std::lock_guard<std::mutex> l(open_m_);
+  return home_;
+}
+
+void storage_service::submit(std::function<void()> job) {
+  {
+    std::lock_guard<std::mutex> l(work_m_);
+    work_.push_back(std::move(job));
+  }
+  work_cv_.notify_one();
+}
+
+void storage_service::worker_loop() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock<std::mutex> l(work_m_);
+      work_cv_.wait(l, [&] { return workers_stopping_ || !work_.empty(); });
+      if (work_.empty()) return;
+      job = std::move(work_.front());
+      work_.pop_front();
+    }
+    job();
+  }
+}
+
+void storage_service::write(const bucket_address& b, std::uint64_t position, std::uint32_t events,
+                            io_class cls, std::function<std::string()> encode,
+                            std::function<void(bool, std::uint64_t)> done) {
+  {
+    std::lock_guard<std::mutex> l(work_m_);
+    ++serializing_;
+  }
+  submit([this, key = block_key(b, position), position, events, cls, encode = std::move(encode),
+          done = std::move(done)]() mutable {
+    const auto payload = encode();
+    flatbuffers::FlatBufferBuilder fbb(payload.size() + 64);
+    auto bytes = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size());
+    fbb.Finish(fb::CreateStateBlock(fbb, position, events, XXH64(payload.data(), payload.size(), 0), bytes));
+    io_item item;
+    item.cls = cls;
+    item.op = 'w';
+    item.key = std::move(key);
+    item.value.assign(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+    item.position = position;
+    item.write_done = std::move(done);
+    enqueue(std::move(item));
+    std::lock_guard<std::mutex> l(work_m_);
+    --serializing_;
+  });
+}
+
+void storage_service::stage(const bucket_address& b, block_fn on_block, std::function<void()> done) {
+  auto req = std::make_shared<stage_request>();
+  req->prefix = bucket_prefix(b);
+  req->next_key = req->prefix;
+  req->on_block = std::move(on_block);
+  req->done = std::move(done);
+  io_item item;
+  item.cls = io_class::prestage;
+  item.op = 's';
+  item.stage = std::move(req);
+  enqueue(std::move(item));
+}
+
+void storage_service::erase(const bucket_address& b) {
+  io_item item;
+  item.cls = io_class::destage;
+  item.op = 'e';
+  item.key = bucket_prefix(b);
+  enqueue(std::move(item));
+}
+
+void storage_service::enqueue(io_item item) {
+  item.enqueued_ms = now_ms();
+  {
+    std::lock_guard<std::mutex> l(io_m_);
+    // Without priorities (several I/O threads), everything shares one FIFO.
+    const auto q = cfg_.io_threads > 1 ? 0 : static_cast<std::size_t>(item.cls);
+    queues_[q].push_back(std::move(item));
+  }
+  io_cv_.notify_one();
+}
+
+void storage_service::io_loop() {
+  io_session s{conn_};
+  for (;;) {
+    io_item item;
+    {
+      std::unique_lock<std::mutex> l(io_m_);
+      io_cv_.wait(l, [&] {
+        return stopping_ || std::any_of(std::begin(queues_), std::end(queues_),
+                                        [](const auto& q) { return !q.empty(); });
+      });
+      auto q = std::find_if(std::begin(queues_), std::end(queues_), [](const auto& q) { return !q.empty(); });
+      if (q == std::end(queues_)) return;  // stopping with nothing left
+      item = std::move(q->front());
+      q->pop_front();
+    }
+    serve(item, s);
+  }
+}
+
+bool storage_service::run_one() {
+  io_item item;
+  {
+    std::lock_guard<std::mutex> l(io_m_);
+    auto q = std::find_if(std::begin(queues_), std::end(queues_), [](const auto& q) { return !q.empty(); });
+    if (q == std::end(queues_)) return false;
+    item = std::move(q->front());
+    q->pop_front();
+  }
+  serve(item, *manual_session_);
+  return true;
+}
+
+void storage_service::serve(io_item& item, io_session& s) {
+  const auto c = static_cast<std::size_t>(item.cls);
+  const auto waited = static_cast<double>(now_ms() - item.enqueued_ms);
+  std::uint64_t position = item.position;
+  auto& cur = s.cursor;
+  bool requeue = false;
+  bool ok = true;
+  std::uint64_t read = 0;
+  try {
+    if (item.op == 'w') {
+      cur.set_key(item.key);
+      cur.set_value(item.value);
+      cur.insert();
+    } else if (item.op == 's') {
+      auto& req = *item.stage;
+      cur.set_key(req.next_key);
+      if (cur.seek_at_or_after() && cur.key().substr(0, req.prefix.size()) == req.prefix) {
+        const std::string_view key = cur.key();
+        position = get_be64(key.substr(req.prefix.size()));
+        std::string record{cur.value()};
+        read = record.size();
+        req.next_key = std::string{key} + '\0';  // keys have one length: this is the next one
+        requeue = true;
+        ++req.outstanding;
+        submit([this, stage = item.stage, position, record = std::move(record)] {
+          // Verify the FlatBuffers record and its checksum on the worker, then hand it over.
+          flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(record.data()), record.size());
+          const fb::StateBlock* blk = v.VerifyBuffer<fb::StateBlock>(nullptr)
+                                          ? fb::GetStateBlock(record.data())
+                                          : nullptr;
+          std::string_view payload;
+          bool intact = blk && blk->payload() && blk->position() == position;
+          if (intact) {
+            payload = {reinterpret_cast<const char*>(blk->payload()->data()), blk->payload()->size()};
+            intact = XXH64(payload.data(), payload.size(), 0) == blk->checksum();
+          }
+          if (!intact) {
+            payload = {};
+            std::lock_guard<std::mutex> l(io_m_);
+            ++stats_.corrupt_blocks;
+          }
+          stage->on_block(position, payload, intact);
+          stage->finish_one();
+        });
+      } else {
+        item.stage->finish_one();  // nothing more to read
+      }
+      cur.reset();
+    } else {
+      // Erase up to 64 blocks per step so an erase never holds the thread for long.
+      std::string key = item.key;  // set_key keeps a view: the bytes must outlive the call
+      cur.set_key(key);
+      int removed = 0;
+      while (removed < 64 && cur.seek_at_or_after() && cur.key().substr(0, item.key.size()) == item.key) {
+        key.assign(cur.key());
+        cur.set_key(key);
+        cur.remove();
+        ++removed;
+        cur.set_key(key);
+      }
+      requeue = removed == 64;
+      cur.reset();
+    }
+  } catch (const storage_error&) {
+    ok = false;
+    cur.reset();
+    if (item.op == 's') item.stage->finish_one();
+    requeue = false;
+  }
+  if (item.op == 'w') item.write_done(ok, ok ? item.value.size() : 0);
+  {
+    std::lock_guard<std::mutex> l(io_m_);
+    ++stats_.served[c];
+    stats_.queue_ms_total[c] += waited;
+    stats_.queue_ms_max[c] = std::max(stats_.queue_ms_max[c], waited);
+    if (item.op == 'w') (ok ? stats_.bytes_written += item.value.size() : ++stats_.write_errors);
+    stats_.bytes_read += read;
+    if (cfg_.manual_io) served_.push_back({item.cls, item.op, position});
+  }
+  if (requeue) enqueue(std::move(item));
+}
+
+void storage_service::account(std::int64_t delta) {
+  const auto now = memory_ += delta;
+  auto peak = memory_peak_.load();
+  while (now > peak && !memory_peak_.compare_exchange_weak(peak, now)) {
+  }
+}
+
+memory_pressure storage_service::pressure() const {
+  if (cfg_.memory_budget_bytes == 0) return memory_pressure::none;
+  const auto budget = static_cast<double>(cfg_.memory_budget_bytes);
+  const auto used = static_cast<double>(memory_.load());
+  if (budget - used < cfg_.severe_free_fraction * budget) return memory_pressure::severe;
+  if (used > cfg_.moderate_fraction * budget) return memory_pressure::moderate;
+  return memory_pressure::none;
+}
+
+std::int64_t storage_service::now_ms() const { return steady_ms() - epoch_ms_; }
+
+std::size_t storage_service::queued(io_class c) const {
+  std::lock_guard<std::mutex> l(io_m_);
+  return queues_[static_cast<std::size_t>(c)].size();
+}
+
+std::size_t storage_service::serializing() const {
+  std::lock_guard<std::mutex> l(work_m_);
+  return serializing_;
+}
+
+std::vector<served_step> storage_service::served() const {
+  std::lock_guard<std::mutex> l(io_m_);
+  return served_;
+}
+
+storage_stats storage_service::stats() const {
+  std::lock_guard<std::mutex> l(io_m_);
+  auto s = stats_;
+  s.memory_used = memory_.load();
+  s.memory_peak = memory_peak_.load();
+  return s;
+}
+
+void storage_service::overwrite_block(const bucket_address& b, std::uint64_t position,
+                                      const std::string& bytes) {
+  auto s = conn_->open_session();
+  auto c = s.open_cursor(table_uri);
+  const auto key = block_key(b, position);  // set_key keeps a view of the bytes
+  c.set_key(key);
+  c.set_value(bytes);
+  c.insert();
+}
+
+void storage_service::remove_block(const bucket_address& b, std::uint64_t position) {
+  auto s = conn_->open_session();
+  auto c = s.open_cursor(table_uri);
+  const auto key = block_key(b, position);
+  c.set_key(key);
+  c.remove();
+}
+
+}  // namespace tidemark::persistence

@@ -1,0 +1,182 @@
+// The storage service step by step (manual I/O mode): priorities of the I/O thread (a destage in
+// progress yields to a pre-stage, late writes go before destages), block round trips through the
+// FlatBuffers records, detection of corrupt records, erase, and memory-pressure levels.
+#define BOOST_TEST_MODULE storage_service
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "tidemark/persistence/storage_service.hpp"
+
+using namespace tidemark;
+using namespace tidemark::persistence;
+
+namespace {
+
+template <class F>
+void wait_until(F f) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!f()) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "timed out waiting");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+storage_config manual() {
+  storage_config cfg;
+  cfg.manual_io = true;
+  cfg.serialization_threads = 1;
+  return cfg;
+}
+
+/// What a stage request delivered.
+struct staged {
+  std::mutex m;
+  std::map<std::uint64_t, std::string> blocks;
+  std::uint64_t corrupt = 0;
+  bool done = false;
+
+  void start(storage_service& s, const bucket_address& b) {
+    s.stage(
+        b,
+        [this](std::uint64_t pos, std::string_view payload, bool intact) {
+          std::lock_guard<std::mutex> l(m);
+          if (intact)
+            blocks[pos] = std::string{payload};
+          else
+            ++corrupt;
+        },
+        [this] {
+          std::lock_guard<std::mutex> l(m);
+          done = true;
+        });
+  }
+  bool finished() {
+    std::lock_guard<std::mutex> l(m);
+    return done;
+  }
+};
+
+void write(storage_service& s, const bucket_address& b, std::uint64_t pos, io_class cls,
+           std::string payload, std::vector<std::string>* written = nullptr) {
+  s.write(b, pos, 1, cls, [payload] { return payload; },
+          [written, payload](bool ok, std::uint64_t bytes) {
+            BOOST_REQUIRE(ok);
+            BOOST_REQUIRE_GT(bytes, payload.size());
+            if (written) written->push_back(payload);
+          });
+}
+
+void run_all(storage_service& s) {
+  while (s.run_one()) {
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_destage_in_progress_yields_to_a_prestage_and_late_writes_go_first) {
+  storage_service s{manual()};
+  const auto store = s.register_store();
+  const bucket_address a{store, {0, 10}, 7, 1};
+  const bucket_address b{store, {10, 20}, 7, 2};
+  std::vector<std::string> written;
+  for (std::uint64_t pos : {0, 4, 8}) write(s, a, pos, io_class::destage, "d" + std::to_string(pos), &written);
+  wait_until([&] { return s.queued(io_class::destage) == 3; });
+  BOOST_REQUIRE(s.run_one());  // the destage has written its first block
+  BOOST_TEST(written == std::vector<std::string>{"d0"});
+
+  staged pre;
+  pre.start(s, a);
+  write(s, b, 0, io_class::write, "late", &written);
+  wait_until([&] { return s.queued(io_class::write) == 1; });
+  run_all(s);
+  wait_until([&] { return pre.finished(); });
+
+  std::vector<std::pair<io_class, char>> order;
+  std::vector<std::uint64_t> write_positions;
+  for (const auto& step : s.served()) {
+    order.emplace_back(step.cls, step.op);
+    if (step.op == 'w') write_positions.push_back(step.position);
+  }
+  const std::vector<std::pair<io_class, char>> expected{
+      {io_class::destage, 'w'},   // first destage block
+      {io_class::prestage, 's'},  // pre-stage reads block 0 ...
+      {io_class::prestage, 's'},  // ... and finds no more on disk
+      {io_class::write, 'w'},     // the late write before the rest of the destage
+      {io_class::destage, 'w'},
+      {io_class::destage, 'w'}};
+  BOOST_TEST(order == expected);
+  BOOST_TEST(write_positions == (std::vector<std::uint64_t>{0, 0, 4, 8}));
+  BOOST_TEST(written == (std::vector<std::string>{"d0", "late", "d4", "d8"}));
+  // The pre-stage saw what was on disk when it ran: block 0 (the store keeps later blocks in
+  // memory until their writes complete).
+  BOOST_TEST(pre.blocks == (std::map<std::uint64_t, std::string>{{0, "d0"}}));
+
+  staged after;
+  after.start(s, a);
+  run_all(s);
+  wait_until([&] { return after.finished(); });
+  BOOST_TEST(after.blocks == (std::map<std::uint64_t, std::string>{{0, "d0"}, {4, "d4"}, {8, "d8"}}));
+  BOOST_TEST(s.stats().served[static_cast<int>(io_class::destage)] == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(corrupt_and_missing_records_are_detected_not_crashed_on) {
+  storage_service s{manual()};
+  const auto store = s.register_store();
+  const bucket_address a{store, {-50, -40}, 1, 1};
+  for (std::uint64_t pos : {0, 3, 6}) write(s, a, pos, io_class::write, std::string(100, 'a' + pos));
+  wait_until([&] { return s.queued(io_class::write) == 3; });
+  run_all(s);
+  s.overwrite_block(a, 3, "not a flatbuffer");
+  s.remove_block(a, 6);
+  staged st;
+  st.start(s, a);
+  run_all(s);
+  wait_until([&] { return st.finished(); });
+  BOOST_TEST(st.blocks.size() == 1u);
+  BOOST_TEST(st.blocks.at(0) == std::string(100, 'a'));
+  BOOST_TEST(st.corrupt == 1u);
+  BOOST_TEST(s.stats().corrupt_blocks == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(erase_removes_one_bucket_only) {
+  storage_service s{manual()};
+  const auto store = s.register_store();
+  const bucket_address a{store, {0, 10}, 5, 1};
+  const bucket_address b{store, {0, 10}, 5, 2};  // same window and hash, another key
+  for (std::uint64_t pos = 0; pos < 100; ++pos) write(s, a, pos, io_class::destage, "a");
+  write(s, b, 0, io_class::destage, "b");
+  wait_until([&] { return s.queued(io_class::destage) == 101; });
+  run_all(s);
+  s.erase(a);
+  run_all(s);  // two erase steps of at most 64 blocks
+  staged sa, sb;
+  sa.start(s, a);
+  sb.start(s, b);
+  run_all(s);
+  wait_until([&] { return sa.finished() && sb.finished(); });
+  BOOST_TEST(sa.blocks.empty());
+  BOOST_TEST(sb.blocks == (std::map<std::uint64_t, std::string>{{0, "b"}}));
+}
+
+BOOST_AUTO_TEST_CASE(memory_pressure_follows_the_budget) {
+  storage_config cfg;
+  cfg.memory_budget_bytes = 1000;
+  storage_service s{cfg};
+  BOOST_TEST(static_cast<int>(s.pressure()) == static_cast<int>(memory_pressure::none));
+  s.account(700);
+  BOOST_TEST(static_cast<int>(s.pressure()) == static_cast<int>(memory_pressure::none));
+  s.account(50);
+  BOOST_TEST(static_cast<int>(s.pressure()) == static_cast<int>(memory_pressure::moderate));
+  s.account(160);  // 910 used: less than 10 % free
+  BOOST_TEST(static_cast<int>(s.pressure()) == static_cast<int>(memory_pressure::severe));
+  s.account(-910);
+  BOOST_TEST(static_cast<int>(s.pressure()) == static_cast<int>(memory_pressure::none));
+  BOOST_TEST(s.stats().memory_peak == 910);
+  storage_service unlimited;
+  unlimited.account(1'000'000'000);
+  BOOST_TEST(static_cast<int>(unlimited.pressure()) == static_cast<int>(memory_pressure::none));
+}

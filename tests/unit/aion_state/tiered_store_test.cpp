@@ -1,0 +1,264 @@
+// The tiered window store on a real storage service: m-bucket overflow and arrival order across
+// tiers, destage on expiry, pre-stage timing (a scheduled pre-stage makes the re-execution find
+// its events in memory; Δt learned from staging keeps far-away ones waiting), lost and corrupt
+// blocks giving incomplete results, the ρ_min, τ and memory-pressure policies, and a window operator
+// whose periodic late trigger lets the store pre-stage before the re-execution.
+#define BOOST_TEST_MODULE tiered_store
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "harness.hpp"
+#include "tidemark/persistence/storage_service.hpp"
+#include "tidemark/tiered_window_store.hpp"
+#include "tidemark/window_operators.hpp"
+
+using namespace tidemark;
+using persistence::storage_config;
+using persistence::storage_service;
+
+namespace {
+
+using store_t = tiered_window_store<int, std::int64_t>;
+const window_id w{0, 100};
+constexpr std::uint64_t h = 42;
+constexpr int k = 7;
+
+template <class F>
+void wait_until(F f) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!f()) {
+    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "timed out waiting");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+std::vector<std::int64_t> read_all(store_t& s, bool* complete = nullptr) {
+  window_events<std::int64_t> events{s.events(w, h, k)};
+  std::vector<std::int64_t> out(events.begin(), events.end());
+  if (complete) *complete = events.complete();
+  return out;
+}
+
+std::vector<std::int64_t> iota(std::int64_t n) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+double metric(const store_t& s, const char* name) {
+  std::map<std::string, double> m;
+  s.add_metrics(m);
+  return m.at(name);
+}
+
+tiered small() {
+  tiered t;
+  t.memory_events = 4;
+  t.block_events = 3;
+  return t;
+}
+
+/// Appends 0..n-1, expires the window and waits until the destage reached the disk.
+void fill_and_destage(store_t& s, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) s.append(w, h, k, i);
+  s.expire(w, h, k);
+  wait_until([&] {
+    s.tick();
+    return s.memory_events() == 0;
+  });
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(overflow_goes_to_the_p_bucket_and_iteration_keeps_arrival_order) {
+  auto storage = std::make_shared<storage_service>();
+  store_t s{small(), storage, 0};
+  for (std::int64_t i = 0; i < 10; ++i) s.append(w, h, k, i);
+  BOOST_TEST(read_all(s) == iota(10));
+  wait_until([&] {
+    s.tick();
+    return metric(s, "state_disk_events") == 6;  // positions 4..9 in two blocks
+  });
+  BOOST_TEST(s.memory_events() == 4u);
+  BOOST_TEST(metric(s, "state_write_blocks") == 2);
+  BOOST_TEST(read_all(s) == iota(10));  // now staged from disk behind the m-bucket
+  BOOST_TEST(metric(s, "state_demand_stages") == 1);
+  BOOST_TEST(s.memory_events() == 4u);  // staged events are freed after the read
+  s.purge(w, h, k);
+  wait_until([&] { return storage->stats().served[2] >= 1; });  // the erase
+  BOOST_TEST(s.memory_bytes() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(expiry_destages_all_but_the_bootstrap_set_and_late_events_go_to_disk) {
+  auto storage = std::make_shared<storage_service>();
+  auto cfg = small();
+  cfg.memory_events = 100;
+  cfg.bootstrap_fraction = 0.2;
+  store_t s{cfg, storage, 1000};
+  for (std::int64_t i = 0; i < 50; ++i) s.append(w, h, k, i);
+  s.expire(w, h, k);
+  wait_until([&] {
+    s.tick();
+    return s.memory_events() == 10;  // ρ_min = 20 % of 50
+  });
+  BOOST_TEST(metric(s, "state_destage_blocks") == 14);  // 40 events in blocks of 3
+  s.append(w, h, k, 50);  // late: to the open p-bucket block, flushed by the next tick
+  s.tick();
+  wait_until([&] {
+    s.tick();
+    return s.memory_events() == 10;
+  });
+  BOOST_TEST(metric(s, "state_write_blocks") == 1);
+  BOOST_TEST(read_all(s) == iota(51));
+  BOOST_TEST(storage->stats().memory_used == static_cast<std::int64_t>(s.memory_bytes()));
+}
+
+BOOST_AUTO_TEST_CASE(a_scheduled_prestage_puts_the_events_in_memory_before_the_re_execution) {
+  auto storage = std::make_shared<storage_service>();
+  store_t s{small(), storage, 1000};
+  fill_and_destage(s, 30);
+  // No staging measured yet: pre-stage at once for a re-execution expected in 5 s.
+  s.expect_fire(w, h, k, 5000);
+  BOOST_TEST(metric(s, "state_stages") == 1);
+  wait_until([&] {
+    s.tick();
+    return metric(s, "state_stages_done") == 1;
+  });
+  BOOST_TEST(s.memory_events() == 30u);
+  BOOST_TEST(read_all(s) == iota(30));
+  BOOST_TEST(metric(s, "state_prestage_hits") == 1);
+  BOOST_TEST(metric(s, "state_io_wait_ms") == 0);
+  BOOST_TEST(s.memory_events() == 0u);  // freed after the re-execution
+  // Δt is now learned from that staging: a re-execution a minute away is not pre-staged yet ...
+  s.tick();
+  BOOST_TEST(s.prestage_lead_ms(30) < 60'000);
+  s.expect_fire(w, h, k, 60'000);
+  BOOST_TEST(metric(s, "state_stages") == 1);
+  // ... one due now is.
+  s.expect_fire(w, h, k, 0);
+  BOOST_TEST(metric(s, "state_stages") == 2);
+}
+
+BOOST_AUTO_TEST_CASE(without_prestaging_the_re_execution_stages_on_demand) {
+  auto storage = std::make_shared<storage_service>();
+  auto cfg = small();
+  cfg.prestage = false;
+  store_t s{cfg, storage, 1000};
+  fill_and_destage(s, 30);
+  s.expect_fire(w, h, k, 0);
+  BOOST_TEST(metric(s, "state_stages") == 0);
+  BOOST_TEST(read_all(s) == iota(30));
+  BOOST_TEST(metric(s, "state_demand_stages") == 1);
+  BOOST_TEST(metric(s, "state_prestage_hits") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(lost_and_corrupt_blocks_make_the_result_incomplete) {
+  auto storage = std::make_shared<storage_service>();
+  auto cfg = small();
+  cfg.memory_events = 0;  // no cap: the whole m-bucket is destaged on expiry
+  auto s = std::make_unique<store_t>(cfg, storage, 1000);
+  fill_and_destage(*s, 9);  // blocks at positions 0, 3, 6
+  const bucket_address a{1, w, h, 1};  // first store, first bucket
+  storage->overwrite_block(a, 3, "garbage");
+  storage->remove_block(a, 6);
+  bool complete = true;
+  BOOST_TEST(read_all(*s, &complete) == (std::vector<std::int64_t>{0, 1, 2}));
+  BOOST_TEST(!complete);
+  BOOST_TEST(metric(*s, "state_blocks_lost") == 2);
+  BOOST_TEST(metric(*s, "state_blocks_corrupt") == 1);
+
+  // Through a process function, the window result is marked incomplete.
+  auto sum = [](const int&, const window_id&, window_events<std::int64_t>& es) {
+    std::int64_t t = 0;
+    for (auto x : es) t += x;
+    return t;
+  };
+  ops::process_function<std::int64_t, int, decltype(sum)> fn{sum, std::move(s)};
+  ops::process_function<std::int64_t, int, decltype(sum)>::payload p;
+  BOOST_TEST(fn.result(p, w, w, h, k) == 3);
+  BOOST_TEST(fn.incomplete());
+}
+
+BOOST_AUTO_TEST_CASE(idle_windows_are_destaged_after_tau) {
+  auto storage = std::make_shared<storage_service>();
+  auto cfg = small();
+  cfg.memory_events = 100;
+  cfg.idle_destage_ms = 5;
+  store_t s{cfg, storage, 1000};
+  for (std::int64_t i = 0; i < 20; ++i) s.append(w, h, k, i);
+  s.tick();
+  BOOST_TEST(metric(s, "state_idle_destages") == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  wait_until([&] {
+    s.tick();
+    return s.memory_events() == 0;
+  });
+  BOOST_TEST(metric(s, "state_idle_destages") == 1);
+  s.append(w, h, k, 20);  // still open: goes behind the destaged events
+  BOOST_TEST(read_all(s) == iota(21));
+}
+
+BOOST_AUTO_TEST_CASE(severe_memory_pressure_destages_open_windows) {
+  storage_config cfg;
+  cfg.memory_budget_bytes = 20 * sizeof(std::int64_t);
+  auto storage = std::make_shared<storage_service>(cfg);
+  auto t = small();
+  t.memory_events = 1000;
+  t.block_events = 64;
+  store_t s{t, storage, 1000};
+  for (std::int64_t i = 0; i < 2000; ++i) s.append(w, h, k, i);
+  BOOST_TEST(metric(s, "state_pressure_destages") > 0);
+  wait_until([&] {
+    s.tick();
+    return storage->pressure() == memory_pressure::none;
+  });
+  BOOST_TEST(read_all(s) == iota(2000));
+}
+
+BOOST_AUTO_TEST_CASE(a_window_operator_with_a_periodic_late_trigger_prestages_before_re_firing) {
+  auto storage = std::make_shared<storage_service>();
+  auto t = small();
+  t.memory_events = 100;
+  t.block_events = 16;
+  window_config cfg;
+  cfg.allowed_lateness = 10'000;
+  cfg.late = late_trigger::every_ms(50);
+  auto store = std::make_unique<store_t>(t, storage, cfg.allowed_lateness);
+  auto* s = store.get();
+  auto sum = [](const int&, const window_id&, window_events<std::int64_t>& es) {
+    std::int64_t total = 0;
+    for (auto x : es) total += x;
+    return total;
+  };
+  auto key = [](const std::int64_t&) { return k; };
+  using fn_t = ops::process_function<std::int64_t, int, decltype(sum)>;
+  auto op = ops::make_window_logic<std::int64_t, int>(tumbling{100}, key, fn_t{sum, std::move(store)}, cfg, "w");
+  test::recording_emitter out;
+  op->on_timer(1000, out);  // the operator's processing time
+  op->process(0, test::make_batch(iota(100), iota(100), std::vector<std::uint64_t>(100, h)), out);
+  op->on_watermark(100, out);  // on time (sum 4950); the expiry destages the window
+  wait_until([&] {
+    op->on_timer(1000, out);
+    return s->memory_events() == 0;
+  });
+  // A late event: every_ms(50) re-fires at 1050, so the store pre-stages now (Δt not learned yet).
+  op->process(0, test::make_batch(std::vector<std::int64_t>{1000}, {50}, {h}), out);
+  BOOST_TEST(metric(*s, "state_stages") == 1);
+  wait_until([&] {
+    op->on_timer(1010, out);  // not due yet
+    return metric(*s, "state_stages_done") == 1;
+  });
+  op->on_timer(1050, out);  // the re-execution
+  std::vector<std::pair<pane_timing, std::int64_t>> results;
+  for (const auto& o : out.values<window_output<int, std::int64_t, std::int64_t>>())
+    if (auto* r = std::get_if<0>(&o)) results.emplace_back(r->timing, r->value);
+  BOOST_TEST(results.size() == 2u);
+  BOOST_TEST(results.back().second == 5950);
+  BOOST_TEST(static_cast<int>(results.back().first) == static_cast<int>(pane_timing::late));
+  BOOST_TEST(metric(*s, "state_prestage_hits") == 1);
+  BOOST_TEST(metric(*s, "state_demand_stages") == 0);
+  BOOST_TEST(metric(*s, "state_io_wait_ms") == 0);
+}
