@@ -215,6 +215,20 @@ class stream {
     return then<U>(std::move(op), std::move(name), std::move(make));
   }
 
+  /// Adds a user operator with two inputs: this stream is input 0 and `other` input 1 of
+  /// operator_logic::process.
+  template <class U, class V, class Make>
+  stream<U> transform_with(const stream<V>& other, std::string op, Make make,
+                           std::string name = "") const {
+    static_assert(std::is_convertible_v<std::invoke_result_t<Make&, const instance_info&>,
+                                        std::unique_ptr<operator_logic>>,
+                  "transform_with<U>(other, op, make): make must be callable as "
+                  "make(const instance_info&) and return std::unique_ptr<tidemark::operator_logic>");
+    auto id = job_.add_node(std::move(op), std::move(name), node_kind::transform,
+                            {edge(), other.edge()}, std::move(make));
+    return stream<U>{job_, id};
+  }
+
   /// Asynchronous map: `f(const T&, tidemark::async_result<U>)` starts the work for one element
   /// and returns at once; the result is completed later from any thread (complete, complete_empty
   /// or fail). Up to `concurrency` elements per instance are in flight; results leave in
