@@ -2,11 +2,13 @@
 #include "jobs.hpp"
 
 #include "example_jobs.hpp"
+#include "tidemark/examples/figure1.hpp"
 
 namespace tidemark {
 
 void register_all_jobs(job_registry& registry) {
   examples::register_jobs(registry);
+  figure1::register_jobs(registry);
 }
 
 }  // namespace tidemark

@@ -47,12 +47,6 @@ bool timezone_coordinator::advance() {
   std::optional<event_time> lowest;
   for (const auto& l : gate_lowest_)
     if (l && (!lowest || *l < *lowest)) lowest = l;
-  if (lowest && *lowest < admitted_) {
-    // late elements (below a bound already admitted) enter with a slice of their own
-    in_flight_ = true;
-    ++slices_;
-    return true;
-  }
   event_time target = wm;
   if (lowest && *lowest < wm) {
     auto end = slice_end(*lowest, slice_);
@@ -70,16 +64,18 @@ bool timezone_coordinator::advance() {
   return true;
 }
 
-event_time timezone_coordinator::sync_gate(std::uint32_t gate, event_time wm,
-                                           std::optional<event_time> lowest) {
+event_time timezone_coordinator::sync_gate(
+    std::uint32_t gate, event_time wm,
+    const std::function<std::optional<event_time>(event_time)>& lowest_from) {
   event_time bound;
   bool moved;
   {
     std::lock_guard<std::mutex> lock{mutex_};
     gate_wm_.at(gate) = wm;
-    gate_lowest_.at(gate) = lowest;
+    gate_lowest_.at(gate) = lowest_from(admitted_);
     moved = advance();
     bound = admitted_;
+    gate_lowest_[gate] = lowest_from(bound);
   }
   if (moved) wake_others(gate);
   return bound;
@@ -153,7 +149,7 @@ void gate_logic::process(std::size_t, batch_ptr in, emitter& out) {
       outs_.push_back(bucket.get());
     }
     targets_[i] = it->second;
-    if (t < emitted_wm_) ++late_;
+    if (t < emitted_wm_) ++late_;  // released with the next sync, without a slice of its own
   }
   buffered_ += b.size();
   max_buffered_seen_ = std::max(max_buffered_seen_, buffered_);
@@ -170,9 +166,10 @@ void gate_logic::release(emitter& out) {
   // Emitting may finish the slice at once (a fused exit reports while we emit), so sync again
   // until nothing moves.
   for (;;) {
-    std::optional<event_time> lowest;
-    if (!buckets_.empty()) lowest = buckets_.begin()->first;
-    auto bound = coordinator_->sync_gate(gate_, wm_, lowest);
+    auto bound = coordinator_->sync_gate(gate_, wm_, [this](event_time from) {
+      auto it = buckets_.lower_bound(from);
+      return it == buckets_.end() ? std::nullopt : std::optional<event_time>{it->first};
+    });
     batch_ptr slice;
     while (!buckets_.empty() && buckets_.begin()->first < bound) {
       auto bucket = std::move(buckets_.begin()->second);

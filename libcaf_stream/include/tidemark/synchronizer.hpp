@@ -37,10 +37,12 @@ class timezone_coordinator {
 
   /// Gate `gate` is woken through `wake` when a new slice is admitted.
   void set_wake(std::uint32_t gate, std::function<void()> wake);
-  /// Records a gate's input watermark and the lowest event time it buffers (nullopt: none) and
-  /// returns the admitted bound: the gate may release every element below it and then emit it as
-  /// its watermark. Wakes the other gates when the bound moved.
-  event_time sync_gate(std::uint32_t gate, event_time wm, std::optional<event_time> lowest);
+  /// Records a gate's input watermark and returns the admitted bound: the gate releases every
+  /// element below it and then emits it as its watermark. `lowest_from(b)` gives the lowest event
+  /// time the gate buffers at or above b (nullopt: none); it is called under the lock, so what the
+  /// gate is about to release never counts as waiting. Wakes the other gates when the bound moved.
+  event_time sync_gate(std::uint32_t gate, event_time wm,
+                       const std::function<std::optional<event_time>(event_time)>& lowest_from);
   /// Records that exit `exit` has processed everything below `wm`.
   void report_exit(std::uint32_t exit, event_time wm);
   /// A slice has been admitted and not yet finished by every exit.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tidemark/job.hpp"
+#include "tidemark/job_registry.hpp"
 #include "tidemark/persistence/wiredtiger.hpp"
 
 namespace tidemark::figure1 {
@@ -66,5 +67,10 @@ std::size_t mismatches(const std::vector<joined>& xs);
 
 /// The benchmark's pipeline: source -> table lookup join -> label (in the timezone) -> collect.
 job build_lookup_pipeline(const config& c, collected<enriched>& out);
+
+/// Registers `figure1` (options: elements, concurrency, min/max-delay-us, seed, db): prepare
+/// fills a table in a temporary database unless --db names one; the report prints how many pairs
+/// matched. `tidemark run figure1 --no-synchronizers` shows the mismatches.
+void register_jobs(job_registry& registry);
 
 }  // namespace tidemark::figure1
