@@ -287,7 +287,10 @@ class stage_actor final : public caf::event_based_actor {
 
   /// Handles waiting input items while the outputs have room.
   void drain() {
-    while (!inbox_.empty() && !blocked() && !held() && !finished_) {
+    while (!inbox_.empty() && !blocked() && !finished_) {
+      // A saturated operator takes no more data, but the signals behind data it already holds
+      // (the watermark after the batch that filled an async queue) must reach it.
+      if (inbox_.front().batch && held()) break;
       auto item = std::move(inbox_.front());
       inbox_.pop_front();
       auto& in = ins_[item.slot];

@@ -40,7 +40,9 @@ void timezone_coordinator::set_wake(std::uint32_t gate, std::function<void()> wa
 // inside the timezone has passed it.
 bool timezone_coordinator::advance() {
   if (in_flight_) {
-    if (*std::min_element(exit_wm_.begin(), exit_wm_.end()) < admitted_) return false;
+    // a timezone without sinks (a loop that never leaves) has nothing to wait for
+    if (!exit_wm_.empty() && *std::min_element(exit_wm_.begin(), exit_wm_.end()) < admitted_)
+      return false;
     in_flight_ = false;
   }
   event_time wm = *std::min_element(gate_wm_.begin(), gate_wm_.end());

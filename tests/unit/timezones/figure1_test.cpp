@@ -104,3 +104,45 @@ BOOST_AUTO_TEST_CASE(a_failing_async_element_fails_the_job_with_the_operator_nam
            "job 'async_fail' failed: operator 'lookup' (instance 0 of 1) failed: no row for 2";
   });
 }
+
+namespace {
+
+/// A user operator that emits each batch backwards: out of order, so it is declared delayed.
+class reverse_batches final : public operator_logic {
+ public:
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    auto& b = static_cast<batch<int>&>(*in);
+    std::reverse(b.values.begin(), b.values.end());
+    std::reverse(b.times.begin(), b.times.end());
+    out.emit(std::move(in));
+  }
+};
+
+std::vector<int> run_reversing(bool synchronizers) {
+  job j{"user_delayed"};
+  std::vector<int> xs(100);
+  for (int i = 0; i < 100; ++i) xs[i] = i;
+  auto out = j.from_container(xs, "src")
+                 .assign_timestamps([](int x) { return x; }, ascending_timestamps().every_events(50))
+                 .transform<int>("reverse", [](const instance_info&) {
+                   return std::make_unique<reverse_batches>();
+                 }, "reverse")
+                 .delayed()
+                 .collect("out");
+  run_options o;
+  o.synchronizers.enabled = synchronizers;
+  auto result = run(j, o);
+  BOOST_TEST(result.plan.find("reverse (reverse, delayed, concurrency 1)") != std::string::npos);
+  return out.values();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_user_operator_declared_delayed_gets_a_synchronized_timezone) {
+  std::vector<int> in_order(100);
+  for (int i = 0; i < 100; ++i) in_order[i] = i;
+  BOOST_TEST(run_reversing(true) == in_order, boost::test_tools::per_element());
+  auto unsynchronized = run_reversing(false);
+  BOOST_TEST(unsynchronized.size() == 100u);
+  BOOST_TEST(unsynchronized.front() == 49);  // the first batch of 50, backwards
+}
