@@ -51,6 +51,4 @@ void worker_pool::submit(std::function<void(std::size_t)> task) {
   s_->ready.notify_one();
 }
 
-std::size_t worker_pool::size() const noexcept { return s_->threads.size(); }
-
 }  // namespace tidemark

@@ -202,6 +202,7 @@ bool gate_logic::saturated() const {
 
 void gate_logic::add_metrics(std::map<std::string, double>& out) const {
   out["sync_slices"] = static_cast<double>(coordinator_->slices());
+  out["sync_progress_steps"] = static_cast<double>(coordinator_->progress_steps());
   out["sync_max_buffered"] = static_cast<double>(max_buffered_seen_);
   out["sync_late"] = static_cast<double>(late_);
 }

@@ -34,7 +34,6 @@ class worker_pool {
   worker_pool& operator=(const worker_pool&) = delete;
 
   void submit(std::function<void(std::size_t worker)> task);
-  std::size_t size() const noexcept;
 
  private:
   struct state;

@@ -9,6 +9,7 @@
 
 #include "../../support/temp_dir.hpp"
 #include "tidemark/examples/figure1.hpp"
+#include "tidemark/job_registry.hpp"
 #include "tidemark/persistence/table_store.hpp"
 #include "tidemark/runtime.hpp"
 
@@ -145,4 +146,37 @@ BOOST_AUTO_TEST_CASE(a_user_operator_declared_delayed_gets_a_synchronized_timezo
   auto unsynchronized = run_reversing(false);
   BOOST_TEST(unsynchronized.size() == 100u);
   BOOST_TEST(unsynchronized.front() == 49);  // the first batch of 50, backwards
+}
+
+namespace {
+
+double join_mismatches(const job_result& r) {
+  for (const auto& m : r.per_operator())
+    if (m.name == "join") return m.extra.at("mismatched");
+  return -1;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_registered_job_fills_its_table_and_reports_mismatches) {
+  job_registry registry;
+  figure1::register_jobs(registry);
+  const auto& spec = registry.find("figure1");
+  auto options = parse_job_arguments(spec, {"--elements", "30", "--max-delay-us", "2000"});
+  run_options synced;
+  BOOST_TEST(join_mismatches(run_registered(spec, options, synced)) == 0.0);
+  run_options off;
+  off.synchronizers.enabled = false;
+  double mismatched = 0;
+  for (int seed = 1; seed <= 3; ++seed) {
+    options.set("seed", std::to_string(seed));
+    mismatched += join_mismatches(run_registered(spec, options, off));
+  }
+  BOOST_TEST(mismatched > 0.0);
+  BOOST_CHECK_EXCEPTION(spec.build(parse_job_arguments(spec, {"--concurrency", "0"})), job_error,
+                        [](const job_error& e) {
+                          return std::string{e.what()} ==
+                                 "figure1: --elements >= 1, --concurrency >= 1 and 0 <= "
+                                 "--min-delay-us <= --max-delay-us are required";
+                        });
 }
