@@ -57,6 +57,8 @@ using start_atom = caf::atom_constant<caf::atom("start")>;
 using pump_atom = caf::atom_constant<caf::atom("pump")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using timer_atom = caf::atom_constant<caf::atom("timer")>;
+/// An operator has asynchronous completions to emit (operator_logic::on_wakeup).
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
 
 }  // namespace tidemark::detail
 

@@ -92,10 +92,18 @@ void configure(caf::actor_system_config& cfg, const run_options& opts) {
 }  // namespace
 
 job_result run(const job& j, const run_options& opts) {
-  const auto& g = j.graph();
-  if (auto problem = validate(g)) throw job_error("job '" + j.name() + "': " + *problem);
+  if (auto problem = validate(j.graph())) throw job_error("job '" + j.name() + "': " + *problem);
   if (opts.batch_size == 0 || opts.credit == 0)
     throw job_error("job '" + j.name() + "': batch_size and credit must be at least 1");
+  for (const auto& n : j.graph().nodes())
+    for (const auto& e : n.inputs)
+      if (e.feedback)
+        throw job_error("job '" + j.name() + "': the loop closed at '" + n.name +
+                        "' cannot run yet: the embedded runtime plans loops (tidemark plan) but "
+                        "does not execute feedback edges");
+  // gates of the synchronizers are operators of the rewritten graph; it outlives the actors
+  const auto synced = synchronize(j.graph(), opts.synchronizers);
+  const auto& g = synced.graph;
   auto plan = compile(g, {opts.fuse});
   auto w = wire(plan);
   // Tiered window stores keep it alive as long as they run.
@@ -110,7 +118,7 @@ job_result run(const job& j, const run_options& opts) {
 
   job_result result;
   result.job = j.name();
-  result.plan = to_text(g, plan);
+  result.plan = to_text(synced, plan);
   batch_gauge::reset_peak();
   auto started = std::chrono::steady_clock::now();
 

@@ -62,6 +62,7 @@ class chain_link final : public emitter {
   void emit(batch_ptr b) override;
   void emit_watermark(event_time wm) override;
   void emit_idle(bool idle) override;
+  void flush() override;
 
  private:
   stage_actor& s_;
@@ -109,6 +110,11 @@ class stage_actor final : public caf::event_based_actor {
 
   caf::behavior make_behavior() override {
     if (timer_period_ > 0) schedule_timer();
+    // async operators and synchronizers post a wake message from their own threads
+    for (auto& op : s_.ops)
+      op->set_wakeup([addr = address()] {
+        if (auto self = caf::actor_cast<caf::actor>(addr)) caf::anon_send(self, wake_atom::value);
+      });
     return {
         [this](start_atom) {
           guarded([&] {
@@ -154,6 +160,17 @@ class stage_actor final : public caf::event_based_actor {
             resume();
           });
         },
+        [this](wake_atom) {
+          guarded([&] {
+            for (std::size_t p = offset_; p < s_.nodes.size(); ++p)
+              call(p, [&] { op(p).on_wakeup(*links_[p]); });
+            if (finished_)
+              continue_finish();
+            else
+              resume();
+            after_work();
+          });
+        },
         [this](timer_atom) {
           if (finished_) return;
           guarded([&] {
@@ -186,6 +203,11 @@ class stage_actor final : public caf::event_based_actor {
       call(pos + 1, [&] { op(pos + 1).on_watermark(wm, *links_[pos + 1]); });
     else
       for (auto& o : outs_) signal(o, signal_msg::watermark, wm);
+  }
+
+  /// A partly filled output batch goes out now (after a synchronizer admitted a slice).
+  void flush_outputs() {
+    for (auto& o : outs_) seal(o);
   }
 
   void idle_from(bool idle) {
@@ -246,7 +268,7 @@ class stage_actor final : public caf::event_based_actor {
   // ---- sources -------------------------------------------------------------------------------
 
   void pump() {
-    if (finished_ || !s_.source || blocked()) return;
+    if (finished_ || !s_.source || blocked() || held()) return;
     bool more = true;
     call(0, [&] { more = s_.source->pull(s_.opts.batch_size, *links_[0]); });
     if (!more) {
@@ -255,7 +277,7 @@ class stage_actor final : public caf::event_based_actor {
       return;
     }
     after_work();
-    if (!blocked() && !pump_scheduled_) {
+    if (!blocked() && !held() && !pump_scheduled_) {
       pump_scheduled_ = true;
       send(this, pump_atom::value);
     }
@@ -266,6 +288,9 @@ class stage_actor final : public caf::event_based_actor {
   /// Handles waiting input items while the outputs have room.
   void drain() {
     while (!inbox_.empty() && !blocked() && !finished_) {
+      // A saturated operator takes no more data, but the signals behind data it already holds
+      // (the watermark after the batch that filled an async queue) must reach it.
+      if (inbox_.front().batch && held()) break;
       auto item = std::move(inbox_.front());
       inbox_.pop_front();
       auto& in = ins_[item.slot];
@@ -317,7 +342,7 @@ class stage_actor final : public caf::event_based_actor {
 
   void resume() {
     if (s_.source) {
-      if (!blocked() && !pump_scheduled_ && !finished_) {
+      if (!blocked() && !held() && !pump_scheduled_ && !finished_) {
         pump_scheduled_ = true;
         send(this, pump_atom::value);
       }
@@ -329,7 +354,7 @@ class stage_actor final : public caf::event_based_actor {
 
   /// After a unit of work: schedule the linger flush for partly filled batches.
   void after_work() {
-    if (flush_scheduled_ || finished_) return;
+    if (flush_scheduled_ || eos_sent_) return;
     for (auto& o : outs_)
       if (o.buffer) {
         flush_scheduled_ = true;
@@ -346,14 +371,31 @@ class stage_actor final : public caf::event_based_actor {
   void finish() {
     if (finished_) return;
     finished_ = true;
-    for (std::size_t p = offset_; p < s_.nodes.size(); ++p)
-      call(p, [&] { op(p).finish(*links_[p]); });
+    finish_next_ = offset_;
+    continue_finish();
+  }
+
+  /// Finishes the operators in chain order; an operator with pending asynchronous work holds
+  /// back the rest of the chain and the end of the outputs until a wakeup completes it.
+  void continue_finish() {
+    while (finish_next_ < s_.nodes.size()) {
+      auto p = finish_next_;
+      if (!finish_called_) {
+        finish_called_ = true;
+        call(p, [&] { op(p).finish(*links_[p]); });
+      }
+      if (op(p).pending()) return;
+      ++finish_next_;
+      finish_called_ = false;
+    }
+    if (eos_sent_) return;
+    eos_sent_ = true;
     for (auto& o : outs_) signal(o, signal_msg::eos, end_of_time);
     maybe_quit();
   }
 
   void maybe_quit() {
-    if (!finished_ || done_ || blocked()) return;
+    if (!eos_sent_ || done_ || blocked()) return;
     done_ = true;
     for (std::size_t p = offset_; p < s_.nodes.size(); ++p) {
       auto& m = metrics_.operators[p];
@@ -370,6 +412,13 @@ class stage_actor final : public caf::event_based_actor {
   bool blocked() const {
     for (auto& o : outs_)
       if (!o.ready.empty()) return true;
+    return false;
+  }
+
+  /// An operator of the chain takes no more input for now (async queue or synchronizer full).
+  bool held() const {
+    for (auto& op : s_.ops)
+      if (op->saturated()) return true;
     return false;
   }
 
@@ -486,6 +535,9 @@ class stage_actor final : public caf::event_based_actor {
   bool pump_scheduled_ = false;
   bool flush_scheduled_ = false;
   bool finished_ = false;
+  std::size_t finish_next_ = 0;  // the chain position being finished
+  bool finish_called_ = false;   // finish() of finish_next_ has run
+  bool eos_sent_ = false;
   bool failed_ = false;
   bool done_ = false;
   clock::time_point busy_since_;  // start of the message handler that is running
@@ -496,6 +548,7 @@ void chain_link::emit(batch_ptr b) {
 }
 void chain_link::emit_watermark(event_time wm) { s_.watermark_from(pos_, wm); }
 void chain_link::emit_idle(bool idle) { s_.idle_from(idle); }
+void chain_link::flush() { s_.flush_outputs(); }
 
 }  // namespace
 

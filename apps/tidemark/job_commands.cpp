@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "tidemark/plan.hpp"
+#include "tidemark/synchronizer.hpp"
 
 namespace tidemark {
 
@@ -56,6 +57,10 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "block (de)serialization threads of tiered state (default: one per core)");
   run_cmd->add_option("--io-threads", opts->storage.io_threads,
                       "I/O threads of tiered state; more than 1 drops the priorities (ablation)");
+  run_cmd->add_option("--time-slice", opts->synchronizers.time_slice,
+                      "event-time width of the slices synchronizers admit at once");
+  run_cmd->add_flag("--no-synchronizers", [opts](std::int64_t) { opts->synchronizers.enabled = false; },
+                    "debug: let timezones see elements out of order");
   add_job_positional(*run_cmd, *run_inv);
   run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms] {
     const auto& spec = registry.find(run_inv->name);
@@ -74,8 +79,9 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
     auto options = parse_job_arguments(spec, plan_cmd->remaining());
     auto j = spec.build(options);
     if (auto problem = validate(j.graph())) throw job_error("job '" + j.name() + "': " + *problem);
-    auto plan = compile(j.graph());
-    std::cout << (*dot ? to_dot(j.graph(), plan) : to_text(j.graph(), plan));
+    auto synced = synchronize(j.graph());
+    auto plan = compile(synced.graph);
+    std::cout << (*dot ? to_dot(synced, plan) : to_text(synced, plan));
   });
 }
 

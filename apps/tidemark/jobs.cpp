@@ -4,6 +4,7 @@
 #include "example_jobs.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
 #include "tidemark/aion/workloads.hpp"
+#include "tidemark/examples/figure1.hpp"
 
 namespace tidemark {
 
@@ -11,6 +12,7 @@ void register_all_jobs(job_registry& registry) {
   examples::register_jobs(registry);
   riot::apps::register_jobs(registry);
   aion::register_jobs(registry);
+  figure1::register_jobs(registry);
 }
 
 }  // namespace tidemark

@@ -37,14 +37,15 @@ namespace {
 // Kahn's algorithm; on a cycle the result lacks the nodes on or behind it.
 std::vector<node_id> kahn_order(const logical_graph& g) {
   std::vector<std::size_t> missing(g.nodes().size());
-  for (const auto& n : g.nodes()) missing[n.id] = n.inputs.size();
+  for (const auto& n : g.nodes())
+    for (const auto& e : n.inputs) missing[n.id] += e.feedback ? 0 : 1;
   std::vector<node_id> order;
   for (const auto& n : g.nodes())
     if (missing[n.id] == 0) order.push_back(n.id);
   for (std::size_t i = 0; i < order.size(); ++i)
     for (const auto& n : g.nodes())
       for (const auto& e : n.inputs)
-        if (e.from == order[i] && --missing[n.id] == 0) order.push_back(n.id);
+        if (!e.feedback && e.from == order[i] && --missing[n.id] == 0) order.push_back(n.id);
   return order;
 }
 
@@ -69,7 +70,7 @@ std::string describe_cycle(const logical_graph& g) {
   while (std::find(path.begin(), path.end(), at) == path.end()) {
     path.push_back(at);
     for (const auto& e : g.node(at).inputs)
-      if (!sorted[e.from]) {
+      if (!e.feedback && !sorted[e.from]) {
         at = e.from;
         break;
       }
@@ -100,12 +101,18 @@ std::optional<std::string> validate(const logical_graph& g) {
     if (n.kind == node_kind::source && !n.inputs.empty())
       return "source '" + n.name + "' has inputs: sources cannot read from other operators";
     if (n.kind != node_kind::source && n.inputs.empty())
-      return "operator '" + n.name + "' has no input";
+      return n.op == "feedback" ? "feedback '" + n.name +
+                                      "' is never closed: pass the loop's result to close()"
+                                : "operator '" + n.name + "' has no input";
+    if (n.delayed && n.concurrency < 1)
+      return "operator '" + n.name + "' has concurrency 0: use 1 or more";
   }
   if (!has_source) return "the job has no source: start it with a source such as from_container";
   if (!has_sink) return "the job has no sink: end each stream with a sink such as collect or count";
   auto order = g.topological_order();
-  if (!order) return "the job has a cycle: " + describe_cycle(g);
+  if (!order)
+    return "the job has a cycle: " + describe_cycle(g) +
+           "; close loops with job::iterate (a feedback edge)";
   for (const auto& n : g.nodes())
     if (n.kind != node_kind::sink && g.consumers(n.id).empty())
       return "the stream of operator '" + n.name +

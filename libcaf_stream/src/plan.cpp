@@ -40,6 +40,16 @@ physical_plan compile(const logical_graph& g, const plan_options& opts) {
   return p;
 }
 
+namespace {
+
+/// "async_map", or "async_map, delayed, concurrency 16" for a delayed operator.
+std::string describe_op(const logical_node& n) {
+  if (!n.delayed) return n.op;
+  return n.op + ", delayed, concurrency " + std::to_string(n.concurrency);
+}
+
+}  // namespace
+
 std::string to_text(const logical_graph& g, const physical_plan& p) {
   std::ostringstream out;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
@@ -47,7 +57,7 @@ std::string to_text(const logical_graph& g, const physical_plan& p) {
     out << "stage " << s << " x" << st.parallelism << ": ";
     for (std::size_t i = 0; i < st.chain.size(); ++i) {
       const auto& n = g.node(st.chain[i]);
-      out << (i ? " => " : "") << n.name << " (" << n.op << ")";
+      out << (i ? " => " : "") << n.name << " (" << describe_op(n) << ")";
     }
     for (const auto& e : p.edges)
       if (e.to == s) out << "  <- stage " << e.from << " [" << to_string(e.part) << "]";
@@ -65,7 +75,8 @@ std::string to_dot(const logical_graph& g, const physical_plan& p) {
     out << "  subgraph cluster_" << s << " {\n    label=\"stage " << s << " x" << st.parallelism
         << "\";\n";
     for (auto id : st.chain)
-      out << "    n" << id << " [label=\"" << g.node(id).name << "\\n" << g.node(id).op << "\"];\n";
+      out << "    n" << id << " [label=\"" << g.node(id).name << "\\n" << describe_op(g.node(id))
+          << "\"];\n";
     for (std::size_t i = 1; i < st.chain.size(); ++i)
       out << "    n" << st.chain[i - 1] << " -> n" << st.chain[i] << " [style=bold];\n";
     out << "  }\n";

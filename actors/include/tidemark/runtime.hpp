@@ -11,6 +11,7 @@
 #include "tidemark/job.hpp"
 #include "tidemark/persistence/storage_service.hpp"
 #include "tidemark/plan.hpp"
+#include "tidemark/synchronizer.hpp"
 
 namespace tidemark {
 
@@ -29,6 +30,9 @@ struct run_options {
   /// Raise glibc's mmap and trim thresholds (process-wide, once) so that batch buffers freed on
   /// another thread stay in the heap instead of returning to the kernel.
   bool tune_malloc = true;
+  /// Synchronizers in front of timezones (docs/timezones.md): the time slice they admit at once,
+  /// their buffer, and a debug switch to turn them off.
+  synchronizer_options synchronizers;
   /// Print the metrics summary to standard output at the end.
   bool print_summary = false;
   /// Write the JSON metrics report here at the end (empty: no report).

@@ -29,6 +29,9 @@ const char* to_string(partitioning p) noexcept;
 struct logical_edge {
   node_id from = 0;
   partitioning part = partitioning::forward;
+  /// Closes a loop (see job::iterate): the only kind of edge allowed on a cycle. Topological
+  /// order, validation and plan compilation look through it as if it were not there.
+  bool feedback = false;
 };
 
 enum class node_kind { source, transform, sink };
@@ -42,6 +45,12 @@ struct logical_node {
   std::uint32_t parallelism = 1;
   error_policy on_error = error_policy::fail;
   std::vector<logical_edge> inputs;
+  /// Potentially delayed: the operator may complete elements late and out of order (async
+  /// operators, table lookups, remote calls, user operators declared delayed). Everything
+  /// downstream of it forms a timezone (timezones.hpp).
+  bool delayed = false;
+  /// Elements an instance of a delayed operator may process at once (shown in plans).
+  std::uint32_t concurrency = 1;
   /// Creates the logic of one instance (sources use make_source instead).
   std::function<std::unique_ptr<operator_logic>(const instance_info&)> make_operator;
   std::function<std::unique_ptr<source_logic>(const instance_info&)> make_source;
@@ -56,7 +65,8 @@ class logical_graph {
   const std::vector<logical_node>& nodes() const noexcept { return nodes_; }
   /// Ids of the nodes that read from `id`, in insertion order.
   std::vector<node_id> consumers(node_id id) const;
-  /// Node ids in an order where every node follows its inputs; nullopt on a cycle.
+  /// Node ids in an order where every node follows its inputs (feedback edges left out); nullopt
+  /// on a cycle that no feedback edge closes.
   std::optional<std::vector<node_id>> topological_order() const;
 
  private:
@@ -64,7 +74,8 @@ class logical_graph {
 };
 
 /// Checks that the graph can run: at least one source and one sink, every input edge points to an
-/// existing node, no stream is left dangling, no cycles, parallelism >= 1. Returns the first
+/// existing node, no stream is left dangling, no cycles except through feedback edges, every
+/// feedback placeholder closed, parallelism >= 1. Returns the first
 /// problem as a message naming the operator, or nullopt when the graph is valid.
 std::optional<std::string> validate(const logical_graph& g);
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tidemark/async.hpp"
 #include "tidemark/event_time.hpp"
 #include "tidemark/graph.hpp"
 #include "tidemark/operators.hpp"
@@ -29,6 +30,8 @@ template <class K, class T, class KeyFn, class Assigner>
 class windowed_stream;
 template <class K, class R, class T>
 class window_streams;
+template <class T>
+class feedback_loop;
 
 namespace detail {
 
@@ -139,11 +142,19 @@ class job {
   /// Lines of a text file, without their newline; a missing file fails the job at run.
   stream<std::string> from_text_file(std::string path, std::string name = "");
 
+  /// Starts a loop: `loop.feedback()` carries what is later passed to `loop.close(s)`, over a
+  /// feedback edge (the only kind of edge a cycle may use). Timezone analysis and plans handle
+  /// loops; the embedded runtime does not run them yet (run() says so).
+  template <class T>
+  feedback_loop<T> iterate(std::string name = "");
+
  private:
   template <class T>
   friend class stream;
   template <class K, class T, class KeyFn>
   friend class keyed_stream;
+  template <class T>
+  friend class feedback_loop;
 
   template <class R>
   struct is_optional : std::false_type {};
@@ -195,6 +206,72 @@ class stream {
     node().on_error = p;
     return *this;
   }
+  /// Declares the producing operator potentially delayed (it may emit elements late and out of
+  /// order, up to `concurrency` at once): what follows it becomes a timezone guarded by a
+  /// synchronizer (docs/timezones.md). Async operators declare themselves.
+  stream& delayed(std::uint32_t concurrency = 1) {
+    node().delayed = true;
+    node().concurrency = concurrency;
+    return *this;
+  }
+
+  /// Adds a user operator: `make(const tidemark::instance_info&)` returns the
+  /// std::unique_ptr<tidemark::operator_logic> of one instance, which emits batch<U>.
+  template <class U, class Make>
+  stream<U> transform(std::string op, Make make, std::string name = "") const {
+    static_assert(std::is_convertible_v<std::invoke_result_t<Make&, const instance_info&>,
+                                        std::unique_ptr<operator_logic>>,
+                  "transform<U>(op, make): make must be callable as make(const instance_info&) "
+                  "and return std::unique_ptr<tidemark::operator_logic>");
+    return then<U>(std::move(op), std::move(name), std::move(make));
+  }
+
+  /// Adds a user operator with two inputs: this stream is input 0 and `other` input 1 of
+  /// operator_logic::process.
+  template <class U, class V, class Make>
+  stream<U> transform_with(const stream<V>& other, std::string op, Make make,
+                           std::string name = "") const {
+    static_assert(std::is_convertible_v<std::invoke_result_t<Make&, const instance_info&>,
+                                        std::unique_ptr<operator_logic>>,
+                  "transform_with<U>(other, op, make): make must be callable as "
+                  "make(const instance_info&) and return std::unique_ptr<tidemark::operator_logic>");
+    auto id = job_.add_node(std::move(op), std::move(name), node_kind::transform,
+                            {edge(), other.edge()}, std::move(make));
+    return stream<U>{job_, id};
+  }
+
+  /// Asynchronous map: `f(const T&, tidemark::async_result<U>)` starts the work for one element
+  /// and returns at once; the result is completed later from any thread (complete, complete_empty
+  /// or fail). Up to `concurrency` elements per instance are in flight; results leave in
+  /// completion order, so the operator is delayed and the rest of the job is synchronized.
+  template <class U, class F>
+  stream<U> async_map(F f, std::uint32_t concurrency, std::string name = "") const {
+    static_assert(std::is_invocable_v<F&, const T&, async_result<U>>,
+                  "async_map<U>(f, concurrency): f must be callable as "
+                  "f(const T&, tidemark::async_result<U>)");
+    auto s = then<U>("async_map", std::move(name), [f, concurrency](const instance_info&) {
+      return std::make_unique<ops::async_logic<T, U, F>>(f, concurrency);
+    });
+    s.delayed(concurrency);
+    return s;
+  }
+
+  /// Runs a blocking `f(const T&) -> U` on `concurrency` threads per instance (a slow user
+  /// function, a synchronous client); results leave in completion order, as with async_map.
+  template <class F>
+  auto async_map(F f, std::uint32_t concurrency, std::string name = "") const {
+    static_assert(std::is_invocable_v<F&, const T&>,
+                  "async_map(f, concurrency): f must be callable as f(const T&) (or as "
+                  "f(const T&, tidemark::async_result<U>) with async_map<U>)");
+    using U = std::decay_t<std::invoke_result_t<F&, const T&>>;
+    static_assert(!std::is_void_v<U>, "async_map(f, concurrency): f must return the new element");
+    auto call = [f](const T& x, std::size_t) mutable { return std::optional<U>{f(x)}; };
+    auto s = then<U>("async_map", std::move(name), [call, concurrency](const instance_info&) {
+      return ops::make_pooled<T, U>(call, concurrency);
+    });
+    s.delayed(concurrency);
+    return s;
+  }
 
   template <class F>
   auto map(F f, std::string name = "") const {
@@ -227,16 +304,6 @@ class stream {
     return then<U>("flat_map", std::move(name), [f](const instance_info&) {
       return std::make_unique<ops::flat_map_logic<T, U, F>>(f);
     });
-  }
-
-  /// Adds a custom operator: `make(info)` returns a std::unique_ptr to an operator_logic that
-  /// turns batch<T> into batch<U> (for operators that emit in finish() or on a timer).
-  template <class U, class Make>
-  stream<U> transform(Make make, std::string name = "") const {
-    static_assert(std::is_invocable_v<Make&, const instance_info&>,
-                  "transform<U>(make): make must be callable as make(const tidemark::instance_info&)");
-    return then<U>("transform", std::move(name),
-                   [make](const instance_info& info) -> std::unique_ptr<operator_logic> { return make(info); });
   }
 
   /// Sets each element's event time to `ts(const T&)` and generates watermarks per `strategy`
@@ -362,6 +429,8 @@ class stream {
   friend class windowed_stream;
   template <class, class, class>
   friend class window_streams;
+  template <class>
+  friend class feedback_loop;
 
   stream(job j, node_id id, partitioning next = partitioning::forward)
       : job_(std::move(j)), id_(id), next_(next) {}
@@ -586,6 +655,34 @@ class window_streams {
 
   stream<window_output<K, R, T>> out_;
 };
+
+/// A loop under construction (job::iterate): read its stream, then close it with the loop's result.
+template <class T>
+class feedback_loop {
+ public:
+  /// What the loop feeds back, to be merged with the loop's input.
+  stream<T> feedback() const { return {job_, id_}; }
+  /// Feeds `s` back into stream() over a feedback edge. Call once.
+  void close(const stream<T>& s) {
+    auto& n = job_.state_->graph.node(id_);
+    if (!n.inputs.empty()) throw job_error("feedback '" + n.name + "' is closed twice");
+    n.inputs.push_back({s.id(), partitioning::forward, true});
+    n.parallelism = job_.state_->graph.node(s.id()).parallelism;
+  }
+
+ private:
+  friend class job;
+  feedback_loop(job j, node_id id) : job_(std::move(j)), id_(id) {}
+  job job_;
+  node_id id_;
+};
+
+template <class T>
+feedback_loop<T> job::iterate(std::string name) {
+  auto id = add_node("feedback", std::move(name), node_kind::transform, {},
+                     [](const instance_info&) { return std::make_unique<ops::union_logic>(); });
+  return feedback_loop<T>{*this, id};
+}
 
 template <class T, class Make>
 stream<T> job::add_source(std::string op, std::string name, Make make) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -29,6 +30,9 @@ class emitter {
   /// Marks this output idle (true) or active again (false). Consumers leave idle inputs out of the
   /// minimum watermark, so a quiet partition does not hold the job back.
   virtual void emit_idle(bool idle) = 0;
+  /// Asks the runtime to send partly filled output batches now instead of after the linger time
+  /// (a synchronizer does so after each time slice it admits).
+  virtual void flush() {}
 };
 
 /// Watermark of a stream that has ended or that carries no event time: nothing can follow it.
@@ -68,6 +72,20 @@ class operator_logic {
 
   /// Adds operator-specific metrics (late events, memory by tier, ...) to the instance's report.
   virtual void add_metrics(std::map<std::string, double>& out) const {}
+
+  // ---- asynchronous completion (async.hpp, synchronizer.hpp) ----
+
+  /// Called by the runtime before any other call. `wake`, called from any thread, makes the
+  /// runtime call on_wakeup soon on the operator's own thread.
+  virtual void set_wakeup(std::function<void()> wake) {}
+  /// Emit what completed since the last call (async results, admitted time slices).
+  virtual void on_wakeup(emitter& out) {}
+  /// Work accepted but not yet emitted. At the end of the input the runtime waits for it before
+  /// it finishes the next operator of the chain and ends the outputs.
+  virtual bool pending() const { return false; }
+  /// The operator cannot take more input now: the runtime stops feeding the chain (backpressure
+  /// reaches the senders) until a wakeup.
+  virtual bool saturated() const { return false; }
 
   error_policy on_error = error_policy::fail;
   /// Elements dropped under error_policy::skip.

@@ -48,9 +48,15 @@ BOOST_AUTO_TEST_CASE(cycle) {
   auto a = s.map([](int x) { return x; }, "a");
   auto b = a.map([](int x) { return x; }, "b");
   b.count();
-  // close a loop b -> a through the graph API (the typed API cannot build one)
+  // close a loop b -> a through the graph API, without the feedback edge job::iterate would add
   j.graph().node(a.id()).inputs.push_back({b.id(), partitioning::forward});
-  BOOST_TEST(run_error(j) == "job 'cycle': the job has a cycle: 'a' -> 'b' -> 'a'");
+  BOOST_TEST(run_error(j) == "job 'cycle': the job has a cycle: 'a' -> 'b' -> 'a'; close loops "
+                             "with job::iterate (a feedback edge)");
+  // with the feedback mark the loop is valid, but the embedded runtime does not execute it
+  j.graph().node(a.id()).inputs.back().feedback = true;
+  BOOST_TEST(run_error(j) == "job 'cycle': the loop closed at 'a' cannot run yet: the embedded "
+                             "runtime plans loops (tidemark plan) but does not execute feedback "
+                             "edges");
 }
 
 BOOST_AUTO_TEST_CASE(missing_input_file) {

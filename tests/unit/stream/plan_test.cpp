@@ -61,7 +61,8 @@ BOOST_AUTO_TEST_CASE(validation_names_the_operator) {
   sink.kind = node_kind::sink;
   sink.inputs = {{1, partitioning::forward}};
   g.add(sink);
-  BOOST_TEST(*validate(g) == "the job has a cycle: 'loop' -> 'loop'");
+  BOOST_TEST(*validate(g) ==
+             "the job has a cycle: 'loop' -> 'loop'; close loops with job::iterate (a feedback edge)");
   g.node(1).inputs.pop_back();
   BOOST_TEST(!validate(g));
   g.node(1).parallelism = 0;

@@ -172,6 +172,7 @@ app_job build_pred(const app_options& o) {
   io::blob_download_config blobs{io::directory_blobs{blob_dir(o), false}};
   auto dt_config = decision_tree_config::for_dataset(d);
   auto classified = rows.transform<tagged>(
+      "classify",
       [dt_config, batch, notices, blobs, errors = a.metrics->errors()](const instance_info&) {
         auto model = model_codec::decode_decision_tree(*decision_tree_train(dt_config).process(*batch));
         return std::make_unique<model_swapping<classifier>>(classifier(decision_tree_classify(dt_config, std::move(*model))),
@@ -181,6 +182,7 @@ app_job build_pred(const app_options& o) {
   auto lr_config = linear_regression_config::for_dataset(d);
   auto avg_config = block_average_config::for_dataset(d);
   auto predicted = rows.transform<tagged>(
+      "predict",
       [lr_config, avg_config, batch, notices, blobs, errors = a.metrics->errors()](const instance_info&) {
         auto model = model_codec::decode_linear_regression(*linear_regression_train(lr_config).process(*batch));
         return std::make_unique<model_swapping<regressor>>(

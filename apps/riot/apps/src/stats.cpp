@@ -127,6 +127,7 @@ app_job build_stats(const app_options& o) {
       "plot");
   io::zip_batch_config zip{o.out_dir + "/charts", "stats", 10, {}, 1};
   auto archives = charts.transform<tagged>(
+      "zip",
       [zip](const instance_info& info) {
         auto mine = zip;
         mine.archive_prefix += "-" + std::to_string(info.index);

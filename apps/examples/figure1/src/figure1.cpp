@@ -1,0 +1,214 @@
+// Figure 1 and the lookup pipeline: their operators and seeded lookup latencies.
+#include "tidemark/examples/figure1.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+
+#include "tidemark/persistence/table_lookup.hpp"
+
+namespace tidemark::figure1 {
+namespace {
+
+/// The patent's joiner: pairs the i-th element of its two inputs. It assumes both inputs
+/// deliver the same timestamps in the same order, which holds inside a synchronized timezone.
+class lockstep_join final : public operator_logic {
+ public:
+  void process(std::size_t input, batch_ptr in, emitter& out) override {
+    if (input == 0)
+      for (auto& x : static_cast<batch<reading>&>(*in).values) left_.push_back(x);
+    else
+      for (auto& x : static_cast<batch<enriched>&>(*in).values) right_.push_back(std::move(x));
+    auto result = std::make_unique<batch<joined>>();
+    while (!left_.empty() && !right_.empty()) {
+      result->values.push_back({left_.front(), std::move(right_.front())});
+      result->times.push_back(left_.front().id);
+      left_.pop_front();
+      right_.pop_front();
+    }
+    for (const auto& x : result->values) mismatched_ += x.matched() ? 0 : 1;
+    if (!result->values.empty()) out.emit(std::move(result));
+  }
+
+  void add_metrics(std::map<std::string, double>& out) const override {
+    out["mismatched"] = static_cast<double>(mismatched_);
+  }
+
+ private:
+  std::uint64_t mismatched_ = 0;
+  std::deque<reading> left_;
+  std::deque<enriched> right_;
+};
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+stream<enriched> looked_up(const stream<reading>& in, const config& c) {
+  persistence::lookup_options opts;
+  opts.concurrency = c.concurrency;
+  opts.level = persistence::durability::checkpoint;  // rebuilt by fill_table
+  const auto lo = c.min_delay_us;
+  const auto span = static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.max_delay_us - lo)) + 1;
+  opts.latency = [lo, span, seed = c.seed](std::string_view key) {
+    auto r = mix(seed ^ std::hash<std::string_view>{}(key));
+    return std::chrono::microseconds(lo + static_cast<std::int64_t>(r % span));
+  };
+  return persistence::table_lookup_join(
+      in, c.db, c.table, [](const reading& r) { return std::to_string(r.id); },
+      [](const reading& r, std::optional<std::string> row) {
+        return enriched{r.id, row.value_or("<missing>")};
+      },
+      opts, "lookup");
+}
+
+stream<reading> readings(job& j, const config& c) {
+  std::vector<reading> xs(c.elements);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i].id = static_cast<std::int64_t>(i);
+  return j.from_container(std::move(xs), "readings")
+      .assign_timestamps([](const reading& r) { return r.id; },
+                         ascending_timestamps().every_events(1), "event_time");
+}
+
+}  // namespace
+
+void fill_table(const config& c) {
+  persistence::table_store t{c.db, c.table, persistence::durability::checkpoint};
+  std::vector<persistence::row> rows;
+  for (std::size_t i = 0; i < c.elements; ++i)
+    rows.push_back({std::to_string(i), "row-" + std::to_string(i)});
+  t.insert_batch(rows);
+}
+
+job build(const config& c, collected<joined>& out) {
+  job j{"figure1"};
+  auto in = readings(j, c);
+  auto pairs = in.transform_with<joined>(looked_up(in, c), "lockstep_join", [](const instance_info&) {
+    return std::make_unique<lockstep_join>();
+  }, "join");
+  out = pairs.collect("out");
+  return j;
+}
+
+std::vector<joined> serial_result(std::size_t elements) {
+  std::vector<joined> xs;
+  for (std::size_t i = 0; i < elements; ++i) {
+    auto id = static_cast<std::int64_t>(i);
+    xs.push_back({{id}, {id, "row-" + std::to_string(i)}});
+  }
+  return xs;
+}
+
+std::size_t mismatches(const std::vector<joined>& xs) {
+  std::size_t n = 0;
+  for (const auto& x : xs) n += x.matched() ? 0 : 1;
+  return n;
+}
+
+job build_lookup_pipeline(const config& c, collected<enriched>& out) {
+  job j{"lookup_pipeline"};
+  out = looked_up(readings(j, c), c)
+      .map([](enriched e) {
+        e.row += "/checked";
+        return e;
+      }, "label")
+      .collect("out");
+  return j;
+}
+
+namespace {
+
+/// One WiredTiger connection per database directory in this process: prepare and build open the
+/// same directory, and WiredTiger refuses a second connection to it.
+std::shared_ptr<persistence::wt_connection> shared_connection(const std::string& home) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<persistence::wt_connection>> open;
+  std::lock_guard<std::mutex> lock{mutex};
+  auto& slot = open[home];
+  auto conn = slot.lock();
+  if (!conn) slot = conn = persistence::wt_connection::open(home);
+  return conn;
+}
+
+config from_options(const job_options& o) {
+  config c;
+  c.elements = static_cast<std::size_t>(o.get_int("elements"));
+  c.concurrency = static_cast<std::uint32_t>(o.get_int("concurrency"));
+  c.min_delay_us = o.get_int("min-delay-us");
+  c.max_delay_us = o.get_int("max-delay-us");
+  c.seed = static_cast<std::uint64_t>(o.get_int("seed"));
+  if (o.get_int("elements") < 1 || o.get_int("concurrency") < 1 || c.min_delay_us < 0 ||
+      c.max_delay_us < c.min_delay_us)
+    throw job_error("figure1: --elements >= 1, --concurrency >= 1 and 0 <= --min-delay-us <= "
+                    "--max-delay-us are required");
+  // without a database (tidemark plan runs no prepare) the job is built but cannot run
+  if (auto db = o.get("db"); !db.empty()) c.db = shared_connection(db);
+  return c;
+}
+
+/// A temporary database that prepare fills; removed when the run is over.
+struct temp_database {
+  std::filesystem::path dir;
+  std::shared_ptr<persistence::wt_connection> conn;
+  ~temp_database() {
+    conn.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+};
+
+}  // namespace
+
+void register_jobs(job_registry& registry) {
+  job_spec spec;
+  spec.name = "figure1";
+  spec.summary = "the synchronizer patent's figure 1: table lookup join beside a direct path, "
+                 "paired downstream (docs/timezones.md)";
+  spec.options = {{"elements", "50", "readings, one per event-time millisecond"},
+                  {"concurrency", "8", "lookups in flight"},
+                  {"min-delay-us", "0", "lowest simulated lookup latency"},
+                  {"max-delay-us", "1000", "highest simulated lookup latency"},
+                  {"seed", "1", "seed of the per-key latencies"},
+                  {"db", "", "WiredTiger directory holding the table (default: a temporary one)"}};
+  spec.prepare = [](job_options& o) -> std::shared_ptr<void> {
+    auto elements = o.get_int("elements");
+    if (!o.get("db").empty()) return nullptr;
+    auto db = std::make_shared<temp_database>();
+    auto pattern = (std::filesystem::temp_directory_path() / "tidemark-figure1-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw job_error("figure1: cannot create a temporary directory");
+    db->dir = pattern;
+    o.set("db", pattern);
+    config c = from_options(o);
+    c.elements = static_cast<std::size_t>(elements);
+    db->conn = c.db;
+    fill_table(c);
+    return db;
+  };
+  spec.build = [](const job_options& o) {
+    collected<joined> ignored;
+    return build(from_options(o), ignored);
+  };
+  spec.report = [](const job_options& o, const job_result& r) {
+    double mismatched = 0;
+    std::uint64_t pairs = 0;
+    for (const auto& m : r.per_operator())
+      if (m.name == "join") {
+        mismatched = m.extra.at("mismatched");
+        pairs = m.events_out;
+      }
+    std::printf("figure1: %llu pairs of %lld readings, %.0f mismatched, %.3f s\n",
+                static_cast<unsigned long long>(pairs), static_cast<long long>(o.get_int("elements")),
+                mismatched, r.seconds);
+  };
+  registry.add(std::move(spec));
+}
+
+}  // namespace tidemark::figure1

@@ -1,0 +1,360 @@
+// Synchronizer gates, their coordinator, and the graph rewrite that places them.
+#include "tidemark/synchronizer.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace tidemark {
+namespace {
+
+constexpr event_time lowest_time = INT64_MIN;
+constexpr event_time highest_time = INT64_MAX;
+
+event_time slice_start(event_time t, event_time width) {
+  auto q = t / width;
+  if (t % width != 0 && t < 0) --q;
+  return q * width;
+}
+
+event_time slice_end(event_time t, event_time width) {
+  auto start = slice_start(t, width);
+  return start > highest_time - width ? highest_time : start + width;
+}
+
+}  // namespace
+
+timezone_coordinator::timezone_coordinator(std::uint32_t gates, std::uint32_t exits,
+                                           event_time time_slice)
+    : slice_(std::max<event_time>(1, time_slice)), gate_wm_(gates, lowest_time),
+      gate_lowest_(gates), wake_(gates), exit_wm_(exits, lowest_time) {}
+
+void timezone_coordinator::set_wake(std::uint32_t gate, std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  wake_.at(gate) = std::move(wake);
+}
+
+// The completion protocol: a slice [a, b) is admitted when every gate's input watermark has
+// reached b (no element of the slice can still arrive) and the previous slice is finished, i.e.
+// every exit's watermark has reached the previous bound. Gates release the slice and then emit b
+// as their watermark, so an exit's watermark reaches b only after everything the slice caused
+// inside the timezone has passed it.
+bool timezone_coordinator::advance() {
+  if (in_flight_) {
+    // a timezone without sinks (a loop that never leaves) has nothing to wait for
+    if (!exit_wm_.empty() && *std::min_element(exit_wm_.begin(), exit_wm_.end()) < admitted_)
+      return false;
+    in_flight_ = false;
+  }
+  event_time wm = *std::min_element(gate_wm_.begin(), gate_wm_.end());
+  std::optional<event_time> lowest;
+  for (const auto& l : gate_lowest_)
+    if (l && (!lowest || *l < *lowest)) lowest = l;
+  event_time target = wm;
+  if (lowest && *lowest < wm) {
+    auto end = slice_end(*lowest, slice_);
+    if (end <= wm) {
+      admitted_ = end;
+      in_flight_ = true;
+      ++slices_;
+      return true;
+    }
+    target = slice_start(*lowest, slice_);  // the slice is incomplete: progress up to it only
+  }
+  if (target <= admitted_) return false;
+  admitted_ = target;
+  ++steps_;
+  return true;
+}
+
+event_time timezone_coordinator::sync_gate(
+    std::uint32_t gate, event_time wm,
+    const std::function<std::optional<event_time>(event_time)>& lowest_from) {
+  event_time bound;
+  bool moved;
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    gate_wm_.at(gate) = wm;
+    gate_lowest_.at(gate) = lowest_from(admitted_);
+    moved = advance();
+    bound = admitted_;
+    gate_lowest_[gate] = lowest_from(bound);
+  }
+  if (moved) wake_others(gate);
+  return bound;
+}
+
+void timezone_coordinator::report_exit(std::uint32_t exit, event_time wm) {
+  bool moved;
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    auto& e = exit_wm_.at(exit);
+    if (wm <= e) return;
+    e = wm;
+    moved = advance();
+  }
+  if (moved) wake_others(static_cast<std::uint32_t>(wake_.size()));
+}
+
+void timezone_coordinator::wake_others(std::uint32_t except) {
+  // wake functions only post a message; calling them without the lock keeps gates free to sync
+  std::vector<std::function<void()>> wakes;
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    wakes = wake_;
+  }
+  for (std::uint32_t g = 0; g < wakes.size(); ++g)
+    if (g != except && wakes[g]) wakes[g]();
+}
+
+bool timezone_coordinator::busy() const {
+  std::lock_guard<std::mutex> lock{mutex_};
+  return in_flight_;
+}
+
+std::uint64_t timezone_coordinator::slices() const {
+  std::lock_guard<std::mutex> lock{mutex_};
+  return slices_;
+}
+
+std::uint64_t timezone_coordinator::progress_steps() const {
+  std::lock_guard<std::mutex> lock{mutex_};
+  return steps_;
+}
+
+namespace ops {
+
+gate_logic::gate_logic(std::shared_ptr<timezone_coordinator> coordinator, std::uint32_t gate,
+                       std::size_t max_buffered, std::string timezone_name)
+    : coordinator_(std::move(coordinator)), gate_(gate), max_buffered_(max_buffered),
+      timezone_name_(std::move(timezone_name)) {}
+
+void gate_logic::set_wakeup(std::function<void()> wake) {
+  coordinator_->set_wake(gate_, std::move(wake));
+}
+
+void gate_logic::process(std::size_t, batch_ptr in, emitter& out) {
+  auto& b = *in;
+  if (b.times.size() != b.size())
+    throw job_error("the synchronizer of " + timezone_name_ +
+                    " received elements without event time: assign timestamps upstream of the "
+                    "timezone (assign_timestamps)");
+  // scatter the batch into one bucket per event time
+  outs_.clear();
+  targets_.resize(b.size());
+  std::map<event_time, std::uint32_t> index;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    auto t = b.times[i];
+    auto [it, fresh] = index.emplace(t, static_cast<std::uint32_t>(outs_.size()));
+    if (fresh) {
+      auto& bucket = buckets_[t];
+      if (!bucket) bucket = b.make_empty(0);
+      outs_.push_back(bucket.get());
+    }
+    targets_[i] = it->second;
+    if (t < emitted_wm_) ++late_;  // released with the next sync, without a slice of its own
+  }
+  buffered_ += b.size();
+  max_buffered_seen_ = std::max(max_buffered_seen_, buffered_);
+  b.scatter(targets_.data(), outs_.data());
+  release(out);
+}
+
+void gate_logic::on_watermark(event_time wm, emitter& out) {
+  wm_ = std::max(wm_, wm);
+  release(out);
+}
+
+void gate_logic::release(emitter& out) {
+  // Emitting may finish the slice at once (a fused exit reports while we emit), so sync again
+  // until nothing moves.
+  for (;;) {
+    auto bound = coordinator_->sync_gate(gate_, wm_, [this](event_time from) {
+      auto it = buckets_.lower_bound(from);
+      return it == buckets_.end() ? std::nullopt : std::optional<event_time>{it->first};
+    });
+    batch_ptr slice;
+    while (!buckets_.empty() && buckets_.begin()->first < bound) {
+      auto bucket = std::move(buckets_.begin()->second);
+      buckets_.erase(buckets_.begin());
+      buffered_ -= bucket->size();
+      if (!slice)
+        slice = std::move(bucket);
+      else
+        slice->append(*bucket);
+    }
+    bool moved = false;
+    if (slice) {
+      out.emit(std::move(slice));
+      moved = true;
+    }
+    if (bound > emitted_wm_) {
+      out.emit_watermark(emitted_wm_ = bound);
+      moved = true;
+    }
+    if (!moved) return;
+    out.flush();
+  }
+}
+
+bool gate_logic::saturated() const {
+  return buffered_ >= max_buffered_ && coordinator_->busy();
+}
+
+void gate_logic::add_metrics(std::map<std::string, double>& out) const {
+  out["sync_slices"] = static_cast<double>(coordinator_->slices());
+  out["sync_progress_steps"] = static_cast<double>(coordinator_->progress_steps());
+  out["sync_max_buffered"] = static_cast<double>(max_buffered_seen_);
+  out["sync_late"] = static_cast<double>(late_);
+}
+
+exit_reporter::exit_reporter(
+    std::unique_ptr<operator_logic> inner,
+    std::vector<std::pair<std::shared_ptr<timezone_coordinator>, std::uint32_t>> to)
+    : inner_(std::move(inner)), to_(std::move(to)) {}
+
+void exit_reporter::process(std::size_t input, batch_ptr in, emitter& out) {
+  // the runtime sets the error policy on the outer operator
+  inner_->on_error = on_error;
+  inner_->process(input, std::move(in), out);
+  skipped = inner_->skipped;
+}
+
+void exit_reporter::on_watermark(event_time wm, emitter& out) {
+  inner_->on_watermark(wm, out);
+  for (auto& [coordinator, exit] : to_) coordinator->report_exit(exit, wm);
+}
+
+}  // namespace ops
+
+synchronized_graph synchronize(const logical_graph& g, const synchronizer_options& opts) {
+  synchronized_graph result;
+  result.graph = g;
+  result.options = opts;
+  result.timezones = find_timezones(g);
+  if (!opts.enabled || result.timezones.empty()) return result;
+  auto& out = result.graph;
+  const auto& zones = result.timezones;
+
+  // nesting depth, so that gates of outer timezones come first on a shared edge
+  auto depth = [&](const timezone& z) {
+    std::size_t d = 0;
+    for (auto p = z.parent; p; p = zones[*p].parent) ++d;
+    return d;
+  };
+  std::vector<std::uint32_t> order(zones.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](auto a, auto b) { return depth(zones[a]) < depth(zones[b]); });
+
+  // exits: the sinks of each timezone, one per instance
+  std::vector<std::shared_ptr<timezone_coordinator>> coordinators(zones.size());
+  std::vector<std::vector<std::pair<node_id, std::uint32_t>>> exit_offsets(zones.size());
+  std::vector<std::uint32_t> gate_count(zones.size());
+  for (const auto& z : zones) {
+    for (const auto& in : z.inputs) gate_count[z.id] += g.node(in.from).parallelism;
+  }
+  for (const auto& z : zones) {
+    std::uint32_t exits = 0;
+    for (auto m : z.members)
+      if (g.node(m).kind == node_kind::sink) {
+        exit_offsets[z.id].push_back({m, exits});
+        exits += g.node(m).parallelism;
+      }
+    coordinators[z.id] =
+        std::make_shared<timezone_coordinator>(gate_count[z.id], exits, opts.time_slice);
+  }
+
+  std::vector<std::uint32_t> next_gate(zones.size());
+  for (auto zi : order) {
+    const auto& z = zones[zi];
+    synchronizer_info info{z.id, {}};
+    for (const auto& in : z.inputs) {
+      // the edge may already carry gates of enclosing timezones: guard its current source
+      auto& edge = out.node(in.to).inputs[in.input];
+      const auto& from = out.node(edge.from);
+      logical_node gate;
+      gate.op = "synchronizer";
+      gate.name = "sync" + std::to_string(z.id) + "<-" + g.node(in.from).name;
+      gate.parallelism = from.parallelism;
+      gate.inputs = {{edge.from, partitioning::forward, edge.feedback}};
+      auto offset = next_gate[z.id];
+      next_gate[z.id] += from.parallelism;
+      gate.make_operator = [c = coordinators[z.id], offset, max = opts.max_buffered,
+                            tz = "timezone " + std::to_string(z.id) + " of '" +
+                                 g.node(z.origin).name + "'"](const instance_info& i) {
+        return std::make_unique<ops::gate_logic>(c, offset + i.index, max, tz);
+      };
+      auto id = out.add(std::move(gate));
+      auto& moved = out.node(in.to).inputs[in.input];
+      moved.from = id;
+      moved.feedback = false;
+      info.gates.push_back(id);
+    }
+    result.synchronizers.push_back(std::move(info));
+  }
+
+  // sinks report to every timezone they belong to
+  for (const auto& n : g.nodes()) {
+    if (n.kind != node_kind::sink) continue;
+    std::vector<std::pair<std::shared_ptr<timezone_coordinator>, std::uint32_t>> to;
+    for (const auto& z : zones)
+      for (auto [m, offset] : exit_offsets[z.id])
+        if (m == n.id) to.emplace_back(coordinators[z.id], offset);
+    if (to.empty()) continue;
+    auto& node = out.node(n.id);
+    node.make_operator = [make = node.make_operator, to](const instance_info& i) {
+      auto mine = to;
+      for (auto& entry : mine) entry.second += i.index;
+      return std::make_unique<ops::exit_reporter>(make(i), std::move(mine));
+    };
+  }
+  return result;
+}
+
+std::string to_text(const synchronized_graph& s, const physical_plan& p) {
+  std::ostringstream out;
+  out << to_text(s.graph, p) << describe(s.graph, s.timezones);
+  if (s.timezones.empty()) return out.str();
+  if (!s.options.enabled) {
+    out << "synchronizers: OFF (debug) - timezones see elements out of order\n";
+    return out.str();
+  }
+  for (const auto& sync : s.synchronizers) {
+    out << "synchronizer of timezone " << sync.timezone << " (slice " << s.options.time_slice
+        << "):";
+    for (auto id : sync.gates)
+      out << ' ' << s.graph.node(id).name << " x" << s.graph.node(id).parallelism;
+    out << '\n';
+  }
+  return out.str();
+}
+
+std::string to_dot(const synchronized_graph& s, const physical_plan& p) {
+  static const char* colours[] = {"lightblue", "lightyellow", "palegreen", "pink", "lavender",
+                                  "peachpuff"};
+  auto dot = to_dot(s.graph, p);
+  dot.resize(dot.rfind('}'));  // reopen the graph to add attributes to its nodes
+  std::ostringstream out;
+  out << dot;
+  for (const auto& n : s.graph.nodes()) {
+    std::string zones;
+    const timezone* inner = nullptr;
+    for (const auto& z : s.timezones)
+      if (z.contains(n.id)) {
+        zones += (zones.empty() ? "" : ",") + std::to_string(z.id);
+        if (!inner || z.members.size() < inner->members.size()) inner = &z;
+      }
+    if (inner)
+      out << "  n" << n.id << " [style=filled, fillcolor=" << colours[inner->id % 6]
+          << ", xlabel=\"tz " << zones << "\"];\n";
+  }
+  for (const auto& sync : s.synchronizers)
+    for (auto id : sync.gates)
+      out << "  n" << id << " [shape=octagon, xlabel=\"sync tz " << sync.timezone << "\"];\n";
+  for (const auto& z : s.timezones)
+    out << "  // timezone " << z.id << " of " << s.graph.node(z.origin).name << "\n";
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace tidemark
