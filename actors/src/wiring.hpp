@@ -1,0 +1,44 @@
+// Where each channel of a physical plan starts and ends (slots on both sides, per stage
+// instance), and the setup of one stage instance. Shared by the embedded runtime and by nodes,
+// which build the same wiring from the same plan so that channel numbers agree across processes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/actor_system_config.hpp>
+
+#include "stage_actor.hpp"
+#include "tidemark/plan.hpp"
+
+namespace tidemark::detail {
+
+struct wiring {
+  struct endpoint {
+    std::uint32_t stage;
+    std::uint32_t instance;
+  };
+  struct out_channel {
+    endpoint to;
+    std::uint32_t slot;  ///< the receiver's input slot
+  };
+  // per stage, per instance: input ports of its slots
+  std::vector<std::vector<std::vector<std::uint32_t>>> input_ports;
+  // per stage, per instance: output channels and edges
+  std::vector<std::vector<std::vector<out_channel>>> outputs;
+  std::vector<std::vector<std::vector<output_edge>>> edges;
+};
+
+wiring wire(const physical_plan& p);
+
+/// The setup of instance `i` of stage `s` with its operators created, without output targets and
+/// driver (the caller connects those).
+stage_setup make_stage_setup(const logical_graph& g, const physical_plan& p, const wiring& w,
+                             std::uint32_t s, std::uint32_t i, const run_options& opts);
+
+/// Keeps freed batch buffers in the heap (process-wide, once; see runtime.cpp).
+void keep_freed_batches_in_heap();
+/// Scheduler settings of an actor system that runs stages.
+void configure(caf::actor_system_config& cfg, const run_options& opts);
+
+}  // namespace tidemark::detail
