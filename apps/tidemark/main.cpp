@@ -3,11 +3,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include "job_commands.hpp"
+#include "jobs.hpp"
 #include "replication_command.hpp"
 
 int main(int argc, char** argv) {
+  tidemark::job_registry registry;
+  tidemark::register_all_jobs(registry);
   CLI::App app{"tidemark — event-time stream processing on actors"};
   app.require_subcommand(1);
+  tidemark::add_job_commands(app, registry);
   tidemark::add_replication_commands(app);
   try {
     app.parse(argc, argv);

@@ -312,7 +312,8 @@ class stream {
   }
 
   /// Writes one line per element to `path`, formatted by `format(const T&) -> std::string`.
-  template <class Format>
+  /// (A string second argument is the sink's name: see the overload below.)
+  template <class Format, std::enable_if_t<!std::is_convertible_v<Format, std::string>, int> = 0>
   void write_lines(std::string path, Format format, std::string name = "") const {
     static_assert(std::is_invocable_r_v<std::string, Format&, const T&>,
                   "write_lines(path, f): f must be callable as f(const T&) and return std::string");

@@ -1,0 +1,12 @@
+// Small registered example jobs: what `tidemark run` runs when no application is installed, and
+// what distributed tests use to compare cluster runs with embedded ones.
+#pragma once
+
+#include "tidemark/job_registry.hpp"
+
+namespace tidemark::examples {
+
+/// Registers `example-window-count`: a keyed tumbling-window count over a seeded generator.
+void register_jobs(job_registry& registry);
+
+}  // namespace tidemark::examples

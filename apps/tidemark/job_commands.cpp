@@ -1,0 +1,70 @@
+// The job subcommands of the tool. Options after the job name belong to the job (`--events 10`);
+// the tool's own options come before it.
+#include "job_commands.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "tidemark/plan.hpp"
+
+namespace tidemark {
+
+namespace {
+
+struct job_invocation {
+  std::string name;
+  std::vector<std::string> args;
+};
+
+// The job name and everything after it, which CLI11 leaves to us.
+void add_job_positional(CLI::App& cmd, job_invocation& inv) {
+  cmd.add_option("job", inv.name, "registered job name (see `tidemark jobs`)")->required();
+  cmd.allow_extras();
+  cmd.prefix_command();
+}
+
+void list_jobs(const job_registry& registry) {
+  for (const auto* spec : registry.all()) {
+    std::printf("%s\n    %s\n", spec->name.c_str(), spec->summary.c_str());
+    for (const auto& o : spec->options)
+      std::printf("    --%-16s %s (default: %s)\n", o.name.c_str(), o.help.c_str(),
+                  o.default_value.empty() ? "none" : o.default_value.c_str());
+  }
+}
+
+}  // namespace
+
+void add_job_commands(CLI::App& app, const job_registry& registry) {
+  app.add_subcommand("jobs", "list the registered jobs and their options")
+      ->callback([&registry] { list_jobs(registry); });
+
+  auto run_inv = std::make_shared<job_invocation>();
+  auto opts = std::make_shared<run_options>();
+  auto* run_cmd = app.add_subcommand("run", "run a registered job embedded in this process");
+  run_cmd->add_option("--report", opts->report_path, "write the JSON metrics report here");
+  run_cmd->add_option("--threads", opts->threads, "scheduler threads (default: one per core)");
+  run_cmd->add_option("--batch-size", opts->batch_size, "elements per batch between actors");
+  add_job_positional(*run_cmd, *run_inv);
+  run_cmd->callback([&registry, run_inv, opts, run_cmd] {
+    const auto& spec = registry.find(run_inv->name);
+    opts->print_summary = true;
+    run_registered(spec, parse_job_arguments(spec, run_cmd->remaining()), *opts);
+  });
+
+  auto plan_inv = std::make_shared<job_invocation>();
+  auto dot = std::make_shared<bool>(false);
+  auto* plan_cmd = app.add_subcommand("plan", "print the physical plan of a registered job");
+  plan_cmd->add_flag("--dot", *dot, "print Graphviz DOT instead of text");
+  add_job_positional(*plan_cmd, *plan_inv);
+  plan_cmd->callback([&registry, plan_inv, dot, plan_cmd] {
+    const auto& spec = registry.find(plan_inv->name);
+    auto options = parse_job_arguments(spec, plan_cmd->remaining());
+    auto j = spec.build(options);
+    if (auto problem = validate(j.graph())) throw job_error("job '" + j.name() + "': " + *problem);
+    auto plan = compile(j.graph());
+    std::cout << (*dot ? to_dot(j.graph(), plan) : to_text(j.graph(), plan));
+  });
+}
+
+}  // namespace tidemark

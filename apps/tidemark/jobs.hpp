@@ -1,0 +1,11 @@
+// Every job the `tidemark` tool and the node binary can run, registered by name.
+#pragma once
+
+#include "tidemark/job_registry.hpp"
+
+namespace tidemark {
+
+/// Registers the jobs of every application built into this binary.
+void register_all_jobs(job_registry& registry);
+
+}  // namespace tidemark

@@ -1,0 +1,103 @@
+// The job registry: option parsing and its errors, and a registered job run by name whose output
+// equals a plain loop over the same readings.
+#define BOOST_TEST_MODULE job_registry
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "example_jobs.hpp"
+#include "tidemark/job_registry.hpp"
+
+using namespace tidemark;
+
+namespace {
+
+job_registry examples_registry() {
+  job_registry r;
+  examples::register_jobs(r);
+  return r;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const job_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(options_parse_with_defaults_and_typed_getters) {
+  auto r = examples_registry();
+  const auto& spec = r.find("example-window-count");
+  auto o = parse_job_arguments(spec, {"--events", "42", "--keys=7"});
+  BOOST_TEST(o.get_int("events") == 42);
+  BOOST_TEST(o.get_int("keys") == 7);
+  BOOST_TEST(o.get_int("window-ms") == 1000);  // default
+  BOOST_TEST(o.has("events"));
+  BOOST_TEST(!o.has("window-ms"));
+  BOOST_TEST(o.values().size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(bad_arguments_name_what_is_wrong) {
+  auto r = examples_registry();
+  const auto& spec = r.find("example-window-count");
+  BOOST_TEST(error_of([&] { parse_job_arguments(spec, {"--nope", "1"}); }) ==
+             "unknown option '--nope'; the job's options are: --events, --keys, --window-ms, "
+             "--parallelism, --out");
+  BOOST_TEST(error_of([&] { parse_job_arguments(spec, {"--events"}); }) ==
+             "job 'example-window-count': option '--events' needs a value");
+  BOOST_TEST(error_of([&] { parse_job_arguments(spec, {"events"}); }) ==
+             "job 'example-window-count': expected an option like --name value, got 'events'");
+  auto o = parse_job_arguments(spec, {"--events", "12x"});
+  BOOST_TEST(error_of([&] { o.get_int("events"); }) ==
+             "option --events: expected an integer, got '12x'");
+  BOOST_TEST(error_of([&] { r.find("nothing"); }) ==
+             "no job named 'nothing'; registered jobs: example-window-count");
+  BOOST_TEST(error_of([&] { r.add(spec); }) == "job 'example-window-count' is registered twice");
+}
+
+BOOST_AUTO_TEST_CASE(bool_options_accept_common_spellings) {
+  job_spec spec{
+      "flags", "", {{"fast", "no", ""}}, nullptr, [](const job_options&) { return job{}; }, nullptr};
+  BOOST_TEST(!spec.make_options().get_bool("fast"));
+  BOOST_TEST(parse_job_arguments(spec, {"--fast", "on"}).get_bool("fast"));
+  BOOST_TEST(error_of([&] { parse_job_arguments(spec, {"--fast=maybe"}).get_bool("fast"); }) ==
+             "option --fast: expected true or false, got 'maybe'");
+}
+
+BOOST_AUTO_TEST_CASE(registered_job_runs_by_name_and_matches_a_plain_loop) {
+  auto r = examples_registry();
+  const auto& spec = r.find("example-window-count");
+  auto out = std::filesystem::temp_directory_path() / "tidemark_job_registry_test.txt";
+  std::filesystem::remove(out);
+  auto o = parse_job_arguments(spec, {"--events", "5000", "--keys", "7", "--window-ms", "1000",
+                                      "--parallelism", "3", "--out", out.string()});
+  run_registered(spec, o);
+
+  // the same readings counted by hand: sensor = i * 2654435761 mod keys, window = i / 1000
+  std::map<std::pair<std::int64_t, std::uint32_t>, std::uint64_t> expected;
+  for (std::int64_t i = 0; i < 5000; ++i)
+    ++expected[{i / 1000, static_cast<std::uint32_t>((i * 2654435761u) % 7)}];
+  std::vector<std::string> want;
+  for (const auto& [wk, n] : expected) {
+    std::ostringstream line;
+    line << "[" << wk.first * 1000 << "," << (wk.first + 1) * 1000 << ") key=" << wk.second
+         << " rev=0 final on_time " << n;
+    want.push_back(line.str());
+  }
+  std::vector<std::string> got;
+  std::ifstream in(out);
+  for (std::string line; std::getline(in, line);) got.push_back(line);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  BOOST_TEST(got == want, boost::test_tools::per_element());
+  std::filesystem::remove(out);
+}
