@@ -41,6 +41,15 @@ void configure(caf::actor_system_config& cfg, const run_options& opts) {
   cfg.set("scheduler.policy", caf::atom("sharing"));
 }
 
+void publish(const job_result& result, const run_options& opts) {
+  if (opts.print_summary) std::cout << result.summary();
+  if (!opts.report_path.empty()) {
+    std::ofstream out{opts.report_path};
+    if (!out) throw job_error("cannot write the metrics report to '" + opts.report_path + "'");
+    out << result.to_json() << '\n';
+  }
+}
+
 }  // namespace detail
 
 job_result run(const job& j, const run_options& opts) {
@@ -115,12 +124,7 @@ job_result run(const job& j, const run_options& opts) {
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {
     return std::tie(a.stage, a.instance) < std::tie(b.stage, b.instance);
   });
-  if (opts.print_summary) std::cout << result.summary();
-  if (!opts.report_path.empty()) {
-    std::ofstream out{opts.report_path};
-    if (!out) throw job_error("cannot write the metrics report to '" + opts.report_path + "'");
-    out << result.to_json() << '\n';
-  }
+  detail::publish(result, opts);
   return result;
 }
 

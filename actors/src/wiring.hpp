@@ -41,4 +41,7 @@ void keep_freed_batches_in_heap();
 /// Scheduler settings of an actor system that runs stages.
 void configure(caf::actor_system_config& cfg, const run_options& opts);
 
+/// Prints the summary and writes the report as `opts` asks.
+void publish(const job_result& result, const run_options& opts);
+
 }  // namespace tidemark::detail

@@ -50,10 +50,10 @@ caf::behavior outbound(caf::stateful_actor<outbound_state>* self, std::shared_pt
         if (times) f.add_times(flatbuffers::Offset<flatbuffers::Vector<std::int64_t>>{times});
         if (hashes) f.add_hashes(flatbuffers::Offset<flatbuffers::Vector<std::uint64_t>>{hashes});
         wire::FinishDataFrameBuffer(fb, f.Finish());
-        out->push({peer, to_message(fb), false});
+        out->push({peer, to_message(fb)});
       },
       [=](detail::signal_msg& m) {
-        out->push({peer, signal_frame(channel, self->state.seq++, kind_of(m.kind), m.wm, 0), false});
+        out->push({peer, signal_frame(channel, self->state.seq++, kind_of(m.kind), m.wm, 0)});
       },
   };
 }
@@ -68,8 +68,7 @@ caf::behavior inbound(caf::stateful_actor<inbound_state>* self, std::shared_ptr<
       [=](detail::data_msg& m) { self->send(target, std::move(m)); },
       [=](detail::signal_msg& m) { self->send(target, m); },
       [=](detail::credit_msg& m) {
-        out->push({peer, signal_frame(channel, self->state.seq++, wire::FrameKind::credit, 0, m.n),
-                   false});
+        out->push({peer, signal_frame(channel, self->state.seq++, wire::FrameKind::credit, 0, m.n)});
       },
   };
 }

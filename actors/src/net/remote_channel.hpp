@@ -22,7 +22,6 @@ struct outgoing {
   static constexpr std::uint32_t coordinator = UINT32_MAX;
   std::uint32_t peer = coordinator;
   zmq::message_t msg;
-  bool teardown = false;  ///< after sending: the deployment is over, tear it down
 };
 
 /// A queue from any thread to the I/O thread, which polls fd() (an eventfd) beside its sockets.
