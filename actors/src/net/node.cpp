@@ -182,7 +182,12 @@ struct node_server::impl {
       zmq::pollitem_t items[] = {{control.handle(), 0, ZMQ_POLLIN, 0},
                                  {data.handle(), 0, ZMQ_POLLIN, 0},
                                  {nullptr, out->fd(), ZMQ_POLLIN, 0}};
-      zmq::poll(items, 3, 50ms);
+      try {
+        zmq::poll(items, 3, 50ms);
+      } catch (const zmq::error_t& e) {
+        if (e.num() == EINTR) continue;  // a signal: look at `stop` again
+        throw;
+      }
       zmq::message_t id, payload;
       while (receive(control, id, payload)) on_control(id, payload);
       while (receive(data, id, payload)) on_data(payload);
