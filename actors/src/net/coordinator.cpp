@@ -32,8 +32,10 @@ class control_links {
     }
   }
 
+  /// Never blocks: a node whose connection was refused has nowhere to queue, and whatever the
+  /// message was, the timeouts of the step that waits for answers report it.
   void send(std::uint32_t node, zmq::message_t msg) {
-    sockets_[node].send(msg, zmq::send_flags::none);
+    (void)sockets_[node].send(msg, zmq::send_flags::dontwait);
   }
 
   template <class Make>

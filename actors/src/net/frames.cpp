@@ -20,7 +20,7 @@ std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t
   if (auto bad = check_size(n, max_bytes)) return bad;
   flatbuffers::Verifier v{static_cast<const std::uint8_t*>(p), n};
   if (!wire::VerifyDataFrameBuffer(v))
-    return std::string{"not a valid data frame (version "} + wire::DataFrameIdentifier() + ")";
+    return std::string{"not a valid data frame (expected identifier "} + wire::DataFrameIdentifier() + ")";
   const auto& f = *wire::GetDataFrame(p);
   auto count = f.count();
   if ((f.times() && f.times()->size() && f.times()->size() != count) ||
