@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   app.add_option("--listen", opts.listen,
                  "control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data uses port + 1)")
       ->required();
-  app.add_option("--data-dir", opts.data_dir, "where jobs on this node keep their files")->required();
+  app.add_option("--data-dir", opts.data_dir, "node-local state (created at start)")->required();
   app.add_option("--keys", opts.keys_dir,
                  "folder with ID.key (this node's key pair) and the allowed peers' *.pub files");
   app.add_flag("--insecure", opts.insecure, "plain text, no keys: anyone who reaches the ports can "

@@ -71,7 +71,7 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
 struct node_options {
   std::string id;
   std::string listen;    ///< control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data: port + 1)
-  std::string data_dir;  ///< where jobs on this node keep their files
+  std::string data_dir;  ///< node-local state (created at start; for stores and checkpoints)
   std::string keys_dir;  ///< ID.key (own key pair) and *.pub (the allow-list)
   bool insecure = false;
   std::int64_t max_message_bytes = 64 << 20;
@@ -84,6 +84,7 @@ struct node_status {
   std::uint64_t bad_frames = 0;     ///< failed verification or decoding, dropped
   std::uint64_t refused_peers = 0;  ///< connections the ZAP handler refused
   std::uint64_t lost_frames = 0;    ///< sequence gaps on data channels
+  std::uint64_t data_bytes_in = 0;  ///< bytes of accepted data frames
 };
 
 /// The server behind `tidemark-node`: binds its control and data endpoints, accepts deployments

@@ -272,7 +272,7 @@ struct node_server::impl {
         status.refused_peers = zap ? zap->refused() : 0;
         auto body = wire::CreateStatusReply(b, b.CreateString(opts.id), status.frames_in,
                                             status.bad_frames, status.refused_peers,
-                                            status.lost_frames);
+                                            status.lost_frames, status.data_bytes_in);
         reply(id, net::control_message(b, body));
         break;
       }
@@ -481,6 +481,7 @@ struct node_server::impl {
         return;
     }
     ++status.frames_in;
+    status.data_bytes_in += payload.size();
   }
 };
 
