@@ -1,6 +1,7 @@
 // Benchmark `network`: example-window-count with its keyed window stage on a second node process
 // (node n1 runs the generator and key_by, n2 the window and the sink, CURVE on), against a raw
-// ZeroMQ PUSH/PULL baseline over CURVE on loopback with the same message size, in the same run.
+// ZeroMQ PUSH/PULL baseline over CURVE on loopback with the mean size of the batch frames, in the
+// same run (best of three).
 // Writes events_per_s, mb_per_s (data frame bytes received by n2 per second), raw_zmq_mb_per_s
 // and ratio.
 #include <chrono>
@@ -60,26 +61,36 @@ int main(int argc, char** argv) {
   const auto& spec = nodes.registry.find("example-window-count");
   auto opts = spec.make_options();
   opts.set("events", std::to_string(events));
-  opts.set("keys", "1000");
+  opts.set("keys", "100");
   opts.set("parallelism", "1");
   auto before = nodes.status(1);
   auto r = run_on_cluster(spec, opts, nodes.cluster);
   auto after = nodes.status(1);
   const double bytes = static_cast<double>(after.data_bytes_in - before.data_bytes_in);
-  const auto frames = after.frames_in - before.frames_in - 1;  // less the status request
-  const double frame_size = frames ? bytes / frames : 0;
+  const auto batches = after.batch_frames_in - before.batch_frames_in;
+  const double frame_size =
+      batches ? static_cast<double>(after.batch_bytes_in - before.batch_bytes_in) / batches : 0;
   nlohmann::json doc;
   doc["events"] = events;
   doc["seconds"] = r.seconds;
   doc["events_per_s"] = events / r.seconds;
   doc["mb_per_s"] = bytes / r.seconds / 1e6;
-  doc["data_frames"] = frames;
-  doc["mean_frame_bytes"] = frame_size;
-  const auto count = static_cast<std::size_t>(std::max(1000.0, 2e9 / std::max(frame_size, 1.0)));
+  doc["batch_frames"] = batches;
+  doc["mean_batch_frame_bytes"] = frame_size;
+  // the best of three runs: the baseline varies with load on a shared machine, and the highest
+  // one makes the ratio the conservative one
+  const auto count = static_cast<std::size_t>(std::max(1000.0, 1e9 / std::max(frame_size, 1.0)));
+  const auto port = std::stoi(nodes.cluster.nodes[1].endpoint.substr(
+                        nodes.cluster.nodes[1].endpoint.rfind(':') + 1)) + 2;
+  double raw = 0;
+  std::vector<double> raw_runs;
+  for (int i = 0; i < 3; ++i) {
+    raw_runs.push_back(raw_zmq_mb_per_s(static_cast<std::size_t>(frame_size), count, port + i));
+    raw = std::max(raw, raw_runs.back());
+  }
   doc["raw_zmq_messages"] = count;
-  doc["raw_zmq_mb_per_s"] = raw_zmq_mb_per_s(static_cast<std::size_t>(frame_size), count,
-                                             std::stoi(nodes.cluster.nodes[1].endpoint.substr(
-                                                 nodes.cluster.nodes[1].endpoint.rfind(':') + 1)) + 2);
+  doc["raw_zmq_runs_mb_per_s"] = raw_runs;
+  doc["raw_zmq_mb_per_s"] = raw;
   doc["ratio"] = doc["mb_per_s"].get<double>() / doc["raw_zmq_mb_per_s"].get<double>();
   doc["placement"] = "n1: generator, assign_timestamps, key_by; n2: window, count (CURVE on)";
   std::ofstream{out} << doc.dump(2) << '\n';

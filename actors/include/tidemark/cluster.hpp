@@ -84,7 +84,9 @@ struct node_status {
   std::uint64_t bad_frames = 0;     ///< failed verification or decoding, dropped
   std::uint64_t refused_peers = 0;  ///< connections the ZAP handler refused
   std::uint64_t lost_frames = 0;    ///< sequence gaps on data channels
-  std::uint64_t data_bytes_in = 0;  ///< bytes of accepted data frames
+  std::uint64_t data_bytes_in = 0;  ///< bytes of accepted frames on the data socket
+  std::uint64_t batch_frames_in = 0;  ///< of those, frames carrying a batch
+  std::uint64_t batch_bytes_in = 0;
 };
 
 /// The server behind `tidemark-node`: binds its control and data endpoints, accepts deployments

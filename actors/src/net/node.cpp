@@ -272,7 +272,8 @@ struct node_server::impl {
         status.refused_peers = zap ? zap->refused() : 0;
         auto body = wire::CreateStatusReply(b, b.CreateString(opts.id), status.frames_in,
                                             status.bad_frames, status.refused_peers,
-                                            status.lost_frames, status.data_bytes_in);
+                                            status.lost_frames, status.data_bytes_in,
+                                            status.batch_frames_in, status.batch_bytes_in);
         reply(id, net::control_message(b, body));
         break;
       }
@@ -466,6 +467,8 @@ struct node_server::impl {
         if (f.times()) b->times.assign(f.times()->begin(), f.times()->end());
         if (f.hashes()) b->hashes.assign(f.hashes()->begin(), f.hashes()->end());
         caf::anon_send(x.inbound[c], detail::data_msg{ch.in_slot, 0, detail::batch_holder{std::move(b)}});
+        ++status.batch_frames_in;
+        status.batch_bytes_in += payload.size();
         break;
       }
       case wire::FrameKind::watermark:
