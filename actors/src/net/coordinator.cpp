@@ -23,7 +23,7 @@ std::string str(const flatbuffers::String* s) { return s ? s->str() : std::strin
 /// One DEALER per node; replies are verified like every other received frame.
 class control_links {
  public:
-  control_links(const cluster_config& c) : cluster_(c) {
+  explicit control_links(const cluster_config& c) : cluster_(c) {
     if (c.insecure) net::warn_insecure("the coordinator");
     for (const auto& n : c.nodes) {
       auto& s = sockets_.emplace_back(ctx_, zmq::socket_type::dealer);
