@@ -37,25 +37,26 @@ class every_ms_policy final : public late_policy {
   std::int64_t ms_;
 };
 
-class offsets_policy final : public late_policy {
+class offsets_policy final : public planned_late_policy {
  public:
-  explicit offsets_policy(std::vector<std::int64_t> offsets) : offsets_(std::move(offsets)) {
+  explicit offsets_policy(std::vector<std::int64_t> offsets)
+      : planned_late_policy(smallest_step(offsets)), offsets_(std::move(offsets)) {
     std::sort(offsets_.begin(), offsets_.end());
   }
-  void on_expire(fire_state& s, std::int64_t now_ms) const override {
-    s.plan.clear();
-    for (auto d : offsets_) s.plan.push_back(now_ms + d);
-  }
-  bool on_late_event(const fire_state&, std::int64_t) const override { return false; }
-  std::int64_t tick_ms() const override {
-    // Tick at the resolution of the schedule's smallest step (at least 1 ms).
-    std::int64_t step = offsets_.empty() ? 1 : std::max<std::int64_t>(1, offsets_.front());
-    for (std::size_t i = 1; i < offsets_.size(); ++i)
-      if (offsets_[i] > offsets_[i - 1]) step = std::min(step, offsets_[i] - offsets_[i - 1]);
+
+ protected:
+  const std::vector<std::int64_t>& offsets(const expiry_context&) const override { return offsets_; }
+
+ private:
+  // Tick at the resolution of the schedule's smallest step (at least 1 ms).
+  static std::int64_t smallest_step(std::vector<std::int64_t> offsets) {
+    std::sort(offsets.begin(), offsets.end());
+    std::int64_t step = offsets.empty() ? 1 : std::max<std::int64_t>(1, offsets.front());
+    for (std::size_t i = 1; i < offsets.size(); ++i)
+      if (offsets[i] > offsets[i - 1]) step = std::min(step, offsets[i] - offsets[i - 1]);
     return step;
   }
 
- private:
   std::vector<std::int64_t> offsets_;
 };
 
@@ -96,6 +97,11 @@ trigger trigger::on_count(std::uint64_t n) {
 trigger trigger::on_processing_time(std::int64_t ms) {
   require_positive(ms, "trigger::on_processing_time(ms): ms");
   return {kind::processing_time, 0, ms};
+}
+
+void planned_late_policy::on_expire(fire_state& s, const expiry_context& c) const {
+  s.plan.clear();
+  for (auto d : offsets(c)) s.plan.push_back(c.now_ms + d);
 }
 
 bool late_policy::on_tick(fire_state& s, std::int64_t now_ms) const {

@@ -459,6 +459,15 @@ class windowed_stream {
     static_assert(timed, "allowed_lateness: count windows have no event time");
     if (ms < 0) throw job_error("allowed_lateness(ms): ms must be >= 0, got " + std::to_string(ms));
     cfg_.allowed_lateness = ms;
+    cfg_.predictive_lateness.reset();
+    return *this;
+  }
+  /// How long windows accept late events: `lateness::fixed{ms}` (as allowed_lateness) or
+  /// `lateness::predictive{coverage, confidence, initial, min, max}`.
+  windowed_stream& lateness(const tidemark::lateness& l) {
+    static_assert(timed, "lateness: count windows have no event time");
+    if (const auto* f = l.as_fixed()) return allowed_lateness(f->ms);
+    cfg_.predictive_lateness = *l.as_predictive();
     return *this;
   }
   /// Early results before the watermark passes a window's end (the on-time result always comes).

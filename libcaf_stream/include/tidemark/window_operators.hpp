@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "tidemark/detail/flat_hash_map.hpp"
+#include "tidemark/lateness.hpp"
 #include "tidemark/operator.hpp"
 #include "tidemark/window_store.hpp"
 #include "tidemark/windows.hpp"
@@ -35,6 +37,8 @@ using window_output = std::variant<window_result<K, R>, late_event<T>>;
 /// Lateness and triggers of one window operator.
 struct window_config {
   event_time allowed_lateness = 0;
+  /// When set, new windows get the predictive bound instead of `allowed_lateness`.
+  std::optional<lateness::predictive> predictive_lateness;
   trigger early = trigger::on_watermark();
   late_trigger late = late_trigger::every_event();
 };
@@ -115,6 +119,12 @@ class window_logic_base : public operator_logic {
     out["window_results"] = static_cast<double>(results_);
     out["window_panes"] = static_cast<double>(panes_);
     out["window_state_bytes"] = static_cast<double>(table_bytes() + fn_.memory_bytes());
+    out["allowed_lateness"] = static_cast<double>(current_lateness_);
+    out["late_events_observed"] = static_cast<double>(estimator_.behind_watermark().count());
+    out["lateness_after_end_p50"] = estimator_.after_end().quantile(0.5);
+    out["lateness_after_end_p99"] = estimator_.after_end().quantile(0.99);
+    out["lateness_after_end_windows_p99"] = estimator_.after_end_windows().quantile(0.99);
+    out["lateness_behind_watermark_p99"] = estimator_.behind_watermark().quantile(0.99);
     fn_.add_metrics(out);
   }
 
@@ -133,7 +143,10 @@ class window_logic_base : public operator_logic {
 
   window_logic_base(KeyFn key, Fn fn, window_config cfg, std::string name, bool timed)
       : key_(std::move(key)), fn_(std::move(fn)), cfg_(std::move(cfg)), name_(std::move(name)),
-        timed_(timed) {}
+        timed_(timed),
+        bound_(cfg_.predictive_lateness ? lateness{*cfg_.predictive_lateness}
+                                        : lateness{lateness::fixed{cfg_.allowed_lateness}}),
+        current_lateness_(bound_.current(estimator_)) {}
 
   /// The batch's elements with their columns, after checking that window() can use them.
   batch<T>& input(batch_ptr& in) {
@@ -203,28 +216,30 @@ class window_logic_base : public operator_logic {
     }
   }
 
-  /// Pane p's window passed its end without being purged: it now waits for late events.
-  void expire(const window_id& state, std::uint64_t h, const K& k, pane& p) {
+  /// Pane p's window (allowed lateness `lateness`) passed its end without being purged: it now
+  /// waits for late events.
+  void expire(const window_id& state, std::uint64_t h, const K& k, pane& p, event_time lateness) {
     p.state.expired_ms = now_ms_;
-    cfg_.late.policy().on_expire(p.state, now_ms_);
+    cfg_.late.policy().on_expire(p.state, expiry_context{now_ms_, lateness, estimator_, schedules_});
     fn_.expire(state, h, k);
   }
 
   /// The watermark reached the end of window w (expired says whether it did before): fires on
   /// time, or finally when the allowed lateness also ended. Returns true when the pane is done.
   bool fire_due(const window_id& w, const window_id& state, std::uint64_t h, const K& k, pane& p,
-                bool& expired) {
-    const bool done = purge_time(w) <= wm_;
+                bool& expired, event_time lateness) {
+    const bool done = purge_time(w, lateness) <= wm_;
     if (!expired) {
       expired = true;
       emit(w, state, h, k, p, pane_timing::on_time, done);
-      if (!done) expire(state, h, k, p);
+      if (!done) expire(state, h, k, p, lateness);
     } else if (done) {
       emit(w, state, h, k, p, pane_timing::late, true);
     }
     if (done) {
       fn_.purge(state, h, k);
       forget_pane();
+      purged_end_ = std::max(purged_end_, w.end);
     }
     return done;
   }
@@ -240,8 +255,26 @@ class window_logic_base : public operator_logic {
       emit(w, state, h, k, p, expired ? pane_timing::late : pane_timing::early, false);
   }
 
-  event_time purge_time(const window_id& w) const noexcept {
-    return w.end > end_of_time - cfg_.allowed_lateness ? end_of_time : w.end + cfg_.allowed_lateness;
+  static event_time purge_time(const window_id& w, event_time lateness) noexcept {
+    return w.end > end_of_time - lateness ? end_of_time : w.end + lateness;
+  }
+
+  /// The allowed lateness for a window created now: fixed, or the predictive bound.
+  event_time new_window_lateness() {
+    current_lateness_ = bound_.current(estimator_);
+    return current_lateness_;
+  }
+
+  /// Whether a late event may create window w with allowed lateness `lateness`: not when w is past
+  /// it, nor when w ends no later than a purged window (windows never reopen, even when a
+  /// predictive bound grew since).
+  bool may_open(const window_id& w, event_time lateness) const noexcept {
+    return purge_time(w, lateness) > wm_ && w.end > purged_end_;
+  }
+
+  /// An event at t arrived behind the watermark; `first` is its earliest window.
+  void observe_late(event_time t, const window_id& first) {
+    estimator_.observe(wm_ - t, wm_ - first.end, first.end - first.start);
   }
 
   void flush(emitter& out) {
@@ -262,6 +295,11 @@ class window_logic_base : public operator_logic {
   std::uint64_t late_dropped_ = 0;
   std::uint64_t results_ = 0;
   std::uint64_t panes_ = 0;
+  lateness_estimator estimator_;
+  lateness_bound bound_;
+  event_time current_lateness_;
+  late_schedule_cache schedules_;
+  event_time purged_end_ = start_of_time;  // latest end of a purged window
   std::unique_ptr<batch<output_type>> out_ = std::make_unique<batch<output_type>>();
 };
 
@@ -288,7 +326,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
         const K k = this->key_(b.values[i]);
         if constexpr (std::is_same_v<Assigner, tumbling>) {
           // Consecutive events mostly share a window: skip the assigner's division.
-          if (last_ && t >= last_->w.start && t < last_->w.end && !last_->expired) {
+          if (last_ && t >= last_->w.start && t < last_->w.end && !last_->expired && t >= this->wm_) {
             auto* p = last_->panes.find(h, k);
             this->add(last_->w, last_->w, h, k, p ? *p : pane_of(*last_, h, k), b.values[i], false);
             return;
@@ -325,6 +363,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
   struct window_entry {
     window_id w;
     bool expired = false;  // the watermark passed w.end
+    event_time lateness = 0;  // allowed lateness, fixed when the window was created
     detail::flat_hash_map<K, pane> panes;
   };
 
@@ -335,6 +374,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
       it->second.panes = std::move(spare_);  // reuses the last purged window's slots
       it->second.w = w;
       it->second.expired = w.end <= this->wm_;
+      it->second.lateness = this->new_window_lateness();
     }
     last_ = &it->second;
     return *last_;
@@ -346,15 +386,21 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
       created = true;
       return this->make_pane();
     });
-    if (created && e.expired) this->expire(e.w, h, k, p);  // a window born late
+    if (created && e.expired) this->expire(e.w, h, k, p, e.lateness);  // a window born late
     return p;
   }
 
   void add_late(T& x, event_time t, std::uint64_t h, const K& k) {
     bool accepted = false;
     bool late = false;
+    bool first = true;
     assigner_.assign(t, [&](const window_id& w) {
-      if (this->purge_time(w) <= this->wm_) return;
+      if (first) this->observe_late(t, w);
+      first = false;
+      auto it = windows_.find(w.start);
+      if (it != windows_.end() ? this->purge_time(w, it->second.lateness) <= this->wm_
+                               : !this->may_open(w, this->new_window_lateness()))
+        return;
       accepted = true;
       auto& e = entry(w);
       late |= e.expired;
@@ -369,14 +415,14 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     this->wm_ = wm;
     for (auto it = windows_.begin(); it != windows_.end() && it->second.w.end <= wm;) {
       auto& e = it->second;
-      if (e.expired && this->purge_time(e.w) > wm) {  // waiting for late events
+      if (e.expired && this->purge_time(e.w, e.lateness) > wm) {  // waiting for late events
         ++it;
         continue;
       }
       bool done = false;
       e.panes.for_each_hashed([&](std::uint64_t h, const K& k, pane& p) {
         bool expired = e.expired;
-        done = this->fire_due(e.w, e.w, h, k, p, expired);
+        done = this->fire_due(e.w, e.w, h, k, p, expired, e.lateness);
       });
       e.expired = true;
       if (done || e.panes.empty()) {
@@ -447,25 +493,29 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     window_id w;      // the session as results report it
     window_id state;  // the id its state is stored under (its first window)
     bool expired = false;
+    event_time lateness = 0;  // allowed lateness, fixed when the session was created
     pane p;
   };
 
   void add_to_sessions(std::vector<session_pane>& list, T& x, event_time t, std::uint64_t h,
                        const K& k) {
     const window_id own{t, t + gap_};
+    if (t < this->wm_) this->observe_late(t, own);
     // Sessions are disjoint and ordered, so those that overlap or touch `own` are adjacent.
     auto first = std::find_if(list.begin(), list.end(),
                               [&](const session_pane& s) { return s.w.end >= own.start; });
     auto last = std::find_if(first, list.end(),
                              [&](const session_pane& s) { return s.w.start > own.end; });
     if (first == last) {
-      if (this->purge_time(own) <= this->wm_) {
+      const auto lateness = this->new_window_lateness();
+      if (!this->may_open(own, lateness)) {
         this->emit_late_event(std::move(x), t);
         return;
       }
-      auto& s = *list.insert(first, session_pane{own, own, own.end <= this->wm_, this->make_pane()});
-      if (s.expired) this->expire(s.state, h, k, s.p);
-      next_due_ = std::min(next_due_, s.expired ? this->purge_time(s.w) : s.w.end);
+      auto& s = *list.insert(
+          first, session_pane{own, own, own.end <= this->wm_, lateness, this->make_pane()});
+      if (s.expired) this->expire(s.state, h, k, s.p, s.lateness);
+      next_due_ = std::min(next_due_, s.expired ? this->purge_time(s.w, s.lateness) : s.w.end);
       add_event(s, x, h, k);
       return;
     }
@@ -487,8 +537,10 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     survivor.w = merged;
     const bool was_expired = survivor.expired;
     survivor.expired = merged.end <= this->wm_;
-    if (survivor.expired && !was_expired) this->expire(survivor.state, h, k, survivor.p);
-    next_due_ = std::min(next_due_, survivor.expired ? this->purge_time(merged) : merged.end);
+    if (survivor.expired && !was_expired)
+      this->expire(survivor.state, h, k, survivor.p, survivor.lateness);
+    next_due_ = std::min(next_due_, survivor.expired ? this->purge_time(merged, survivor.lateness)
+                                                     : merged.end);
     add_event(survivor, x, h, k);
   }
 
@@ -506,9 +558,12 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     keys_.for_each_hashed([&](std::uint64_t h, const K& k, std::vector<session_pane>& list) {
       list.erase(std::remove_if(list.begin(), list.end(),
                                 [&](session_pane& s) {
-                                  if (s.w.end <= wm && this->fire_due(s.w, s.state, h, k, s.p, s.expired))
+                                  if (s.w.end <= wm &&
+                                      this->fire_due(s.w, s.state, h, k, s.p, s.expired, s.lateness))
                                     return true;
-                                  next_due_ = std::min(next_due_, s.expired ? this->purge_time(s.w) : s.w.end);
+                                  next_due_ = std::min(next_due_, s.expired
+                                                                      ? this->purge_time(s.w, s.lateness)
+                                                                      : s.w.end);
                                   return false;
                                 }),
                  list.end());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <ostream>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -143,14 +144,49 @@ struct fire_state {
   std::vector<std::int64_t> plan;  ///< planned re-fire times (processing time, ascending)
 };
 
-/// Decides when an expired window re-fires with its late events. Implement this to add a policy
-/// (e.g. a staleness-bounded schedule that computes `plan` at expiry). Called only by the window
-/// operator's thread; `now_ms` is the operator's latest processing time.
+class lateness_estimator;
+
+/// Re-fire offsets computed from the lateness distribution, kept per operator instance: one
+/// schedule per allowed lateness, all dropped when the distribution shifts (a new estimator
+/// generation), so schedules are computed once per shift rather than once per window.
+class late_schedule_cache {
+ public:
+  /// The offsets for allowed lateness `lateness` under estimator generation `generation`;
+  /// `compute()` makes them when they are not cached.
+  template <class F>
+  const std::vector<std::int64_t>& get(std::uint64_t generation, event_time lateness, F&& compute) {
+    if (generation != generation_ || entries_.size() >= 64) {
+      entries_.clear();
+      generation_ = generation;
+    }
+    for (auto& [l, offsets] : entries_)
+      if (l == lateness) return offsets;
+    entries_.emplace_back(lateness, compute());
+    return entries_.back().second;
+  }
+
+ private:
+  std::uint64_t generation_ = ~std::uint64_t{0};
+  std::vector<std::pair<event_time, std::vector<std::int64_t>>> entries_;
+};
+
+/// What a late policy may use when a window expires.
+struct expiry_context {
+  std::int64_t now_ms = 0;           ///< the operator's processing time
+  event_time allowed_lateness = 0;   ///< how long this window accepts late events (event time)
+  const lateness_estimator& lateness;  ///< the operator's observed lateness distribution
+  late_schedule_cache& schedules;    ///< the operator's cache for computed schedules
+};
+
+/// Decides when an expired window re-fires with its late events. Implement this to add a policy.
+/// Called only by the window operator's thread; `now_ms` is the operator's latest processing time.
+/// One policy object serves every instance of an operator: keep per-instance state in fire_state
+/// or the context's cache.
 class late_policy {
  public:
   virtual ~late_policy() = default;
   /// The window expired (fired on time, or was created by its first late event).
-  virtual void on_expire(fire_state& s, std::int64_t now_ms) const {}
+  virtual void on_expire(fire_state& s, const expiry_context& c) const {}
   /// A late event joined the window (s.pending counts it). True: fire now.
   virtual bool on_late_event(const fire_state& s, std::int64_t now_ms) const = 0;
   /// Timer tick for a window with pending late events. True: fire now. The default fires when
@@ -158,6 +194,24 @@ class late_policy {
   virtual bool on_tick(fire_state& s, std::int64_t now_ms) const;
   /// Period of on_tick calls in ms; 0 when the policy needs no timer.
   virtual std::int64_t tick_ms() const { return 0; }
+};
+
+/// A policy that re-fires (if late events arrived) at offsets after expiry that `offsets`
+/// computes, checked every `tick_ms`. Offsets are processing-time ms: schedules over the event-time
+/// lateness period assume event time advances at the rate of processing time (as with live sources).
+class planned_late_policy : public late_policy {
+ public:
+  explicit planned_late_policy(std::int64_t tick_ms) : tick_ms_(tick_ms) {}
+  void on_expire(fire_state& s, const expiry_context& c) const override;
+  bool on_late_event(const fire_state&, std::int64_t) const override { return false; }
+  std::int64_t tick_ms() const override { return tick_ms_; }
+
+ protected:
+  /// Ascending offsets (ms after expiry) of the planned re-fires of a window expiring in `c`.
+  virtual const std::vector<std::int64_t>& offsets(const expiry_context& c) const = 0;
+
+ private:
+  std::int64_t tick_ms_;
 };
 
 /// When a window re-fires with late events that arrive within its allowed lateness. Whatever the
@@ -171,8 +225,16 @@ class late_trigger {
   /// A new revision every `ms` of processing time while late events arrive.
   static late_trigger every_ms(std::int64_t ms);
   /// New revisions at fixed processing-time offsets after the window expired (if late events
-  /// arrived): the planned-schedule form that staleness-bounded triggers compute.
+  /// arrived).
   static late_trigger at_offsets(std::vector<std::int64_t> offsets_ms);
+  /// Staleness-bounded (DESIGN §5.4): per window at expiry, the fewest re-fires that keep the
+  /// staleness t·n/(T·N) of every interval within `bound` under the observed late-arrival
+  /// distribution, balanced to minimize the maximum; refreshed when the distribution shifts.
+  static late_trigger staleness(double bound, std::int64_t tick_ms = 50);
+  /// Baseline: `count` executions over the lateness period (the final one included), evenly in time.
+  static late_trigger every_dt(std::size_t count, std::int64_t tick_ms = 50);
+  /// Baseline: `count` executions, each after an equal share of the expected late events.
+  static late_trigger every_devents(std::size_t count, std::int64_t tick_ms = 50);
 
   explicit late_trigger(std::shared_ptr<const late_policy> p) : policy_(std::move(p)) {}
   const late_policy& policy() const noexcept { return *policy_; }
@@ -180,6 +242,12 @@ class late_trigger {
  private:
   std::shared_ptr<const late_policy> policy_;
 };
+
+/// Parses a late-trigger spec: `every-event`, `every-events:N`, `every-ms:MS`,
+/// `at-offsets:MS,MS,...`, `staleness:S` (0 < S <= 1), `every-dt:N`, `every-devents:N` (N
+/// executions over the lateness period). Throws std::invalid_argument naming the spec, what is
+/// wrong and the accepted forms.
+late_trigger parse_late_trigger(std::string_view spec);
 
 // ---- incremental aggregates ------------------------------------------------------------------
 //

@@ -87,7 +87,7 @@ struct harness {
 
 using lines = std::vector<std::string>;
 
-window_config lateness(event_time l, late_trigger late = late_trigger::every_event()) {
+window_config with_lateness(event_time l, late_trigger late = late_trigger::every_event()) {
   window_config cfg;
   cfg.allowed_lateness = l;
   cfg.late = std::move(late);
@@ -97,7 +97,7 @@ window_config lateness(event_time l, late_trigger late = late_trigger::every_eve
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(late_events_make_revisions_and_the_end_of_lateness_makes_the_final_one) {
-  harness h{tumbling{10}, lateness(20)};
+  harness h{tumbling{10}, with_lateness(20)};
   h.feed({{1, 1, 1}, {1, 5, 2}, {2, 12, 7}});
   BOOST_TEST(h.take() == lines{});
   h.watermark(10);
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(without_lateness_the_on_time_result_is_final_and_late_event
 }
 
 BOOST_AUTO_TEST_CASE(a_late_event_can_open_a_window_that_never_fired_on_time) {
-  harness h{tumbling{10}, lateness(50)};
+  harness h{tumbling{10}, with_lateness(50)};
   h.watermark(30);
   h.feed({{4, 12, 9}});
   BOOST_TEST(h.take() == lines{"[10,20) key=4 rev=0 late 9"});
@@ -145,7 +145,7 @@ BOOST_AUTO_TEST_CASE(a_late_event_can_open_a_window_that_never_fired_on_time) {
 }
 
 BOOST_AUTO_TEST_CASE(every_n_late_events_fires_on_the_nth_and_the_rest_at_the_end) {
-  harness h{tumbling{10}, lateness(100, late_trigger::every_events(2))};
+  harness h{tumbling{10}, with_lateness(100, late_trigger::every_events(2))};
   h.feed({{1, 1, 1}});
   h.watermark(10);
   h.feed({{1, 2, 10}});
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(every_n_late_events_fires_on_the_nth_and_the_rest_at_the_en
 }
 
 BOOST_AUTO_TEST_CASE(every_period_late_trigger_fires_on_processing_time_only_with_news) {
-  harness h{tumbling{10}, lateness(100, late_trigger::every_ms(50))};
+  harness h{tumbling{10}, with_lateness(100, late_trigger::every_ms(50))};
   BOOST_TEST(h.logic->timer_period_ms() == 50);
   h.tick(1000);
   h.feed({{1, 1, 1}});
@@ -173,7 +173,7 @@ BOOST_AUTO_TEST_CASE(every_period_late_trigger_fires_on_processing_time_only_wit
 }
 
 BOOST_AUTO_TEST_CASE(planned_offsets_fire_at_the_planned_times_after_expiry) {
-  harness h{tumbling{10}, lateness(100, late_trigger::at_offsets({50, 200}))};
+  harness h{tumbling{10}, with_lateness(100, late_trigger::at_offsets({50, 200}))};
   BOOST_TEST(h.logic->timer_period_ms() == 50);
   h.tick(1000);
   h.feed({{1, 1, 1}});
@@ -216,7 +216,7 @@ BOOST_AUTO_TEST_CASE(early_count_and_processing_time_triggers_add_results_before
 }
 
 BOOST_AUTO_TEST_CASE(sliding_windows_drop_an_event_only_when_every_window_is_past_lateness) {
-  harness h{sliding{10, 5}, lateness(0)};
+  harness h{sliding{10, 5}, with_lateness(0)};
   h.feed({{1, 7, 1}});
   h.watermark(10);
   BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=0 final on_time 1"});
@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(sliding_windows_drop_an_event_only_when_every_window_is_pas
 }
 
 BOOST_AUTO_TEST_CASE(a_late_event_that_bridges_two_sessions_retracts_them_and_merges) {
-  harness h{session{10}, lateness(100)};
+  harness h{session{10}, with_lateness(100)};
   h.feed({{1, 0, 1}, {1, 18, 2}});
   h.watermark(50);
   BOOST_TEST(h.take() == (lines{"[0,10) key=1 rev=0 on_time 1", "[18,28) key=1 rev=0 on_time 2"}));
@@ -246,7 +246,7 @@ BOOST_AUTO_TEST_CASE(a_late_event_that_bridges_two_sessions_retracts_them_and_me
 }
 
 BOOST_AUTO_TEST_CASE(a_session_extended_past_the_watermark_fires_on_time_again) {
-  harness h{session{10}, lateness(100)};
+  harness h{session{10}, with_lateness(100)};
   h.feed({{1, 0, 1}});
   h.watermark(12);
   BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=0 on_time 1"});
@@ -282,7 +282,7 @@ BOOST_AUTO_TEST_CASE(process_functions_see_every_event_of_the_window_again_on_ea
   auto store = std::make_unique<memory_window_store<int, reading>>();
   auto* s = store.get();
   auto logic = ops::make_window_logic<reading, int>(tumbling{10}, key_of{}, fn{values, std::move(store)},
-                                                    lateness(10), "w");
+                                                    with_lateness(10), "w");
   recording_emitter out;
   logic->process(0, readings({{1, 1, 1}, {1, 2, 2}, {3, 4, 7}}), out);
   BOOST_TEST(s->memory_events() == 3u);
