@@ -15,58 +15,10 @@
 
 #include "messages.hpp"
 #include "stage_actor.hpp"
+#include "wiring.hpp"
 
 namespace tidemark {
-namespace {
-
-/// Where each channel of the plan starts and ends: slots on both sides, per stage instance.
-struct wiring {
-  struct endpoint {
-    std::uint32_t stage;
-    std::uint32_t instance;
-  };
-  // per stage, per instance: input ports of its slots
-  std::vector<std::vector<std::vector<std::uint32_t>>> input_ports;
-  // per stage, per instance: output channels (target stage/instance, receiver slot) and edges
-  struct out_channel {
-    endpoint to;
-    std::uint32_t slot;
-  };
-  std::vector<std::vector<std::vector<out_channel>>> outputs;
-  std::vector<std::vector<std::vector<detail::output_edge>>> edges;
-};
-
-wiring wire(const physical_plan& p) {
-  wiring w;
-  const auto stages = p.stages.size();
-  w.input_ports.resize(stages);
-  w.outputs.resize(stages);
-  w.edges.resize(stages);
-  for (std::size_t s = 0; s < stages; ++s) {
-    w.input_ports[s].resize(p.stages[s].parallelism);
-    w.outputs[s].resize(p.stages[s].parallelism);
-    w.edges[s].resize(p.stages[s].parallelism);
-  }
-  for (const auto& e : p.edges) {
-    const auto senders = p.stages[e.from].parallelism;
-    const auto receivers = p.stages[e.to].parallelism;
-    const bool one_to_one = pointwise(e, p);
-    for (std::uint32_t a = 0; a < senders; ++a) {
-      detail::output_edge edge;
-      edge.part = e.part;
-      for (std::uint32_t b = 0; b < receivers; ++b) {
-        if (one_to_one && a != b) continue;
-        auto& ports = w.input_ports[e.to][b];
-        auto slot = static_cast<std::uint32_t>(ports.size());
-        ports.push_back(e.input);
-        edge.slots.push_back(static_cast<std::uint32_t>(w.outputs[e.from][a].size()));
-        w.outputs[e.from][a].push_back({{e.to, b}, slot});
-      }
-      w.edges[e.from][a].push_back(std::move(edge));
-    }
-  }
-  return w;
-}
+namespace detail {
 
 /// Batches are allocated on one thread and freed on another. With glibc's default dynamic
 /// thresholds, large batch buffers went back to the kernel and returned with page faults on
@@ -89,30 +41,31 @@ void configure(caf::actor_system_config& cfg, const run_options& opts) {
   cfg.set("scheduler.policy", caf::atom("sharing"));
 }
 
-}  // namespace
+void publish(const job_result& result, const run_options& opts) {
+  if (opts.print_summary) std::cout << result.summary();
+  if (!opts.report_path.empty()) {
+    std::ofstream out{opts.report_path};
+    if (!out) throw job_error("cannot write the metrics report to '" + opts.report_path + "'");
+    out << result.to_json() << '\n';
+  }
+}
+
+}  // namespace detail
 
 job_result run(const job& j, const run_options& opts) {
-  if (auto problem = validate(j.graph())) throw job_error("job '" + j.name() + "': " + *problem);
-  if (opts.batch_size == 0 || opts.credit == 0)
-    throw job_error("job '" + j.name() + "': batch_size and credit must be at least 1");
-  for (const auto& n : j.graph().nodes())
-    for (const auto& e : n.inputs)
-      if (e.feedback)
-        throw job_error("job '" + j.name() + "': the loop closed at '" + n.name +
-                        "' cannot run yet: the embedded runtime plans loops (tidemark plan) but "
-                        "does not execute feedback edges");
   // gates of the synchronizers are operators of the rewritten graph; it outlives the actors
-  const auto synced = synchronize(j.graph(), opts.synchronizers);
+  const auto synced = detail::executable_graph(j, opts);
   const auto& g = synced.graph;
   auto plan = compile(g, {opts.fuse});
-  auto w = wire(plan);
-  // Tiered window stores keep it alive as long as they run.
-  std::shared_ptr<block_storage> storage = opts.state_storage;
-  if (!storage) storage = std::make_shared<persistence::storage_service>(opts.storage);
+  auto w = detail::wire(plan);
+  // Tiered window stores keep the storage service alive as long as they run.
+  auto run_opts = opts;
+  if (!run_opts.state_storage)
+    run_opts.state_storage = std::make_shared<persistence::storage_service>(opts.storage);
 
-  if (opts.tune_malloc) keep_freed_batches_in_heap();
+  if (opts.tune_malloc) detail::keep_freed_batches_in_heap();
   caf::actor_system_config cfg;
-  configure(cfg, opts);
+  detail::configure(cfg, opts);
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
 
@@ -131,27 +84,10 @@ job_result run(const job& j, const run_options& opts) {
       const auto& st = plan.stages[s];
       actors[s].resize(st.parallelism);
       for (std::uint32_t i = 0; i < st.parallelism; ++i) {
-        detail::stage_setup setup;
-        setup.stage = static_cast<std::uint32_t>(s);
-        setup.instance = i;
-        setup.parallelism = st.parallelism;
-        setup.opts = opts;
+        auto setup = detail::make_stage_setup(g, plan, w, static_cast<std::uint32_t>(s), i, run_opts);
         setup.driver = caf::actor_cast<caf::actor>(self);
-        for (auto id : st.chain) {
-          const auto& n = g.node(id);
-          setup.nodes.push_back(&n);
-          instance_info info{n.name, i, st.parallelism, opts.batch_size, storage};
-          if (n.kind == node_kind::source) {
-            setup.source = n.make_source(info);
-          } else {
-            setup.ops.push_back(n.make_operator(info));
-            setup.ops.back()->on_error = n.on_error;
-          }
-        }
-        setup.input_ports = w.input_ports[s][i];
         for (auto& o : w.outputs[s][i])
           setup.outputs.push_back({actors[o.to.stage][o.to.instance], o.slot});
-        setup.edges = w.edges[s][i];
         bool is_source = setup.source != nullptr;
         actors[s][i] = detail::spawn_stage(sys, std::move(setup));
         self->monitor(actors[s][i]);
@@ -191,12 +127,7 @@ job_result run(const job& j, const run_options& opts) {
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {
     return std::tie(a.stage, a.instance) < std::tie(b.stage, b.instance);
   });
-  if (opts.print_summary) std::cout << result.summary();
-  if (!opts.report_path.empty()) {
-    std::ofstream out{opts.report_path};
-    if (!out) throw job_error("cannot write the metrics report to '" + opts.report_path + "'");
-    out << result.to_json() << '\n';
-  }
+  detail::publish(result, opts);
   return result;
 }
 

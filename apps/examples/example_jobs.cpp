@@ -3,7 +3,9 @@
 // any two runs (embedded or distributed, any parallelism) must agree once sorted.
 #include "example_jobs.hpp"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <map>
 #include <optional>
 
@@ -14,6 +16,7 @@ namespace {
 struct reading {
   std::int64_t ts = 0;
   std::uint32_t sensor = 0;
+  TIDEMARK_FIELDS(ts, sensor)  // readings cross nodes on the key shuffle
 };
 
 job build_window_count(const job_options& o) {
@@ -41,6 +44,18 @@ job build_window_count(const job_options& o) {
       .aggregate(agg::count())
       .parallelism(static_cast<std::uint32_t>(parallelism))
       .results();
+  // gather: every result to one sink instance (a cluster file can pin "counts" to one node)
+  if (o.get_bool("gather")) {
+    const auto delay = std::chrono::microseconds{o.get_int("sink-delay-us")};
+    counts = counts.rebalance()
+                 .map(
+                     [delay](const auto& r) {
+                       if (delay.count() > 0) std::this_thread::sleep_for(delay);
+                       return r;
+                     },
+                     "gather")
+                 .parallelism(1);
+  }
   if (auto out = o.get("out"); out.empty())
     counts.count("counts");
   else
@@ -66,6 +81,8 @@ void register_jobs(job_registry& registry) {
                  {"keys", "100", "distinct sensors"},
                  {"window-ms", "1000", "tumbling window length in event-time ms"},
                  {"parallelism", "2", "instances of the window operator"},
+                 {"gather", "false", "send every result to one sink instance"},
+                 {"sink-delay-us", "0", "with gather: the sink waits this long per result"},
                  {"out", "", "file for one line per window result (without it, results are only counted)"}},
                 nullptr,
                 build_window_count,

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "tidemark/cluster.hpp"
 #include "tidemark/plan.hpp"
 #include "tidemark/synchronizer.hpp"
 
@@ -42,7 +43,14 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
 
   auto run_inv = std::make_shared<job_invocation>();
   auto opts = std::make_shared<run_options>();
-  auto* run_cmd = app.add_subcommand("run", "run a registered job embedded in this process");
+  auto cluster_file = std::make_shared<std::string>();
+  auto insecure = std::make_shared<bool>(false);
+  auto* run_cmd = app.add_subcommand(
+      "run", "run a registered job embedded in this process, or on the nodes of --cluster");
+  run_cmd->add_option("--cluster", *cluster_file,
+                      "cluster file (YAML, see docs/deploy.md): deploy on its nodes");
+  run_cmd->add_flag("--insecure", *insecure,
+                    "talk to the nodes in plain text without keys (prints a warning)");
   run_cmd->add_option("--report", opts->report_path, "write the JSON metrics report here");
   run_cmd->add_option("--threads", opts->threads, "scheduler threads (default: one per core)");
   run_cmd->add_option("--batch-size", opts->batch_size, "elements per batch between actors");
@@ -62,11 +70,39 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   run_cmd->add_flag("--no-synchronizers", [opts](std::int64_t) { opts->synchronizers.enabled = false; },
                     "debug: let timezones see elements out of order");
   add_job_positional(*run_cmd, *run_inv);
-  run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms] {
+  run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure] {
     const auto& spec = registry.find(run_inv->name);
     opts->print_summary = true;
     opts->linger = std::chrono::milliseconds{*linger_ms};
-    run_registered(spec, parse_job_arguments(spec, run_cmd->remaining()), *opts);
+    auto options = parse_job_arguments(spec, run_cmd->remaining());
+    if (cluster_file->empty()) {
+      run_registered(spec, std::move(options), *opts);
+      return;
+    }
+    auto cluster = cluster_config::load(*cluster_file);
+    if (*insecure && !cluster.insecure)
+      throw std::runtime_error("--insecure needs 'insecure: true' in the cluster file too: the "
+                               "nodes must agree to run in plain text");
+    if (cluster.insecure && !*insecure)
+      throw std::runtime_error("the cluster file says 'insecure: true': pass --insecure to confirm "
+                               "plain-text traffic");
+    run_on_cluster(spec, std::move(options), cluster, *opts);
+  });
+
+  auto keygen_dir = std::make_shared<std::string>(".");
+  auto keygen_names = std::make_shared<std::vector<std::string>>();
+  auto* keygen = app.add_subcommand(
+      "keygen", "write CURVE key pairs: DIR/NAME.key (secret, mode 0600) and DIR/NAME.pub");
+  keygen->add_option("--dir", *keygen_dir, "where to write the keys (default: .)");
+  keygen->add_option("names", *keygen_names, "one key pair per name (node ids, 'coordinator')")
+      ->required();
+  keygen->callback([keygen_dir, keygen_names] {
+    for (const auto& name : *keygen_names) {
+      auto keys = key_pair::generate();
+      keys.save(*keygen_dir, name);
+      std::printf("%s/%s.key  public key %s\n", keygen_dir->c_str(), name.c_str(),
+                  keys.public_key.c_str());
+    }
   });
 
   auto plan_inv = std::make_shared<job_invocation>();

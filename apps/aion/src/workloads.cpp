@@ -19,7 +19,7 @@
 
 namespace tidemark {
 
-// ---- event types and their block codecs (tiered state writes them to disk) ---------------------
+// ---- event types (tiered state writes them to disk with their codecs) ----------------------------
 
 namespace aion {
 
@@ -27,12 +27,14 @@ struct avg_event {
   event_time ts = 0;
   std::int32_t value = 1;
   std::string payload;
+  TIDEMARK_FIELDS(ts, value, payload)
 };
 
 struct text_event {
   event_time ts = 0;
   std::string text;
   std::string padding;
+  TIDEMARK_FIELDS(ts, text, padding)
 };
 
 struct price_event {
@@ -40,6 +42,7 @@ struct price_event {
   std::int32_t symbol = 0;
   double price = 0;
   std::string dummy;
+  TIDEMARK_FIELDS(ts, symbol, price, dummy)
 };
 
 struct tweet_event {
@@ -59,103 +62,10 @@ struct car_report {
   std::int32_t seg = 0;
   std::int32_t pos = 0;
   std::string dummy;
+  TIDEMARK_FIELDS(ts, car, speed, seg, pos, dummy)
 };
 
 }  // namespace aion
-
-}  // namespace tidemark
-
-namespace tidemark::aion {
-namespace {
-
-// The plain fields of the event types, written as bytes by their codecs (never std::string's
-// pointers).
-struct avg_head { event_time ts; std::int32_t value; };
-struct text_head { event_time ts; };
-struct price_head { event_time ts; std::int32_t symbol; double price; };
-struct car_head { event_time ts; std::int32_t car, speed, seg, pos; };
-
-}  // namespace
-}  // namespace tidemark::aion
-
-namespace tidemark {
-
-template <>
-struct block_codec<aion::avg_event> {
-  static void write(byte_writer& w, const aion::avg_event& e) {
-    const aion::avg_head h{e.ts, e.value};
-    w.raw(&h, sizeof h);
-    w.put(e.payload);
-  }
-  static bool read(byte_reader& r, aion::avg_event& e) {
-    aion::avg_head h{};
-    if (!r.raw(&h, sizeof h)) return false;
-    e.ts = h.ts;
-    e.value = h.value;
-    return r.get(e.payload);
-  }
-  static std::size_t footprint(const aion::avg_event& e) {
-    return sizeof e - sizeof e.payload + block_codec<std::string>::footprint(e.payload);
-  }
-};
-
-template <>
-struct block_codec<aion::text_event> {
-  static void write(byte_writer& w, const aion::text_event& e) {
-    w.put(e.ts);
-    w.put(e.text);
-    w.put(e.padding);
-  }
-  static bool read(byte_reader& r, aion::text_event& e) {
-    return r.get(e.ts) && r.get(e.text) && r.get(e.padding);
-  }
-  static std::size_t footprint(const aion::text_event& e) {
-    return sizeof e.ts + block_codec<std::string>::footprint(e.text) +
-           block_codec<std::string>::footprint(e.padding);
-  }
-};
-
-template <>
-struct block_codec<aion::price_event> {
-  static void write(byte_writer& w, const aion::price_event& e) {
-    const aion::price_head h{e.ts, e.symbol, e.price};
-    w.raw(&h, sizeof h);
-    w.put(e.dummy);
-  }
-  static bool read(byte_reader& r, aion::price_event& e) {
-    aion::price_head h{};
-    if (!r.raw(&h, sizeof h)) return false;
-    e.ts = h.ts;
-    e.symbol = h.symbol;
-    e.price = h.price;
-    return r.get(e.dummy);
-  }
-  static std::size_t footprint(const aion::price_event& e) {
-    return sizeof e - sizeof e.dummy + block_codec<std::string>::footprint(e.dummy);
-  }
-};
-
-template <>
-struct block_codec<aion::car_report> {
-  static void write(byte_writer& w, const aion::car_report& e) {
-    const aion::car_head h{e.ts, e.car, e.speed, e.seg, e.pos};
-    w.raw(&h, sizeof h);
-    w.put(e.dummy);
-  }
-  static bool read(byte_reader& r, aion::car_report& e) {
-    aion::car_head h{};
-    if (!r.raw(&h, sizeof h)) return false;
-    e.ts = h.ts;
-    e.car = h.car;
-    e.speed = h.speed;
-    e.seg = h.seg;
-    e.pos = h.pos;
-    return r.get(e.dummy);
-  }
-  static std::size_t footprint(const aion::car_report& e) {
-    return sizeof e - sizeof e.dummy + block_codec<std::string>::footprint(e.dummy);
-  }
-};
 
 }  // namespace tidemark
 

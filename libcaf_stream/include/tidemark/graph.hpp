@@ -15,6 +15,7 @@
 namespace tidemark {
 
 using node_id = std::uint32_t;
+class batch_codec;
 
 /// How elements on an edge are spread over the consumer's instances.
 enum class partitioning {
@@ -54,6 +55,11 @@ struct logical_node {
   /// Creates the logic of one instance (sources use make_source instead).
   std::function<std::unique_ptr<operator_logic>(const instance_info&)> make_operator;
   std::function<std::unique_ptr<source_logic>(const instance_info&)> make_source;
+  /// Encodes the batches this node emits when they cross a process boundary; null when the
+  /// value type has no tidemark::codec (then the stream can only run within one process).
+  const batch_codec* codec = nullptr;
+  /// The readable name of the emitted value type, for errors about a missing codec.
+  std::string value_type;
 };
 
 class logical_graph {

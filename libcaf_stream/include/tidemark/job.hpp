@@ -10,10 +10,12 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
 #include "tidemark/async.hpp"
+#include "tidemark/codec.hpp"
 #include "tidemark/event_time.hpp"
 #include "tidemark/graph.hpp"
 #include "tidemark/operators.hpp"
@@ -433,7 +435,15 @@ class stream {
   friend class feedback_loop;
 
   stream(job j, node_id id, partitioning next = partitioning::forward)
-      : job_(std::move(j)), id_(id), next_(next) {}
+      : job_(std::move(j)), id_(id), next_(next) {
+    // whether this stream crosses a process boundary is decided at deployment (placement comes
+    // from the cluster file), so the codec is looked up here and checked there
+    auto& n = node();
+    if (n.value_type.empty()) {
+      n.codec = batch_codec_for<T>();
+      n.value_type = detail::demangle(typeid(T).name());
+    }
+  }
 
   logical_node& node() { return job_.state_->graph.node(id_); }
   logical_edge edge() const { return {id_, next_}; }

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/block_codec.hpp"
+#include "tidemark/state_block.hpp"
 #include "tidemark/detail/flat_hash_map.hpp"
 #include "tidemark/operator.hpp"
 #include "tidemark/tiered_state.hpp"

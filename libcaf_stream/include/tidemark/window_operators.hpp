@@ -378,9 +378,11 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
 
   void on_timer(std::int64_t now_ms, emitter& out) override {
     this->start_tick(now_ms);
-    for (auto& [start, e] : windows_)
+    for (auto& entry : windows_) {
+      auto& e = entry.second;  // not a structured binding: clang 14 cannot capture those
       e.panes.for_each_hashed(
           [&](std::uint64_t h, const K& k, pane& p) { this->tick(e.w, e.w, h, k, p, e.expired); });
+    }
     this->flush(out);
   }
 

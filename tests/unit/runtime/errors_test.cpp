@@ -52,11 +52,10 @@ BOOST_AUTO_TEST_CASE(cycle) {
   j.graph().node(a.id()).inputs.push_back({b.id(), partitioning::forward});
   BOOST_TEST(run_error(j) == "job 'cycle': the job has a cycle: 'a' -> 'b' -> 'a'; close loops "
                              "with job::iterate (a feedback edge)");
-  // with the feedback mark the loop is valid, but the embedded runtime does not execute it
+  // with the feedback mark the loop is valid, but the runtime does not execute it
   j.graph().node(a.id()).inputs.back().feedback = true;
-  BOOST_TEST(run_error(j) == "job 'cycle': the loop closed at 'a' cannot run yet: the embedded "
-                             "runtime plans loops (tidemark plan) but does not execute feedback "
-                             "edges");
+  BOOST_TEST(run_error(j) == "job 'cycle': the loop closed at 'a' cannot run yet: the runtime "
+                             "plans loops (tidemark plan) but does not execute feedback edges");
 }
 
 BOOST_AUTO_TEST_CASE(missing_input_file) {

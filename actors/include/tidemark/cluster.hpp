@@ -1,0 +1,122 @@
+// Distributed execution: the cluster file, CURVE key pairs, placement of a physical plan on
+// nodes, the node server (what `tidemark-node` runs) and the coordinator (what
+// `tidemark run JOB --cluster FILE` runs). Transport details (ZeroMQ, FlatBuffers) stay in src/.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime.hpp"
+
+namespace tidemark {
+
+/// A CURVE key pair as Z85 text (40 characters each).
+struct key_pair {
+  std::string public_key;
+  std::string secret_key;
+
+  /// A fresh key pair from libzmq's CURVE implementation.
+  static key_pair generate();
+  /// Reads `NAME.key` (both keys) as written by save(); throws std::runtime_error naming the file.
+  static key_pair load(const std::string& path);
+  /// Reads a public key from a `.pub` file (or a `.key` file).
+  static std::string load_public(const std::string& path);
+  /// Writes `DIR/NAME.key` (both keys, mode 0600) and `DIR/NAME.pub` (the public key).
+  void save(const std::string& dir, const std::string& name) const;
+};
+
+struct cluster_node {
+  std::string id;
+  std::string endpoint;    ///< control endpoint, e.g. tcp://10.0.0.5:7100 (data: port + 1)
+  std::string public_key;  ///< the node's CURVE public key (Z85)
+};
+
+struct cluster_config {
+  std::vector<cluster_node> nodes;
+  /// The coordinator's key pair (its public key must be in every node's allow-list).
+  key_pair coordinator;
+  /// Plain-text ZeroMQ (no CURVE, no ZAP): only with an explicit opt-in; prints a warning.
+  bool insecure = false;
+  /// A node that sends nothing for this long is reported as failed.
+  std::chrono::milliseconds heartbeat_timeout{1000};
+  /// How often nodes send heartbeats.
+  std::chrono::milliseconds heartbeat_interval{250};
+  /// Largest frame a socket accepts (ZMQ_MAXMSGSIZE); larger ones are refused.
+  std::int64_t max_message_bytes = 64 << 20;
+  /// Operator name -> node id: every instance of the stage holding the operator runs there.
+  std::map<std::string, std::string> pins;
+  /// How long to wait for nodes to answer hello and deploy.
+  std::chrono::milliseconds connect_timeout{5000};
+
+  /// Reads a cluster file (YAML, see docs/deploy.md); relative key paths are resolved against the
+  /// file's folder. Throws std::runtime_error naming the file and the field.
+  static cluster_config load(const std::string& path);
+  /// Index of the node with this id, or nullopt.
+  std::optional<std::uint32_t> find(const std::string& id) const;
+};
+
+/// Node index of every stage instance (stages in plan order, instances in order): instances of
+/// stages whose operators are pinned go to the pinned node, the others round robin over the
+/// nodes in instance order. Throws job_error for a pin naming an unknown operator or node.
+std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
+                                 const cluster_config& cluster);
+
+struct node_options {
+  std::string id;
+  std::string listen;    ///< control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data: port + 1)
+  std::string data_dir;  ///< node-local state (created at start; for stores and checkpoints)
+  std::string keys_dir;  ///< ID.key (own key pair) and *.pub (the allow-list)
+  bool insecure = false;
+  std::int64_t max_message_bytes = 64 << 20;
+};
+
+/// Counters a node reports on request (and that tests read).
+struct node_status {
+  std::string node;
+  std::uint64_t frames_in = 0;      ///< frames accepted
+  std::uint64_t bad_frames = 0;     ///< failed verification or decoding, dropped
+  std::uint64_t refused_peers = 0;  ///< connections the ZAP handler refused
+  std::uint64_t lost_frames = 0;    ///< sequence gaps on data channels
+  std::uint64_t data_bytes_in = 0;  ///< bytes of accepted frames on the data socket
+  std::uint64_t batch_frames_in = 0;  ///< of those, frames carrying a batch
+  std::uint64_t batch_bytes_in = 0;
+};
+
+/// The server behind `tidemark-node`: binds its control and data endpoints, accepts deployments
+/// of registered jobs from the coordinator, runs them, and reports heartbeats and metrics.
+class node_server {
+ public:
+  node_server(node_options opts, const job_registry& jobs);
+  ~node_server();
+  node_server(const node_server&) = delete;
+  node_server& operator=(const node_server&) = delete;
+  /// Serves until `stop` becomes true.
+  void run(const std::atomic<bool>& stop);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// Runs a registered job on the cluster: prepare (here), deploy the plan on the nodes, start,
+/// watch heartbeats, collect metrics, report. Throws job_error when a node refuses, fails or
+/// stops sending heartbeats (the message names the node and the operators it hosted).
+job_result run_on_cluster(const job_spec& spec, job_options options, const cluster_config& cluster,
+                          const run_options& opts = {});
+
+/// Asks the node at `endpoint` for its counters with the coordinator's credentials of `cluster`;
+/// nullopt when it does not answer within `timeout` (refused key, plain-text peer, down).
+std::optional<node_status> query_status(const std::string& endpoint, const cluster_config& cluster,
+                                        std::chrono::milliseconds timeout);
+
+/// The data endpoint of a node: its control endpoint's port + 1.
+std::string data_endpoint(const std::string& control_endpoint);
+
+}  // namespace tidemark

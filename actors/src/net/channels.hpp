@@ -1,0 +1,32 @@
+// The channels of a deployed plan, numbered the same way in every process (stages in plan order,
+// instances in order, output slots in order), and the check that every channel crossing a
+// process boundary carries a type with a codec.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../wiring.hpp"
+#include "tidemark/codec.hpp"
+
+namespace tidemark::net {
+
+struct channel {
+  std::uint32_t from_stage, from_instance, out_slot;
+  std::uint32_t to_stage, to_instance, in_slot;
+  const logical_node* producer;  ///< the tail operator of the sending stage
+};
+
+std::vector<channel> enumerate_channels(const logical_graph& g, const physical_plan& p,
+                                        const detail::wiring& w);
+
+/// Index of the first instance of each stage in the flat list of stage instances.
+std::vector<std::uint32_t> instance_offsets(const physical_plan& p);
+
+/// Throws job_error when a channel between two nodes carries a type without tidemark::codec,
+/// naming the operator, the type and the nodes.
+void check_codecs(const std::vector<channel>& chans, const std::vector<std::uint32_t>& offsets,
+                  const std::vector<std::uint32_t>& placement, const std::vector<std::string>& ids);
+
+}  // namespace tidemark::net

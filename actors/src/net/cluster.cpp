@@ -1,0 +1,108 @@
+// The cluster file (YAML), placement of stage instances on nodes, endpoints (see cluster.hpp).
+#include <filesystem>
+#include <stdexcept>
+
+#include <yaml-cpp/yaml.h>
+
+#include "tidemark/cluster.hpp"
+
+namespace tidemark {
+namespace {
+
+std::string resolve(const std::filesystem::path& base, const std::string& p) {
+  std::filesystem::path path{p};
+  return (path.is_absolute() ? path : base / path).string();
+}
+
+}  // namespace
+
+cluster_config cluster_config::load(const std::string& path) {
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error("cluster file '" + path + "': " + e.what());
+  }
+  auto base = std::filesystem::path{path}.parent_path();
+  auto where = [&](const std::string& what) { return "cluster file '" + path + "': " + what; };
+  cluster_config c;
+  try {
+    c.insecure = doc["insecure"].as<bool>(false);
+    c.heartbeat_timeout = std::chrono::milliseconds{doc["heartbeat_timeout_ms"].as<long>(1000)};
+    c.heartbeat_interval = std::chrono::milliseconds{
+        doc["heartbeat_interval_ms"].as<long>(std::max<long>(1, c.heartbeat_timeout.count() / 4))};
+    c.max_message_bytes = doc["max_message_bytes"].as<std::int64_t>(c.max_message_bytes);
+    if (!doc["nodes"] || !doc["nodes"].IsSequence() || doc["nodes"].size() == 0)
+      throw std::runtime_error(where("'nodes' must list at least one node"));
+    for (const auto& n : doc["nodes"]) {
+      cluster_node node;
+      node.id = n["id"].as<std::string>("");
+      node.endpoint = n["endpoint"].as<std::string>("");
+      if (node.id.empty() || node.endpoint.empty())
+        throw std::runtime_error(where("every node needs 'id' and 'endpoint'"));
+      if (c.find(node.id)) throw std::runtime_error(where("node id '" + node.id + "' appears twice"));
+      if (n["public_key"])
+        node.public_key = n["public_key"].as<std::string>();
+      else if (n["public_key_file"])
+        node.public_key = key_pair::load_public(resolve(base, n["public_key_file"].as<std::string>()));
+      else if (!c.insecure)
+        throw std::runtime_error(where("node '" + node.id +
+                                       "' needs 'public_key' or 'public_key_file' (or insecure: true)"));
+      c.nodes.push_back(std::move(node));
+    }
+    if (doc["coordinator_key"])
+      c.coordinator = key_pair::load(resolve(base, doc["coordinator_key"].as<std::string>()));
+    else if (!c.insecure)
+      throw std::runtime_error(where("'coordinator_key' (the coordinator's .key file) is missing"));
+    if (doc["pins"])
+      for (const auto& p : doc["pins"]) c.pins[p.first.as<std::string>()] = p.second.as<std::string>();
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error(where(e.what()));
+  }
+  return c;
+}
+
+std::optional<std::uint32_t> cluster_config::find(const std::string& id) const {
+  for (std::uint32_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].id == id) return i;
+  return std::nullopt;
+}
+
+std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
+                                 const cluster_config& cluster) {
+  if (cluster.nodes.empty()) throw job_error("the cluster has no nodes");
+  std::map<std::string, std::uint32_t> pinned;
+  for (const auto& [op, node] : cluster.pins) {
+    auto idx = cluster.find(node);
+    if (!idx) throw job_error("pin '" + op + "': no node '" + node + "' in the cluster");
+    bool known = false;
+    for (const auto& n : g.nodes()) known |= n.name == op;
+    if (!known) throw job_error("pin '" + op + "': the job has no operator of that name");
+    pinned[op] = *idx;
+  }
+  std::vector<std::uint32_t> placement;
+  std::uint32_t next = 0;
+  for (const auto& st : p.stages) {
+    std::optional<std::uint32_t> pin;
+    for (auto id : st.chain)
+      if (auto it = pinned.find(g.node(id).name); it != pinned.end()) pin = it->second;
+    for (std::uint32_t i = 0; i < st.parallelism; ++i)
+      placement.push_back(pin ? *pin : next++ % cluster.nodes.size());
+  }
+  return placement;
+}
+
+std::string data_endpoint(const std::string& control) {
+  auto colon = control.rfind(':');
+  int port = 0;
+  try {
+    port = colon == std::string::npos ? 0 : std::stoi(control.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  if (port <= 0 || port >= 65535)
+    throw std::runtime_error("endpoint '" + control +
+                             "' needs a TCP port below 65535, e.g. tcp://0.0.0.0:7100");
+  return control.substr(0, colon + 1) + std::to_string(port + 1);
+}
+
+}  // namespace tidemark

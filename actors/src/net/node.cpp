@@ -1,0 +1,500 @@
+// The node server behind `tidemark-node`. One I/O thread owns every ZeroMQ socket: the control
+// ROUTER (coordinator), the data ROUTER (frames from peer nodes: data for local receivers, credit
+// for local senders) and one DEALER per peer it sends to. Stage actors run on a CAF actor system
+// per deployment; proxies (remote_channel.hpp) connect them to the I/O thread.
+#include <poll.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+
+#include "../messages.hpp"
+#include "../wiring.hpp"
+#include "channels.hpp"
+#include "frames.hpp"
+#include "remote_channel.hpp"
+#include "security.hpp"
+#include "tidemark/cluster.hpp"
+
+namespace tidemark {
+
+using clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// What one node runs of one job.
+struct deployment {
+  job built;
+  synchronized_graph synced;  ///< the graph the plan was compiled from (gates included)
+  physical_plan plan;
+  detail::wiring wiring;
+  std::vector<net::channel> channels;
+  std::vector<std::uint32_t> offsets;
+  std::vector<std::uint32_t> placement;
+  std::vector<cluster_node> nodes;
+  std::uint32_t self = 0;
+  run_options opts;
+  std::chrono::milliseconds heartbeat{250};
+  std::shared_ptr<net::outbox> out;
+  std::unique_ptr<caf::actor_system_config> cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::vector<caf::actor> actors;   // everything spawned, for teardown
+  std::vector<caf::actor> sources;  // started by Start
+  // per channel: the local sender stage (credit goes there) or the local inbound proxy
+  std::vector<caf::actor> sender;
+  std::vector<caf::actor> inbound;
+  std::vector<std::uint64_t> expected_seq;
+  std::map<std::uint32_t, std::unique_ptr<zmq::socket_t>> dealers;
+
+  bool local(std::uint32_t stage, std::uint32_t instance) const {
+    return placement[offsets[stage] + instance] == self;
+  }
+  std::uint32_t node_of(std::uint32_t stage, std::uint32_t instance) const {
+    return placement[offsets[stage] + instance];
+  }
+
+  ~deployment() {
+    if (!sys) return;
+    for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    actors.clear();
+    sources.clear();
+    sender.clear();
+    inbound.clear();
+    sys.reset();  // waits for the actors to quit
+  }
+};
+
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string{}; }
+
+/// Collects done/failed messages of the local stages and reports them to the coordinator.
+struct driver_state {
+  std::size_t expected = 0;
+  std::vector<instance_metrics> done;
+  bool failed = false;
+};
+
+caf::behavior node_driver(caf::stateful_actor<driver_state>* self, std::shared_ptr<net::outbox> out,
+                          std::string node, std::size_t expected) {
+  self->state.expected = expected;
+  return {
+      [=](detail::done_msg& m) {
+        auto& st = self->state;
+        st.done.push_back(std::move(m.metrics));
+        if (st.done.size() == st.expected && !st.failed)
+          out->push({net::outgoing::coordinator,
+                     net::done_frame(node, st.done, batch_gauge::peak())});
+      },
+      [=](detail::failed_msg& m) {
+        if (self->state.failed) return;
+        self->state.failed = true;
+        flatbuffers::FlatBufferBuilder b;
+        auto body = wire::CreateFailure(b, b.CreateString(node), b.CreateString(m.what));
+        out->push({net::outgoing::coordinator, net::control_message(b, body)});
+      },
+  };
+}
+
+}  // namespace
+
+struct node_server::impl {
+  node_options opts;
+  const job_registry& jobs;
+  zmq::context_t ctx{1};
+  key_pair own;
+  std::unique_ptr<net::zap_handler> zap;
+  zmq::socket_t control{ctx, zmq::socket_type::router};
+  zmq::socket_t data{ctx, zmq::socket_type::router};
+  std::string coordinator;  // routing id of the coordinator's connection
+  node_status status;
+  std::unique_ptr<deployment> dep;
+  std::shared_ptr<net::outbox> out = std::make_shared<net::outbox>();
+  clock::time_point next_heartbeat = clock::now();
+
+  impl(node_options o, const job_registry& j) : opts(std::move(o)), jobs(j) {
+    status.node = opts.id;
+    if (opts.insecure) {
+      net::warn_insecure("node '" + opts.id + "'");
+    } else {
+      if (opts.keys_dir.empty())
+        throw std::runtime_error("node '" + opts.id +
+                                 "': --keys DIR is required (or --insecure for plain text)");
+      own = key_pair::load((std::filesystem::path{opts.keys_dir} / (opts.id + ".key")).string());
+      zap = std::make_unique<net::zap_handler>(ctx, net::load_allow_list(opts.keys_dir),
+                                               "node '" + opts.id + "'");
+    }
+    net::make_server(control, own, opts.insecure, opts.max_message_bytes);
+    net::make_server(data, own, opts.insecure, opts.max_message_bytes);
+    control.bind(opts.listen);
+    data.bind(data_endpoint(opts.listen));
+    if (!opts.data_dir.empty()) std::filesystem::create_directories(opts.data_dir);
+  }
+
+  ~impl() {
+    dep.reset();
+    control.close();
+    data.close();
+    zap.reset();
+  }
+
+  void log(const std::string& what) const { std::cerr << "node '" << opts.id << "': " << what << '\n'; }
+
+  void bad_frame(zmq::message_t& m, const std::string& what) {
+    ++status.bad_frames;
+    log("dropped a bad frame from " + net::describe_peer(m) + ": " + what);
+  }
+
+  /// Receives [routing id, payload]; false when nothing is waiting.
+  static bool receive(zmq::socket_t& s, zmq::message_t& id, zmq::message_t& payload) {
+    if (!s.recv(id, zmq::recv_flags::dontwait)) return false;
+    if (!id.more()) {
+      payload = std::move(id);
+      return true;
+    }
+    (void)s.recv(payload);
+    while (payload.more()) {  // extra parts: keep the first, drop the rest
+      zmq::message_t extra;
+      (void)s.recv(extra);
+      if (!extra.more()) break;
+    }
+    return true;
+  }
+
+  void reply(const zmq::message_t& id, zmq::message_t msg) {
+    control.send(zmq::buffer(id.data(), id.size()), zmq::send_flags::sndmore);
+    control.send(msg, zmq::send_flags::none);
+  }
+
+  void to_coordinator(zmq::message_t msg) {
+    if (coordinator.empty()) return;
+    control.send(zmq::buffer(coordinator), zmq::send_flags::sndmore);
+    control.send(msg, zmq::send_flags::none);
+  }
+
+  void run(const std::atomic<bool>& stop) {
+    while (!stop) {
+      zmq::pollitem_t items[] = {{control.handle(), 0, ZMQ_POLLIN, 0},
+                                 {data.handle(), 0, ZMQ_POLLIN, 0},
+                                 {nullptr, out->fd(), ZMQ_POLLIN, 0}};
+      try {
+        zmq::poll(items, 3, 50ms);
+      } catch (const zmq::error_t& e) {
+        if (e.num() == EINTR) continue;  // a signal: look at `stop` again
+        throw;
+      }
+      zmq::message_t id, payload;
+      while (receive(control, id, payload)) on_control(id, payload);
+      while (receive(data, id, payload)) on_data(payload);
+      for (auto& o : out->take()) send(std::move(o));
+      if (dep && !coordinator.empty() && clock::now() >= next_heartbeat) {
+        flatbuffers::FlatBufferBuilder b{64};
+        to_coordinator(net::control_message(b, wire::CreateHeartbeat(b, b.CreateString(opts.id))));
+        next_heartbeat = clock::now() + dep->heartbeat;
+      }
+    }
+  }
+
+  void send(net::outgoing o) {
+    if (o.peer == net::outgoing::coordinator) {
+      to_coordinator(std::move(o.msg));
+    } else if (dep) {
+      auto& d = dealer(o.peer);
+      d.send(o.msg, zmq::send_flags::none);
+    }
+  }
+
+  zmq::socket_t& dealer(std::uint32_t peer) {
+    auto& slot = dep->dealers[peer];
+    if (!slot) {
+      slot = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
+      const auto& n = dep->nodes.at(peer);
+      net::make_client(*slot, own, n.public_key, opts.insecure, opts.max_message_bytes);
+      // credit bounds what is in flight; the high-water mark only guards against bugs
+      slot->set(zmq::sockopt::sndhwm, 0);
+      slot->connect(data_endpoint(n.endpoint));
+    }
+    return *slot;
+  }
+
+  // ---- control -------------------------------------------------------------------------------
+
+  void on_control(zmq::message_t& id, zmq::message_t& payload) {
+    if (auto bad = net::verify_control(payload.data(), payload.size(), opts.max_message_bytes)) {
+      bad_frame(payload, *bad);
+      return;
+    }
+    const auto& f = net::read_control(payload);
+    if (auto refused = net::check_version(f)) {
+      ++status.bad_frames;
+      log("refused " + net::describe_peer(payload) + ": " + *refused);
+      flatbuffers::FlatBufferBuilder b;
+      reply(id, net::control_message(
+                    b, wire::CreateHelloReply(b, false, b.CreateString(*refused),
+                                              b.CreateString(opts.id))));
+      return;
+    }
+    ++status.frames_in;
+    flatbuffers::FlatBufferBuilder b;
+    switch (f.body_type()) {
+      case wire::Body::Hello:
+        coordinator = std::string{static_cast<const char*>(id.data()), id.size()};
+        reply(id, net::control_message(b, wire::CreateHelloReply(b, true, 0, b.CreateString(opts.id))));
+        break;
+      case wire::Body::Deploy: {
+        coordinator = std::string{static_cast<const char*>(id.data()), id.size()};
+        std::string error;
+        try {
+          deploy(*f.body_as_Deploy());
+        } catch (const std::exception& e) {
+          error = e.what();
+          dep.reset();
+          log("deploy failed: " + error);
+        }
+        reply(id, net::control_message(
+                      b, wire::CreateDeployed(b, error.empty(), b.CreateString(error))));
+        break;
+      }
+      case wire::Body::Start:
+        if (dep)
+          for (auto& a : dep->sources) caf::anon_send(a, detail::start_atom::value);
+        break;
+      case wire::Body::Stop:
+        if (dep) log("stopped: " + str(f.body_as_Stop()->reason()));
+        dep.reset();
+        break;
+      case wire::Body::StatusRequest: {
+        status.refused_peers = zap ? zap->refused() : 0;
+        auto body = wire::CreateStatusReply(b, b.CreateString(opts.id), status.frames_in,
+                                            status.bad_frames, status.refused_peers,
+                                            status.lost_frames, status.data_bytes_in,
+                                            status.batch_frames_in, status.batch_bytes_in);
+        reply(id, net::control_message(b, body));
+        break;
+      }
+      default:
+        --status.frames_in;
+        bad_frame(payload, std::string{"unexpected control message "} +
+                               wire::EnumNameBody(f.body_type()));
+    }
+  }
+
+  void deploy(const wire::Deploy& d) {
+    dep.reset();
+    auto fresh = std::make_unique<deployment>();
+    auto& x = *fresh;
+    const auto& spec = jobs.find(str(d.job()));
+    auto options = spec.make_options();
+    if (d.option_names() && d.option_values()) {
+      if (d.option_names()->size() != d.option_values()->size())
+        throw job_error("deploy: option names and values differ in number");
+      for (flatbuffers::uoffset_t i = 0; i < d.option_names()->size(); ++i)
+        options.set(d.option_names()->Get(i)->str(), d.option_values()->Get(i)->str());
+    }
+    x.built = spec.build(options);
+    x.opts.batch_size = d.batch_size();
+    x.opts.credit = d.credit();
+    x.opts.linger = std::chrono::milliseconds{d.linger_ms()};
+    x.opts.fuse = d.fuse();
+    x.synced = detail::executable_graph(x.built, x.opts);
+    // tiered window state lives under the node's data directory (a temporary one without it)
+    x.opts.storage.data_dir = opts.data_dir;
+    x.opts.state_storage = std::make_shared<persistence::storage_service>(x.opts.storage);
+    const auto& g = x.synced.graph;
+    x.heartbeat = std::chrono::milliseconds{std::max<std::uint32_t>(1, d.heartbeat_ms())};
+    x.plan = compile(g, {x.opts.fuse});
+    x.wiring = detail::wire(x.plan);
+    x.channels = net::enumerate_channels(g, x.plan, x.wiring);
+    x.offsets = net::instance_offsets(x.plan);
+    if (!d.nodes() || d.nodes()->size() == 0) throw job_error("deploy: no nodes listed");
+    for (const auto* n : *d.nodes())
+      x.nodes.push_back({str(n->id()), str(n->data_endpoint()), str(n->public_key())});
+    x.self = d.self_index();
+    if (x.self >= x.nodes.size() || x.nodes[x.self].id != opts.id)
+      throw job_error("deploy: addressed to node '" +
+                      (x.self < x.nodes.size() ? x.nodes[x.self].id : std::string{"?"}) +
+                      "', this is '" + opts.id + "'");
+    std::uint32_t total = 0;
+    for (const auto& st : x.plan.stages) total += st.parallelism;
+    if (!d.placement() || d.placement()->size() != total)
+      throw job_error("deploy: the placement lists " +
+                      std::to_string(d.placement() ? d.placement()->size() : 0) +
+                      " stage instances, the plan built here has " + std::to_string(total) +
+                      " (are the nodes running the same release?)");
+    for (auto p : *d.placement()) {
+      if (p >= x.nodes.size()) throw job_error("deploy: placement names node " + std::to_string(p));
+      x.placement.push_back(p);
+    }
+    std::vector<std::string> ids;
+    for (const auto& n : x.nodes) ids.push_back(n.id);
+    net::check_codecs(x.channels, x.offsets, x.placement, ids);
+    start_actors(x);
+    dep = std::move(fresh);
+    next_heartbeat = clock::now();
+    log("deployed job '" + dep->built.name() + "'");
+  }
+
+  void start_actors(deployment& x) {
+    const auto& g = x.synced.graph;
+    x.out = out;
+    detail::keep_freed_batches_in_heap();
+    x.cfg = std::make_unique<caf::actor_system_config>();
+    detail::configure(*x.cfg, x.opts);
+    x.sys = std::make_unique<caf::actor_system>(*x.cfg);
+    batch_gauge::reset_peak();
+    std::size_t local = 0;
+    for (std::uint32_t s = 0; s < x.plan.stages.size(); ++s)
+      for (std::uint32_t i = 0; i < x.plan.stages[s].parallelism; ++i) local += x.local(s, i);
+    auto driver = x.sys->spawn(node_driver, out, opts.id, local);
+    x.actors.push_back(driver);
+    x.sender.resize(x.channels.size());
+    x.inbound.resize(x.channels.size());
+    x.expected_seq.assign(x.channels.size(), 0);
+
+    // channels are numbered by (stage, instance, output slot): the first one of each instance
+    std::vector<std::vector<std::uint32_t>> first(x.plan.stages.size());
+    for (std::uint32_t s = 0; s < x.plan.stages.size(); ++s) first[s].assign(x.plan.stages[s].parallelism, 0);
+    for (std::uint32_t c = 0; c < x.channels.size(); ++c)
+      if (x.channels[c].out_slot == 0) first[x.channels[c].from_stage][x.channels[c].from_instance] = c;
+    std::vector<std::vector<caf::actor>> stages(x.plan.stages.size());
+    for (auto s = x.plan.stages.size(); s-- > 0;) {
+      stages[s].resize(x.plan.stages[s].parallelism);
+      for (std::uint32_t i = 0; i < x.plan.stages[s].parallelism; ++i) {
+        if (!x.local(s, i)) continue;
+        auto setup = detail::make_stage_setup(g, x.plan, x.wiring, static_cast<std::uint32_t>(s), i, x.opts);
+        setup.driver = driver;
+        const auto& outs = x.wiring.outputs[s][i];
+        for (std::uint32_t k = 0; k < outs.size(); ++k) {
+          auto c = first[s][i] + k;
+          auto to = outs[k].to;
+          if (x.local(to.stage, to.instance)) {
+            setup.outputs.push_back({stages[to.stage][to.instance], outs[k].slot});
+          } else {
+            auto proxy = net::spawn_outbound(*x.sys, out, c, x.node_of(to.stage, to.instance),
+                                             x.channels[c].producer->codec);
+            x.actors.push_back(proxy);
+            setup.outputs.push_back({proxy, outs[k].slot});
+          }
+        }
+        bool is_source = setup.source != nullptr || setup.input_ports.empty();
+        stages[s][i] = detail::spawn_stage(*x.sys, std::move(setup));
+        x.actors.push_back(stages[s][i]);
+        if (is_source) x.sources.push_back(stages[s][i]);
+        for (std::uint32_t k = 0; k < outs.size(); ++k) x.sender[first[s][i] + k] = stages[s][i];
+      }
+    }
+    for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
+      const auto& ch = x.channels[c];
+      if (!x.local(ch.to_stage, ch.to_instance) || x.local(ch.from_stage, ch.from_instance)) continue;
+      x.inbound[c] = net::spawn_inbound(*x.sys, out, c, x.node_of(ch.from_stage, ch.from_instance),
+                                        stages[ch.to_stage][ch.to_instance]);
+      x.actors.push_back(x.inbound[c]);
+    }
+  }
+
+  // ---- data ----------------------------------------------------------------------------------
+
+  void on_data(zmq::message_t& payload) {
+    if (auto bad = net::verify_data(payload.data(), payload.size(), opts.max_message_bytes)) {
+      bad_frame(payload, *bad);
+      return;
+    }
+    const auto& f = net::read_data(payload);
+    // credit returned after the coordinator ended the job: nothing waits for it any more
+    if (!dep && f.kind() == wire::FrameKind::credit) return;
+    if (!dep) {
+      bad_frame(payload, "data frame while no job is deployed");
+      return;
+    }
+    auto& x = *dep;
+    auto c = f.channel();
+    if (c >= x.channels.size()) {
+      bad_frame(payload, "unknown channel " + std::to_string(c));
+      return;
+    }
+    const auto& ch = x.channels[c];
+    // the frame must come from the node that hosts the other end of the channel
+    bool credit = f.kind() == wire::FrameKind::credit;
+    auto expected_peer = credit ? x.node_of(ch.to_stage, ch.to_instance)
+                                : x.node_of(ch.from_stage, ch.from_instance);
+    if (!opts.insecure) {
+      const char* user = zmq_msg_gets(payload.handle(), "User-Id");
+      if (!user || x.nodes[expected_peer].public_key != user) {
+        bad_frame(payload, "channel " + std::to_string(c) + " belongs to node '" +
+                               x.nodes[expected_peer].id + "'");
+        return;
+      }
+    }
+    if (credit) {
+      if (!x.sender[c]) {
+        bad_frame(payload, "credit for channel " + std::to_string(c) + ", which has no sender here");
+        return;
+      }
+      ++status.frames_in;
+      caf::anon_send(x.sender[c], detail::credit_msg{ch.out_slot, f.credit()});
+      return;
+    }
+    if (!x.inbound[c]) {
+      bad_frame(payload, "data for channel " + std::to_string(c) + ", which has no receiver here");
+      return;
+    }
+    if (f.seq() != x.expected_seq[c]) {
+      if (f.seq() > x.expected_seq[c]) status.lost_frames += f.seq() - x.expected_seq[c];
+      log("channel " + std::to_string(c) + ": frame " + std::to_string(f.seq()) + " where " +
+          std::to_string(x.expected_seq[c]) + " was due");
+    }
+    x.expected_seq[c] = f.seq() + 1;
+    using k = detail::signal_msg;
+    switch (f.kind()) {
+      case wire::FrameKind::data: {
+        batch_ptr b;
+        try {
+          const auto* p = f.payload();
+          b = ch.producer->codec->decode_values(p ? p->data() : nullptr, p ? p->size() : 0);
+        } catch (const wire_error& e) {
+          bad_frame(payload, "channel " + std::to_string(c) + ": " + e.what());
+          return;
+        }
+        if (b->size() != f.count()) {
+          bad_frame(payload, "batch of " + std::to_string(b->size()) + " values, frame says " +
+                                 std::to_string(f.count()));
+          return;
+        }
+        if (f.times()) b->times.assign(f.times()->begin(), f.times()->end());
+        if (f.hashes()) b->hashes.assign(f.hashes()->begin(), f.hashes()->end());
+        caf::anon_send(x.inbound[c], detail::data_msg{ch.in_slot, 0, detail::batch_holder{std::move(b)}});
+        ++status.batch_frames_in;
+        status.batch_bytes_in += payload.size();
+        break;
+      }
+      case wire::FrameKind::watermark:
+        caf::anon_send(x.inbound[c], k{ch.in_slot, k::watermark, f.watermark()});
+        break;
+      case wire::FrameKind::idle: caf::anon_send(x.inbound[c], k{ch.in_slot, k::idle, 0}); break;
+      case wire::FrameKind::active: caf::anon_send(x.inbound[c], k{ch.in_slot, k::active, 0}); break;
+      case wire::FrameKind::eos:
+        caf::anon_send(x.inbound[c], k{ch.in_slot, k::eos, end_of_time});
+        break;
+      default:
+        bad_frame(payload, std::string{"unsupported frame kind "} + wire::EnumNameFrameKind(f.kind()));
+        return;
+    }
+    ++status.frames_in;
+    status.data_bytes_in += payload.size();
+  }
+};
+
+node_server::node_server(node_options opts, const job_registry& jobs)
+    : impl_(std::make_unique<impl>(std::move(opts), jobs)) {}
+
+node_server::~node_server() = default;
+
+void node_server::run(const std::atomic<bool>& stop) { impl_->run(stop); }
+
+}  // namespace tidemark

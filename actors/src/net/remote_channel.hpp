@@ -1,0 +1,52 @@
+// The narrow hook between stage actors and the transport: a channel whose other end is on
+// another node gets a proxy actor. Stage actors talk to proxies exactly as to each other
+// (data_msg, signal_msg, credit_msg); proxies encode with the channel's codec and hand frames
+// to the node's I/O thread through an outbox.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <zmq.hpp>
+
+#include "tidemark/codec.hpp"
+
+namespace tidemark::net {
+
+/// A frame for the I/O thread: to a peer node's data socket, or to the coordinator.
+struct outgoing {
+  static constexpr std::uint32_t coordinator = UINT32_MAX;
+  std::uint32_t peer = coordinator;
+  zmq::message_t msg;
+};
+
+/// A queue from any thread to the I/O thread, which polls fd() (an eventfd) beside its sockets.
+class outbox {
+ public:
+  outbox();
+  ~outbox();
+  outbox(const outbox&) = delete;
+  outbox& operator=(const outbox&) = delete;
+  void push(outgoing o);
+  std::vector<outgoing> take();
+  int fd() const noexcept { return fd_; }
+
+ private:
+  std::mutex mutex_;
+  std::vector<outgoing> items_;
+  int fd_;
+};
+
+/// Stands in for a receiver on node `peer`: encodes batches and signals of `channel`.
+caf::actor spawn_outbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
+                          std::uint32_t channel, std::uint32_t peer, const batch_codec* codec);
+/// Stands in for a sender on node `peer`: forwards what the I/O thread decoded to `target`
+/// (so the stage's credit comes back here) and sends that credit back over the wire.
+caf::actor spawn_inbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
+                         std::uint32_t channel, std::uint32_t peer, caf::actor target);
+
+}  // namespace tidemark::net

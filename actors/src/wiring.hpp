@@ -1,0 +1,54 @@
+// Where each channel of a physical plan starts and ends (slots on both sides, per stage
+// instance), and the setup of one stage instance. Shared by the embedded runtime and by nodes,
+// which build the same wiring from the same plan so that channel numbers agree across processes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/actor_system_config.hpp>
+
+#include "stage_actor.hpp"
+#include "tidemark/job.hpp"
+#include "tidemark/plan.hpp"
+#include "tidemark/synchronizer.hpp"
+
+namespace tidemark::detail {
+
+struct wiring {
+  struct endpoint {
+    std::uint32_t stage;
+    std::uint32_t instance;
+  };
+  struct out_channel {
+    endpoint to;
+    std::uint32_t slot;  ///< the receiver's input slot
+  };
+  // per stage, per instance: input ports of its slots
+  std::vector<std::vector<std::vector<std::uint32_t>>> input_ports;
+  // per stage, per instance: output channels and edges
+  std::vector<std::vector<std::vector<out_channel>>> outputs;
+  std::vector<std::vector<std::vector<output_edge>>> edges;
+};
+
+wiring wire(const physical_plan& p);
+
+/// The graph a run executes: `j`'s graph validated (job_error names the problem), loops refused
+/// (the runtime cannot execute feedback edges yet), synchronizers inserted per `opts`. The embedded
+/// runtime, the coordinator and every node derive their plans from it, so they agree.
+synchronized_graph executable_graph(const job& j, const run_options& opts);
+
+/// The setup of instance `i` of stage `s` with its operators created, without output targets and
+/// driver (the caller connects those).
+stage_setup make_stage_setup(const logical_graph& g, const physical_plan& p, const wiring& w,
+                             std::uint32_t s, std::uint32_t i, const run_options& opts);
+
+/// Keeps freed batch buffers in the heap (process-wide, once; see runtime.cpp).
+void keep_freed_batches_in_heap();
+/// Scheduler settings of an actor system that runs stages.
+void configure(caf::actor_system_config& cfg, const run_options& opts);
+
+/// Prints the summary and writes the report as `opts` asks.
+void publish(const job_result& result, const run_options& opts);
+
+}  // namespace tidemark::detail

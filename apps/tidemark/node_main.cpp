@@ -1,0 +1,47 @@
+// tidemark-node: serves one host of a cluster. It runs whatever registered job the coordinator
+// deploys (the registry is the same as the `tidemark` tool's) until SIGINT or SIGTERM.
+#include <csignal>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "jobs.hpp"
+#include "tidemark/cluster.hpp"
+
+namespace {
+std::atomic<bool> stop_requested{false};
+void request_stop(int) { stop_requested = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tidemark-node — one host of a Tidemark cluster (see docs/deploy.md)"};
+  tidemark::node_options opts;
+  app.add_option("--id", opts.id, "this node's id, as in the cluster file")->required();
+  app.add_option("--listen", opts.listen,
+                 "control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data uses port + 1)")
+      ->required();
+  app.add_option("--data-dir", opts.data_dir, "node-local state (created at start)")->required();
+  app.add_option("--keys", opts.keys_dir,
+                 "folder with ID.key (this node's key pair) and the allowed peers' *.pub files");
+  app.add_flag("--insecure", opts.insecure, "plain text, no keys: anyone who reaches the ports can "
+                                            "deploy jobs and inject data");
+  app.add_option("--max-message-bytes", opts.max_message_bytes, "largest frame accepted");
+  CLI11_PARSE(app, argc, argv);
+  if (!opts.insecure && opts.keys_dir.empty()) {
+    std::cerr << "tidemark-node: --keys DIR is required (or --insecure for plain text)\n";
+    return 2;
+  }
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+  try {
+    tidemark::job_registry registry;
+    tidemark::register_all_jobs(registry);
+    tidemark::node_server server{opts, registry};
+    std::cerr << "node '" << opts.id << "' listening on " << opts.listen << " (data "
+              << tidemark::data_endpoint(opts.listen) << ")\n";
+    server.run(stop_requested);
+  } catch (const std::exception& e) {
+    std::cerr << "tidemark-node: " << e.what() << '\n';
+    return 1;
+  }
+}

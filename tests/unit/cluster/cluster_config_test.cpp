@@ -1,0 +1,109 @@
+// The cluster file (YAML) and placement: round robin over nodes, pins, and errors that name the
+// file, the field, the operator or the node.
+#define BOOST_TEST_MODULE cluster_config
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tidemark/cluster.hpp"
+
+using namespace tidemark;
+
+namespace {
+
+struct temp_dir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("tidemark-cluster-config-" + std::to_string(::getpid()));
+  temp_dir() { std::filesystem::create_directories(path); }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream{path / name} << text;
+    return (path / name).string();
+  }
+};
+
+std::string error_of(const std::string& file) {
+  try {
+    cluster_config::load(file);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+job three_stage_job() {
+  job j{"placed"};
+  j.from_container(std::vector<int>{1, 2, 3}, "numbers")
+      .key_by([](int x) { return x; }, "by_value")
+      .reduce([](int a, const int& b) { return a + b; }, "sum")
+      .parallelism(3)
+      .rebalance()
+      .map([](int x) { return x; }, "gather")
+      .parallelism(1)
+      .count("sink");
+  return j;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(loads_nodes_keys_pins_and_timeouts) {
+  temp_dir dir;
+  key_pair::generate().save(dir.path.string(), "coordinator");
+  auto n2 = key_pair::generate();
+  n2.save(dir.path.string(), "n2");
+  auto file = dir.write("cluster.yaml", R"(
+heartbeat_timeout_ms: 800
+coordinator_key: coordinator.key
+nodes:
+  - {id: n1, endpoint: "tcp://127.0.0.1:7100", public_key: "0123456789012345678901234567890123456789"}
+  - {id: n2, endpoint: "tcp://127.0.0.1:7102", public_key_file: n2.pub}
+pins:
+  gather: n2
+)");
+  auto c = cluster_config::load(file);
+  BOOST_TEST(c.nodes.size() == 2u);
+  BOOST_TEST(c.nodes[1].public_key == n2.public_key);
+  BOOST_TEST(c.heartbeat_timeout.count() == 800);
+  BOOST_TEST(c.heartbeat_interval.count() == 200);
+  BOOST_TEST(c.pins.at("gather") == "n2");
+  BOOST_TEST(!c.insecure);
+  BOOST_TEST(*c.find("n2") == 1u);
+  BOOST_TEST(data_endpoint("tcp://127.0.0.1:7100") == "tcp://127.0.0.1:7101");
+}
+
+BOOST_AUTO_TEST_CASE(bad_cluster_files_name_the_problem) {
+  temp_dir dir;
+  auto missing_key = dir.write("a.yaml", "nodes:\n  - {id: n1, endpoint: \"tcp://h:1\"}\n");
+  BOOST_TEST(error_of(missing_key).find("node 'n1' needs 'public_key'") != std::string::npos);
+  auto no_nodes = dir.write("b.yaml", "insecure: true\n");
+  BOOST_TEST(error_of(no_nodes).find("'nodes' must list at least one node") != std::string::npos);
+  auto twice = dir.write("c.yaml", "insecure: true\nnodes:\n  - {id: n1, endpoint: \"tcp://h:1\"}\n"
+                                   "  - {id: n1, endpoint: \"tcp://h:3\"}\n");
+  BOOST_TEST(error_of(twice).find("node id 'n1' appears twice") != std::string::npos);
+  auto no_coordinator = dir.write("d.yaml", "nodes:\n  - {id: n1, endpoint: \"tcp://h:1\", "
+                                            "public_key: \"0123456789012345678901234567890123456789\"}\n");
+  BOOST_TEST(error_of(no_coordinator).find("'coordinator_key'") != std::string::npos);
+  BOOST_TEST(error_of(dir.write("e.yaml", "nodes: [")).find("e.yaml") != std::string::npos);
+  BOOST_CHECK_THROW(data_endpoint("tcp://h"), std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(placement_is_round_robin_with_pins) {
+  auto j = three_stage_job();
+  auto plan = compile(j.graph());
+  BOOST_REQUIRE(plan.stages.size() == 3u);  // numbers+by_value, sum x3, gather+sink
+  cluster_config c;
+  c.insecure = true;
+  c.nodes = {{"n1", "tcp://h:1", ""}, {"n2", "tcp://h:3", ""}, {"n3", "tcp://h:5", ""}};
+  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{0, 1, 2, 0, 1}));
+  c.pins["sink"] = "n1";
+  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{0, 1, 2, 0, 0}));
+  c.pins["nothing"] = "n1";
+  BOOST_CHECK_EXCEPTION(place(j.graph(), plan, c), job_error, [](const job_error& e) {
+    return std::string{e.what()} == "pin 'nothing': the job has no operator of that name";
+  });
+  c.pins = {{"sum", "n9"}};
+  BOOST_CHECK_EXCEPTION(place(j.graph(), plan, c), job_error, [](const job_error& e) {
+    return std::string{e.what()} == "pin 'sum': no node 'n9' in the cluster";
+  });
+}
