@@ -132,17 +132,15 @@ void storage_service::open() {
     temp_dir_ = true;
   } else {
     home_ = cfg_.data_dir + "/window_state";
+    // State left by an earlier run belongs to that run's windows (there is no recovery from it
+    // yet): start from an empty directory.
+    std::filesystem::remove_all(home_);
   }
   // Window state is transient (rebuilt from checkpoints), so no log and no sync.
   conn_ = wt_connection::open(home_, "cache_size=" + std::to_string(cfg_.cache_mb) + "MB");
   {
-    // State left by an earlier run in the same directory belongs to windows of that run (there is
-    // no recovery from it yet): start from an empty table.
     auto s = conn_->open_session();
-    const std::string config = "key_format=u,value_format=u,log=(enabled=false)";
-    s.create(table_uri, config);
-    s.drop(table_uri);
-    s.create(table_uri, config);
+    s.create(table_uri, "key_format=u,value_format=u,log=(enabled=false)");
   }
   if (cfg_.manual_io) {
     manual_session_ = std::make_unique<io_session>(conn_);
