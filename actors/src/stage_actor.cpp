@@ -59,10 +59,12 @@ class stage_actor;
 class chain_link final : public emitter {
  public:
   chain_link(stage_actor& s, std::size_t pos) : s_(s), pos_(pos) {}
-  void emit(batch_ptr b) override;
   void emit_watermark(event_time wm) override;
   void emit_idle(bool idle) override;
   void flush() override;
+
+ protected:
+  void emit_on(std::uint32_t port, batch_ptr b) override;
 
  private:
   stage_actor& s_;
@@ -543,8 +545,9 @@ class stage_actor final : public caf::event_based_actor {
   clock::time_point busy_since_;  // start of the message handler that is running
 };
 
-void chain_link::emit(batch_ptr b) {
-  if (b && !b->empty()) s_.emit_from(pos_, std::move(b));
+void chain_link::emit_on(std::uint32_t port, batch_ptr b) {
+  // side outputs are routed once stages carry ports (core-surface work in progress)
+  if (port == 0 && b && !b->empty()) s_.emit_from(pos_, std::move(b));
 }
 void chain_link::emit_watermark(event_time wm) { s_.watermark_from(pos_, wm); }
 void chain_link::emit_idle(bool idle) { s_.idle_from(idle); }

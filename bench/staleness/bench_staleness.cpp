@@ -122,7 +122,7 @@ cleanup_run run_cleanup(const cleanup_options& o, window_config cfg) {
       "average");
   struct sink final : emitter {
     cleanup_run* r;
-    void emit(batch_ptr b) override {
+    void emit_on(std::uint32_t, batch_ptr b) override {
       for (const auto& o : static_cast<batch<output>&>(*b).values)
         if (auto* res = std::get_if<0>(&o); res && res->final)
           r->finals[{res->window.start, res->key}] = res->value;

@@ -31,8 +31,8 @@ void check_codecs(const std::vector<channel>& chans, const std::vector<std::uint
   for (const auto& c : chans) {
     auto from = placement.at(offsets[c.from_stage] + c.from_instance);
     auto to = placement.at(offsets[c.to_stage] + c.to_instance);
-    if (from == to || c.producer->codec) continue;
-    throw job_error("operator '" + c.producer->name + "' emits " + c.producer->value_type +
+    if (from == to || c.producer->outputs[0].codec) continue;
+    throw job_error("operator '" + c.producer->name + "' emits " + c.producer->outputs[0].value_type +
                     ", which has no tidemark::codec, but its output goes from node '" + ids[from] +
                     "' to node '" + ids[to] +
                     "': list the type's fields with TIDEMARK_FIELDS(...), specialize "

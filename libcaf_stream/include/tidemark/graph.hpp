@@ -33,9 +33,22 @@ struct logical_edge {
   /// Closes a loop (see job::iterate): the only kind of edge allowed on a cycle. Topological
   /// order, validation and plan compilation look through it as if it were not there.
   bool feedback = false;
+  /// The output port of `from` this edge reads (0: its main output; see emitter).
+  std::uint32_t port = 0;
 };
 
 enum class node_kind { source, transform, sink };
+
+/// One output of an operator: port 0 is the main output, further ports are side outputs.
+struct output_port {
+  /// "main", or what the side output carries ("late", the name of a side-output tag).
+  std::string name = "main";
+  /// Encodes the batches emitted on this port when they cross a process boundary; null when the
+  /// value type has no tidemark::codec (then the port can only be read within one process).
+  const batch_codec* codec = nullptr;
+  /// The readable name of the value type, for errors about a missing codec.
+  std::string value_type;
+};
 
 struct logical_node {
   node_id id = 0;
@@ -55,11 +68,8 @@ struct logical_node {
   /// Creates the logic of one instance (sources use make_source instead).
   std::function<std::unique_ptr<operator_logic>(const instance_info&)> make_operator;
   std::function<std::unique_ptr<source_logic>(const instance_info&)> make_source;
-  /// Encodes the batches this node emits when they cross a process boundary; null when the
-  /// value type has no tidemark::codec (then the stream can only run within one process).
-  const batch_codec* codec = nullptr;
-  /// The readable name of the emitted value type, for errors about a missing codec.
-  std::string value_type;
+  /// The operator's output ports; outputs[0] is its main output (sinks have it too, unused).
+  std::vector<output_port> outputs{1};
 };
 
 class logical_graph {

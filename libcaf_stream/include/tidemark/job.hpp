@@ -438,10 +438,10 @@ class stream {
       : job_(std::move(j)), id_(id), next_(next) {
     // whether this stream crosses a process boundary is decided at deployment (placement comes
     // from the cluster file), so the codec is looked up here and checked there
-    auto& n = node();
-    if (n.value_type.empty()) {
-      n.codec = batch_codec_for<T>();
-      n.value_type = detail::demangle(typeid(T).name());
+    auto& out = node().outputs[0];
+    if (out.value_type.empty()) {
+      out.codec = batch_codec_for<T>();
+      out.value_type = detail::demangle(typeid(T).name());
     }
   }
 

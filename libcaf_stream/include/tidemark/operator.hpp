@@ -20,12 +20,18 @@ enum class error_policy {
   skip,  ///< drop the element, count it in the operator's `skipped` metric, go on
 };
 
-/// Where an operator's output goes: the next operator of a fused chain, or the channels.
+/// Where an operator's output goes: the next operators of its stage, or the channels.
+/// An operator has one or more output ports: port 0 is its main output, further ports carry side
+/// outputs (late events of a window, records a parser rejected). Signals (watermarks, idleness)
+/// hold for every port. Emitting on a port nobody reads is allowed and drops the batch.
 class emitter {
  public:
   virtual ~emitter() = default;
-  virtual void emit(batch_ptr b) = 0;
-  /// Announces that no element with an event time below `wm` follows on this stream.
+  /// Emits on the main output (port 0).
+  void emit(batch_ptr b) { emit_on(0, std::move(b)); }
+  /// Emits on output `port` of the operator.
+  void emit(std::uint32_t port, batch_ptr b) { emit_on(port, std::move(b)); }
+  /// Announces that no element with an event time below `wm` follows on any port.
   virtual void emit_watermark(event_time wm) = 0;
   /// Marks this output idle (true) or active again (false). Consumers leave idle inputs out of the
   /// minimum watermark, so a quiet partition does not hold the job back.
@@ -33,6 +39,10 @@ class emitter {
   /// Asks the runtime to send partly filled output batches now instead of after the linger time
   /// (a synchronizer does so after each time slice it admits).
   virtual void flush() {}
+
+ protected:
+  /// What implementations provide: deliver `b` (not null) emitted on `port`.
+  virtual void emit_on(std::uint32_t port, batch_ptr b) = 0;
 };
 
 /// Watermark of a stream that has ended or that carries no event time: nothing can follow it.

@@ -102,9 +102,9 @@ BOOST_AUTO_TEST_CASE(streams_record_their_batch_codec_and_type) {
   auto opaques = numbers.map([](const reading&) { return opaque{}; });
   opaques.count();
   const auto& g = j.graph();
-  BOOST_TEST(g.node(numbers.id()).codec == batch_codec_for<reading>());
-  BOOST_TEST(g.node(opaques.id()).codec == nullptr);
-  BOOST_TEST(g.node(opaques.id()).value_type == "(anonymous namespace)::opaque");
+  BOOST_TEST(g.node(numbers.id()).outputs[0].codec == batch_codec_for<reading>());
+  BOOST_TEST(g.node(opaques.id()).outputs[0].codec == nullptr);
+  BOOST_TEST(g.node(opaques.id()).outputs[0].value_type == "(anonymous namespace)::opaque");
 
   batch<reading> b{{{"a", 1, 2, {4}}, {"b", 2, {}, {}}}};
   std::vector<std::uint8_t> bytes;

@@ -18,11 +18,11 @@ struct emitted {
   batch_ptr b;
   event_time wm = 0;
   bool idle = false;
+  std::uint32_t port = 0;  ///< the output port of a batch
 };
 
 class recording_emitter final : public emitter {
  public:
-  void emit(batch_ptr b) override { log.push_back({emitted::kind::batch, std::move(b)}); }
   void emit_watermark(event_time wm) override {
     log.push_back({emitted::kind::watermark, nullptr, wm});
   }
@@ -46,6 +46,11 @@ class recording_emitter final : public emitter {
   }
 
   std::vector<emitted> log;
+
+ protected:
+  void emit_on(std::uint32_t port, batch_ptr b) override {
+    log.push_back({emitted::kind::batch, std::move(b), 0, false, port});
+  }
 };
 
 /// Feeds everything emitted into `next` (process / on_watermark), which emits into `out`.
@@ -54,10 +59,6 @@ class pipe_emitter final : public emitter {
  public:
   pipe_emitter(operator_logic& next, emitter& out) : next_(next), out_(out) {}
 
-  void emit(batch_ptr b) override {
-    arrival_watermarks.insert(arrival_watermarks.end(), b->size(), wm_);
-    next_.process(0, std::move(b), out_);
-  }
   void emit_watermark(event_time wm) override {
     wm_ = wm;
     next_.on_watermark(wm, out_);
@@ -66,6 +67,14 @@ class pipe_emitter final : public emitter {
 
   /// The watermark in force when each element reached `next`, in arrival order.
   std::vector<event_time> arrival_watermarks;
+
+ protected:
+  /// Only the main output feeds `next`.
+  void emit_on(std::uint32_t port, batch_ptr b) override {
+    if (port != 0) return;
+    arrival_watermarks.insert(arrival_watermarks.end(), b->size(), wm_);
+    next_.process(0, std::move(b), out_);
+  }
 
  private:
   operator_logic& next_;
