@@ -24,7 +24,7 @@ namespace {
 
 std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path + " (set TIDEMARK_DATA_DIR to the RIoTBench sample data)");
+  if (!in) throw std::runtime_error("cannot read " + path + " (point TIDEMARK_DATA_DIR or the job's --data at the RIoTBench sample data)");
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) lines.push_back(line);

@@ -16,7 +16,8 @@ dataset parse_dataset(std::string_view name);
 /// "CITY", "TAXI", "FIT" or "GRID".
 std::string_view to_string(dataset d) noexcept;
 
-/// The sample-data directory: $TIDEMARK_DATA_DIR when set, else the directory configured at build time.
+/// The sample-data directory: $TIDEMARK_DATA_DIR when set, else the directory configured at build time
+/// (CMake TIDEMARK_DATA_DIR, by default data/riotbench in the source tree).
 std::string default_data_dir();
 
 }  // namespace tidemark::riot
