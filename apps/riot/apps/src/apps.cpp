@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -62,6 +63,7 @@ std::shared_ptr<run_metrics> take_metrics(const std::string& out_dir) {
 std::string primary_output_of(app a) { return a == app::stats ? "blob" : "mqtt"; }
 
 app_job build_app(app a, const app_options& options) {
+  if (options.out_dir.empty()) throw std::invalid_argument("riot app: app_options::out_dir is empty");
   switch (a) {
     case app::etl: return detail::build_etl(options);
     case app::stats: return detail::build_stats(options);

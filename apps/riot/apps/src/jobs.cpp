@@ -1,6 +1,12 @@
 // The registered jobs riot-etl, riot-stats, riot-train and riot-pred: options, a local broker
-// when none is given, TRAIN's archive, and the report (JSON + summary) after the run.
+// when none is given, a fresh output directory when none is given, TRAIN's archive, and the
+// report (JSON + summary) after the run.
+#include <stdlib.h>  // mkdtemp
+
 #include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
 
 #include "common.hpp"
 #include "tidemark/job_registry.hpp"
@@ -21,7 +27,9 @@ std::vector<job_option_spec> option_specs(app a) {
       {"messages", "0", "messages to replay, cycling through the data (0: one pass over every copy)"},
       {"seed", "42", "seed of the fit and grid generators"},
       {"broker", "", "MQTT broker HOST:PORT (empty: start a private mosquitto on loopback)"},
-      {"out", "riot-out", "directory for the table store, blobs, charts, models and report.json"},
+      {"out", "", "directory for the table store, blobs, charts, models and report.json "
+                  "(none: a fresh directory under the system temp dir, printed at start)"},
+      {"data", "", "RIoTBench sample data directory (none: $TIDEMARK_DATA_DIR, else the build's data/riotbench)"},
       {"progress", "false", "print a progress line per second"},
   };
   if (a == app::stats) s.push_back({"window", "0", "observations per accumulated window (0: RIoTBench's)"});
@@ -30,6 +38,23 @@ std::vector<job_option_spec> option_specs(app a) {
     s.push_back({"interval-ms", "1000", "time between runs when --rate is 0"});
   }
   return s;
+}
+
+// The output directory of a run without --out: one fresh directory per application and process
+// under the system temp dir, so that a run never writes into the working directory (often a
+// checkout). Per process, so that prepare, build and report of one run agree on it.
+std::string fresh_out_dir(app a) {
+  static std::mutex mutex;
+  static std::map<app, std::string> dirs;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& dir = dirs[a];
+  if (dir.empty()) {
+    auto pattern = (std::filesystem::temp_directory_path() / ("tidemark-riot-" + std::string{to_string(a)} + "-XXXXXX")).string();
+    if (mkdtemp(pattern.data()) == nullptr)
+      throw job_error("cannot create an output directory " + pattern + " (pass --out DIR)");
+    dir = pattern;
+  }
+  return dir;
 }
 
 }  // namespace
@@ -53,6 +78,8 @@ app_options options_of(app a, const job_options& j) {
   r.seed = static_cast<std::uint64_t>(j.get_int("seed"));
   o.broker = j.get("broker");
   o.out_dir = j.get("out");
+  if (o.out_dir.empty()) o.out_dir = fresh_out_dir(a);  // build() without prepare (`tidemark plan`)
+  if (auto data = j.get("data"); !data.empty()) r.data_dir = data;
   o.progress = j.get_bool("progress");
   if (a == app::stats) o.stats_window = static_cast<std::uint32_t>(std::max<std::int64_t>(0, j.get_int("window")));
   if (a == app::train) {
@@ -92,6 +119,10 @@ void register_jobs(job_registry& registry) {
     spec.summary = summary;
     spec.options = option_specs(a);
     spec.prepare = [a = a](job_options& j) -> std::shared_ptr<void> {
+      if (j.get("out").empty()) {
+        j.set("out", fresh_out_dir(a));
+        std::printf("no --out given: writing to %s\n", j.get("out").c_str());
+      }
       std::shared_ptr<io::local_mosquitto> broker;
       if (j.get("broker").empty()) {
         broker = std::make_shared<io::local_mosquitto>();

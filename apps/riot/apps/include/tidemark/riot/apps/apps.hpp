@@ -25,7 +25,8 @@ struct app_options {
   /// MQTT broker "HOST:PORT" for ETL's output, TRAIN's notices and PRED's notices and output.
   std::string broker = "127.0.0.1:1883";
   /// Where the run keeps its table store, blobs, charts, models and report (created if missing).
-  std::string out_dir = "riot-out";
+  /// Required: build_app rejects an empty one (the registered jobs default to a fresh temp dir).
+  std::string out_dir;
   /// TRAIN: training runs (timer ticks), each over the next equal slice of the archived rows.
   std::uint32_t train_runs = 5;
   /// TRAIN: milliseconds between ticks when no rate is given (with --rate R a tick comes every
