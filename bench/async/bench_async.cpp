@@ -18,7 +18,7 @@ using namespace tidemark;
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_async: table lookup join throughput by concurrency, synchronizers on"};
-  std::string out_path = "async.json";
+  std::string out_path = TIDEMARK_BENCH_OUT_DIR "/async.json";
   std::size_t elements = 2000;
   std::int64_t latency_us = 1000;
   int repeats = 3;

@@ -51,7 +51,7 @@ double raw_zmq_mb_per_s(std::size_t size, std::size_t count, int port) {
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_network: the window pipeline with its keyed stage on a second node"};
-  std::string out = "network.json";
+  std::string out = TIDEMARK_BENCH_OUT_DIR "/network.json";
   std::int64_t events = 4'000'000;
   app.add_option("--out", out, "JSON report");
   app.add_option("--events", events, "readings to generate");

@@ -45,7 +45,7 @@ bool stable(const json& r, double rate) {
 
 int main(int argc, char** argv) {
   CLI::App cli{"RIoTBench applications at the paper's rates and at the highest stable multiple"};
-  std::string out = "riot-apps.json";
+  std::string out = TIDEMARK_BENCH_OUT_DIR "/riot-apps.json";
   double seconds = 3, probe_seconds = 2;
   std::vector<double> multiples{2, 5, 10, 20};
   std::string only;

@@ -60,7 +60,7 @@ std::string city_row(const std::vector<std::string>& lines, std::uint64_t i) {
 
 int main(int argc, char** argv) {
   CLI::App app{"RIoTBench I/O task benchmark"};
-  std::string out = "riot-io.json";
+  std::string out = TIDEMARK_BENCH_OUT_DIR "/riot-io.json";
   std::uint64_t scale = 1;
   app.add_option("--out", out, "JSON report path");
   app.add_option("--scale", scale, "multiplies every message count");

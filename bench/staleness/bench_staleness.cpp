@@ -227,7 +227,7 @@ nlohmann::json cleanup(const cleanup_options& o) {
 
 int main(int argc, char** argv) {
   CLI::App app{"staleness-bounded trigger (Aion figure 9) and predictive cleanup"};
-  std::string out = "staleness.json";
+  std::string out = TIDEMARK_BENCH_OUT_DIR "/staleness.json";
   double period = 10;
   std::size_t steps = 4000;
   cleanup_options o;

@@ -181,7 +181,7 @@ double percentile(std::vector<double> xs, double p) {
 
 int main(int argc, char** argv) {
   CLI::App app{"event-time window benchmark"};
-  std::string out = "window.json";
+  std::string out = TIDEMARK_BENCH_OUT_DIR "/window.json";
   std::uint64_t events = 20'000'000;
   std::size_t batch = run_options{}.batch_size;
   int repeats = 3;
