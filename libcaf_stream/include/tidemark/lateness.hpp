@@ -1,4 +1,4 @@
-// Lateness of late events and how long windows wait for them (DESIGN §5.3): a bounded-memory
+// Lateness of late events and how long windows wait for them (Aion's cleanup): a bounded-memory
 // streaming estimator of the lateness distribution (log-bucketed histograms with exponential
 // decay), and the allowed-lateness policies: fixed, or predictive (covers a fraction of late
 // events at a confidence, starting conservative and adapting).

@@ -1,4 +1,4 @@
-// Staleness-bounded re-execution schedules for past windows (DESIGN §5.4, Aion's trigger): the
+// Staleness-bounded re-execution schedules for past windows (Aion's trigger): the
 // staleness of an interval between two executions is st = t·n/(T·N); given the late-arrival
 // distribution over a window's lateness period, find the fewest executions keeping every interval
 // within a bound, then balance them. Also the every-Δt and every-Δevents baselines. Pure logic.

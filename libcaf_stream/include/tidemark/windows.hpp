@@ -238,7 +238,7 @@ class late_trigger {
   /// New revisions at fixed processing-time offsets after the window expired (if late events
   /// arrived).
   static late_trigger at_offsets(std::vector<std::int64_t> offsets_ms);
-  /// Staleness-bounded (DESIGN §5.4): per window at expiry, the fewest re-fires that keep the
+  /// Staleness-bounded (Aion's trigger): per window at expiry, the fewest re-fires that keep the
   /// staleness t·n/(T·N) of every interval within `bound` under the observed late-arrival
   /// distribution, balanced to minimize the maximum; refreshed when the distribution shifts.
   static late_trigger staleness(double bound, std::int64_t tick_ms = 50);
