@@ -29,7 +29,8 @@ std::vector<job_option_spec> option_specs(app a) {
       {"broker", "", "MQTT broker HOST:PORT (empty: start a private mosquitto on loopback)"},
       {"out", "", "directory for the table store, blobs, charts, models and report.json "
                   "(none: a fresh directory under the system temp dir, printed at start)"},
-      {"data", "", "RIoTBench sample data directory (none: $TIDEMARK_DATA_DIR, else the build's data/riotbench)"},
+      {"data", "", "RIoTBench sample data directory "
+                   "(none: $TIDEMARK_DATA_DIR, else the build's data/riotbench)"},
       {"progress", "false", "print a progress line per second"},
   };
   if (a == app::stats) s.push_back({"window", "0", "observations per accumulated window (0: RIoTBench's)"});
@@ -49,7 +50,8 @@ std::string fresh_out_dir(app a) {
   std::lock_guard<std::mutex> lock(mutex);
   auto& dir = dirs[a];
   if (dir.empty()) {
-    auto pattern = (std::filesystem::temp_directory_path() / ("tidemark-riot-" + std::string{to_string(a)} + "-XXXXXX")).string();
+    auto name = "tidemark-riot-" + std::string{to_string(a)} + "-XXXXXX";
+    auto pattern = (std::filesystem::temp_directory_path() / name).string();
     if (mkdtemp(pattern.data()) == nullptr)
       throw job_error("cannot create an output directory " + pattern + " (pass --out DIR)");
     dir = pattern;
@@ -122,6 +124,7 @@ void register_jobs(job_registry& registry) {
       if (j.get("out").empty()) {
         j.set("out", fresh_out_dir(a));
         std::printf("no --out given: writing to %s\n", j.get("out").c_str());
+        std::fflush(stdout);
       }
       std::shared_ptr<io::local_mosquitto> broker;
       if (j.get("broker").empty()) {
