@@ -333,7 +333,7 @@ nlohmann::json runtime_cases(const inputs& in, const std::string& dir, const std
   auto obs = std::make_shared<const std::vector<observation>>(in.city_obs);
   auto rows = std::make_shared<const std::vector<std::string>>(in.city_csv);
   auto taxi = std::make_shared<const std::vector<std::string>>(in.taxi_rows);
-  task_errors errors;
+  error_sink errors;
   if (want("SML"))
     all.push_back(through_runtime("SML", json, n, [&](const auto& s) {
       return parse_senml(s, senml_fanout_config::for_dataset(dataset::city, dir), errors);

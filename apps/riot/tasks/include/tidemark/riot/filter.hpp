@@ -8,9 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/observation.hpp"
-#include "tidemark/riot/result.hpp"
 
 namespace tidemark::riot {
 
@@ -32,7 +32,7 @@ struct range_filter_config {
   static range_filter_config parse(std::string_view spec);
 };
 
-class range_filter : public error_counter {
+class range_filter {
  public:
   explicit range_filter(range_filter_config config);
 
@@ -41,9 +41,13 @@ class range_filter : public error_counter {
 
   /// Checks one observation; an out-of-range value is marked missing. Returns whether it passed,
   /// or an error (counted) for a non-numeric value of a ranged field, which is marked missing too.
-  result<bool> process(observation& o);
+  expected<bool> process(observation& o);
+
+  /// The inputs this task rejected (each was also returned as an error).
+  const error_sink& errors() const noexcept { return errors_; }
 
  private:
+  error_sink errors_;
   range_filter_config config_;
 };
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/observation.hpp"
-#include "tidemark/riot/result.hpp"
 
 namespace tidemark::riot {
 
@@ -39,7 +39,7 @@ struct senml_record {
 
 /// Parses SenML JSON ({"bn"?, "bt"?, "bu"?, "e": [{"n", "u"?, "v"|"sv"|"bv", "t"?}, ...]}).
 /// Not thread-safe: one instance per thread (it reuses its parser's buffers).
-class senml_parse : public error_counter {
+class senml_parse {
  public:
   senml_parse();
   ~senml_parse();
@@ -48,9 +48,13 @@ class senml_parse : public error_counter {
 
   /// The record, or an error naming the entry and the problem (malformed JSON, missing "e" or
   /// "n", no value, non-numeric "v", non-integer "bt").
-  result<senml_record> process(std::string_view json);
+  expected<senml_record> process(std::string_view json);
+
+  /// The inputs this task rejected (each was also returned as an error).
+  const error_sink& errors() const noexcept { return errors_; }
 
  private:
+  error_sink errors_;
   struct impl;
   std::unique_ptr<impl> impl_;
 };
@@ -74,18 +78,22 @@ struct senml_fanout_config {
 };
 
 /// The per-field fan-out of RIoTBench's SenMLParseBolt.
-class senml_fanout : public error_counter {
+class senml_fanout {
  public:
   explicit senml_fanout(senml_fanout_config config);
 
   /// Appends one observation per configured observable to `out`. A record that lacks a configured
   /// field, or has a field the schema does not know, is rejected whole (nothing is appended).
-  result<std::size_t> process(const senml_record& record, std::int64_t msg_id,
+  expected<std::size_t> process(const senml_record& record, std::int64_t msg_id,
                               std::vector<observation>& out);
 
   const senml_fanout_config& config() const noexcept { return config_; }
 
+  /// The inputs this task rejected (each was also returned as an error).
+  const error_sink& errors() const noexcept { return errors_; }
+
  private:
+  error_sink errors_;
   senml_fanout_config config_;
   std::vector<const senml_field*> meta_;  // scratch, one per meta field
   std::vector<const senml_field*> obs_;   // scratch, one per observable

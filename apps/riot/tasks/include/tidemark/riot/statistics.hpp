@@ -15,10 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/detail/keyed_states.hpp"
 #include "tidemark/riot/observation.hpp"
-#include "tidemark/riot/result.hpp"
 
 namespace tidemark::riot {
 
@@ -87,15 +87,19 @@ using accumulated =
     std::map<std::string, std::map<std::string, std::vector<timed_value>, std::less<>>, std::less<>>;
 
 /// Collects observations and emits them grouped every `window_size` inputs.
-class accumulator : public error_counter {
+class accumulator {
  public:
   explicit accumulator(accumulator_config config);
 
   /// Adds `o`; returns the window when it completes. A non-numeric value is an error (the input
   /// still counts towards the window).
-  result<std::optional<accumulated>> process(const observation& o);
+  expected<std::optional<accumulated>> process(const observation& o);
+
+  /// The inputs this task rejected (each was also returned as an error).
+  const error_sink& errors() const noexcept { return errors_; }
 
  private:
+  error_sink errors_;
   accumulator_config config_;
   accumulated current_;
   std::size_t count_ = 0;
