@@ -60,7 +60,7 @@ expected<bool> range_filter::process(observation& o) {
   if (it == config_.ranges.end()) return true;
   if (!o.numeric) {
     o.missing = true;
-    return errors_.fail("range_filter", "message " + std::to_string(o.msg_id) + ", field '" + o.obs_type +
+    return fail("range_filter", "message " + std::to_string(o.msg_id) + ", field '" + o.obs_type +
                                     "': value \"" + o.text + "\" is not a number");
   }
   bool ok = o.value >= it->second.min && o.value <= it->second.max;

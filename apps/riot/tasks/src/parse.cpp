@@ -39,11 +39,11 @@ expected<std::string> csv_to_senml::process(std::string_view csv_row) {
   const char* task = "csv_to_senml";
   split_fields(trim(csv_row), ',', cells_);
   if (cells_.size() != config_.names.size())
-    return errors_.fail(task, "expected " + std::to_string(config_.names.size()) + " columns, got " +
+    return fail(task, "expected " + std::to_string(config_.names.size()) + " columns, got " +
                           std::to_string(cells_.size()));
   auto bt = detail::parse_int(cells_[timestamp_column_]);
   if (!bt)
-    return errors_.fail(task, "column 'timestamp' is not an integer (epoch ms): \"" +
+    return fail(task, "column 'timestamp' is not an integer (epoch ms): \"" +
                           std::string(cells_[timestamp_column_]) + "\"");
   std::string json = "{\"bt\":" + std::to_string(*bt) + ",\"e\":[";
   bool first = true;
@@ -58,7 +58,7 @@ expected<std::string> csv_to_senml::process(std::string_view csv_row) {
     auto cell = trim(cells_[i]);
     if (config_.kinds[i] == "v") {
       auto x = detail::parse_double(cell);
-      if (!x) return errors_.fail(task, "column '" + config_.names[i] + "' is not numeric: \"" + std::string(cell) + "\"");
+      if (!x) return fail(task, "column '" + config_.names[i] + "' is not numeric: \"" + std::string(cell) + "\"");
       json += ",\"v\":";
       json += detail::format_double(*x);  // valid JSON even for inputs like ".5" or "+1"
     } else {
@@ -83,10 +83,10 @@ xml_parse& xml_parse::operator=(xml_parse&&) noexcept = default;
 expected<xml_summary> xml_parse::process(std::string_view xml) {
   auto parsed = impl_->doc.load_buffer(xml.data(), xml.size(), pugi::parse_default | pugi::parse_cdata);
   if (!parsed)
-    return errors_.fail("xml_parse", std::string(parsed.description()) + " at byte " +
+    return fail("xml_parse", std::string(parsed.description()) + " at byte " +
                                  std::to_string(parsed.offset));
   if (!impl_->doc.document_element())
-    return errors_.fail("xml_parse", "the document has no root element");
+    return fail("xml_parse", "the document has no root element");
   struct walker : pugi::xml_tree_walker {
     xml_summary s;
     bool for_each(pugi::xml_node& node) override {
@@ -142,13 +142,13 @@ expected<std::string> annotate::process(std::string_view csv_row) {
   for (std::size_t c = 0; c < config_.key_column; ++c) {
     start = csv_row.find(',', start);
     if (start == std::string_view::npos)
-      return errors_.fail("annotate", "the row has no column " + std::to_string(config_.key_column));
+      return fail("annotate", "the row has no column " + std::to_string(config_.key_column));
     ++start;
   }
   auto end = csv_row.find(',', start);
   key_.assign(trim(csv_row.substr(start, end == std::string_view::npos ? end : end - start)));
   auto it = table_.find(key_);
-  if (it == table_.end()) return errors_.fail("annotate", "no metadata for key '" + key_ + "'");
+  if (it == table_.end()) return fail("annotate", "no metadata for key '" + key_ + "'");
   std::string out;
   out.reserve(csv_row.size() + 1 + it->second.size());
   out.append(csv_row).push_back(',');

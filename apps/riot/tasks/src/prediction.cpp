@@ -374,8 +374,8 @@ expected<std::string> decision_tree_train::process(std::string_view csv_batch) {
     }
     return e;
   });
-  if (err) return errors_.fail("decision_tree_train", *err);
-  if (data.rows.empty()) return errors_.fail("decision_tree_train", "the batch has no rows");
+  if (err) return fail("decision_tree_train", *err);
+  if (data.rows.empty()) return fail("decision_tree_train", "the batch has no rows");
   auto quartiles = quartile_labels::of(label_values);
   for (auto v : label_values) data.labels.push_back(quartiles.label(v));
   return model_codec::encode(train_decision_tree(data, config_.min_leaf, config_.confidence));
@@ -389,9 +389,9 @@ decision_tree_classify::decision_tree_classify(decision_tree_config config, deci
 
 expected<bool> decision_tree_classify::update_model(std::string_view bytes) {
   auto m = model_codec::decode_decision_tree(bytes);
-  if (!m) return errors_.fail("decision_tree_classify", "model update rejected: " + m.error().message);
+  if (!m) return fail("decision_tree_classify", "model update rejected: " + m.error().message);
   if (m->attributes.size() != config_.feature_columns.size())
-    return errors_.fail("decision_tree_classify", "model update rejected: it has " + std::to_string(m->attributes.size()) +
+    return fail("decision_tree_classify", "model update rejected: it has " + std::to_string(m->attributes.size()) +
                                               " attributes, the task has " +
                                               std::to_string(config_.feature_columns.size()) + " feature columns");
   model_ = std::move(*m);
@@ -400,7 +400,7 @@ expected<bool> decision_tree_classify::update_model(std::string_view bytes) {
 
 expected<std::string> decision_tree_classify::process(std::string_view csv_row) {
   if (auto e = parse_columns(csv_row, config_.feature_columns, cells_, x_))
-    return errors_.fail("decision_tree_classify", "row: " + *e);
+    return fail("decision_tree_classify", "row: " + *e);
   return model_.classes[model_.classify(x_.data())];
 }
 
@@ -457,8 +457,8 @@ expected<std::string> linear_regression_train::process(std::string_view csv_batc
     }
     return e;
   });
-  if (err) return errors_.fail("linear_regression_train", *err);
-  if (x.empty()) return errors_.fail("linear_regression_train", "the batch has no rows");
+  if (err) return fail("linear_regression_train", *err);
+  if (x.empty()) return fail("linear_regression_train", "the batch has no rows");
   return model_codec::encode(train_linear_regression(x, y, config_.attribute_names));
 }
 
@@ -470,9 +470,9 @@ linear_regression_predict::linear_regression_predict(linear_regression_config co
 
 expected<bool> linear_regression_predict::update_model(std::string_view bytes) {
   auto m = model_codec::decode_linear_regression(bytes);
-  if (!m) return errors_.fail("linear_regression_predict", "model update rejected: " + m.error().message);
+  if (!m) return fail("linear_regression_predict", "model update rejected: " + m.error().message);
   if (m->coefficients.size() != config_.feature_columns.size())
-    return errors_.fail("linear_regression_predict", "model update rejected: it has " + std::to_string(m->coefficients.size()) +
+    return fail("linear_regression_predict", "model update rejected: it has " + std::to_string(m->coefficients.size()) +
                                                  " coefficients, the task has " +
                                                  std::to_string(config_.feature_columns.size()) + " feature columns");
   model_ = std::move(*m);
@@ -481,7 +481,7 @@ expected<bool> linear_regression_predict::update_model(std::string_view bytes) {
 
 expected<double> linear_regression_predict::process(std::string_view csv_row) {
   if (auto e = parse_columns(csv_row, config_.feature_columns, cells_, x_))
-    return errors_.fail("linear_regression_predict", "row: " + *e);
+    return fail("linear_regression_predict", "row: " + *e);
   return model_.predict(x_.data());
 }
 

@@ -61,9 +61,9 @@ bool read_numeric(dom::element v, std::string& text, std::optional<double>& numb
 expected<senml_record> senml_parse::process(std::string_view json) {
   dom::element doc;
   if (auto e = impl_->parser.parse(json.data(), json.size()).get(doc))
-    return errors_.fail(task, std::string("not JSON: ") + simdjson::error_message(e));
+    return fail(task, std::string("not JSON: ") + simdjson::error_message(e));
   dom::object root;
-  if (doc.get_object().get(root)) return errors_.fail(task, "the message is not a JSON object");
+  if (doc.get_object().get(root)) return fail(task, "the message is not a JSON object");
 
   senml_record rec;
   std::string base_name, base_unit, text;
@@ -74,73 +74,73 @@ expected<senml_record> senml_parse::process(std::string_view json) {
 
   for (auto [key, v] : root) {
     if (key == "bt") {
-      if (!read_numeric(v, text, number)) return errors_.fail(task, "'bt' must be a number or a numeric string");
+      if (!read_numeric(v, text, number)) return fail(task, "'bt' must be a number or a numeric string");
       auto bt = detail::parse_int(text);
       if (!bt) {
-        if (!number) return errors_.fail(task, "'bt' is not a number: \"" + text + "\"");
+        if (!number) return fail(task, "'bt' is not a number: \"" + text + "\"");
         bt = static_cast<std::int64_t>(*number);
       }
       rec.base_time = *bt;
     } else if (key == "bn" || key == "bu") {
       std::string_view s;
-      if (v.get_string().get(s)) return errors_.fail(task, "'" + std::string(key) + "' must be a string");
+      if (v.get_string().get(s)) return fail(task, "'" + std::string(key) + "' must be a string");
       (key == "bn" ? base_name : base_unit).assign(s);
     } else if (key == "e") {
       dom::array arr;
-      if (v.get_array().get(arr)) return errors_.fail(task, "'e' must be an array of entries");
+      if (v.get_array().get(arr)) return fail(task, "'e' must be an array of entries");
       has_entries = true;
       rec.fields.reserve(arr.size());
       std::size_t index = 0;
       for (dom::element element : arr) {
         auto where = [&] { return "entry " + std::to_string(index); };
         dom::object entry;
-        if (element.get_object().get(entry)) return errors_.fail(task, where() + " is not a JSON object");
+        if (element.get_object().get(entry)) return fail(task, where() + " is not a JSON object");
         auto& f = rec.fields.emplace_back();
         auto& t = times.emplace_back();
         bool has_name = false, has_value = false;
         for (auto [ek, ev] : entry) {
           std::string_view s;
           if (ek == "n") {
-            if (ev.get_string().get(s)) return errors_.fail(task, where() + ": 'n' must be a string");
+            if (ev.get_string().get(s)) return fail(task, where() + ": 'n' must be a string");
             f.name.assign(s);
             has_name = true;
           } else if (ek == "u") {
-            if (ev.get_string().get(s)) return errors_.fail(task, where() + ": 'u' must be a string");
+            if (ev.get_string().get(s)) return fail(task, where() + ": 'u' must be a string");
             f.unit.assign(s);
           } else if (ek == "v") {
             if (!read_numeric(ev, f.text, number) || !number)
-              return errors_.fail(task, where() + ": 'v' is not a number" + (f.text.empty() ? "" : ": \"" + f.text + "\""));
+              return fail(task, where() + ": 'v' is not a number" + (f.text.empty() ? "" : ": \"" + f.text + "\""));
             f.value = *number;
             f.numeric = true;
             has_value = true;
           } else if (ek == "sv" || ek == "vs") {
-            if (ev.get_string().get(s)) return errors_.fail(task, where() + ": '" + std::string(ek) + "' must be a string");
+            if (ev.get_string().get(s)) return fail(task, where() + ": '" + std::string(ek) + "' must be a string");
             f.text.assign(s);
             has_value = true;
           } else if (ek == "bv" || ek == "vb") {
             bool b = false;
-            if (ev.get_bool().get(b)) return errors_.fail(task, where() + ": '" + std::string(ek) + "' must be true or false");
+            if (ev.get_bool().get(b)) return fail(task, where() + ": '" + std::string(ek) + "' must be true or false");
             f.text = b ? "true" : "false";
             has_value = true;
           } else if (ek == "t") {
-            if (!read_numeric(ev, text, number) || !number) return errors_.fail(task, where() + ": 't' is not a number");
+            if (!read_numeric(ev, text, number) || !number) return fail(task, where() + ": 't' is not a number");
             t = static_cast<std::int64_t>(*number);
           }
           // Other SenML members (ut, s, ver, ...) carry nothing the tasks use.
         }
         named.push_back(has_name);
-        if (!has_value) return errors_.fail(task, where() + " ('" + f.name + "') has no value (v, sv or bv)");
+        if (!has_value) return fail(task, where() + " ('" + f.name + "') has no value (v, sv or bv)");
         ++index;
       }
     }
   }
-  if (!has_entries) return errors_.fail(task, "no entry array 'e'");
+  if (!has_entries) return fail(task, "no entry array 'e'");
 
   // bn/bu/bt may come after "e" in the object, so they are applied once the whole message is read.
   for (std::size_t i = 0; i < rec.fields.size(); ++i) {
     auto& f = rec.fields[i];
     if (!named[i] && base_name.empty())
-      return errors_.fail(task, "entry " + std::to_string(i) + " has no name ('n') and there is no base name ('bn')");
+      return fail(task, "entry " + std::to_string(i) + " has no name ('n') and there is no base name ('bn')");
     if (!base_name.empty()) f.name.insert(0, base_name);
     if (f.unit.empty()) f.unit = base_unit;
     f.time = rec.base_time + times[i].value_or(0);
@@ -210,14 +210,14 @@ expected<std::size_t> senml_fanout::process(const senml_record& record, std::int
     auto m = slot_of(config_.meta_fields, f.name);
     auto o = slot_of(config_.observables, f.name);
     if (m < 0 && o < 0 && f.name != config_.id_field)
-      return errors_.fail(task, "message " + std::to_string(msg_id) + ": field '" + f.name +
+      return fail(task, "message " + std::to_string(msg_id) + ": field '" + f.name +
                             "' is not in the dataset's schema");
     if (m >= 0) meta_[m] = &f;
     if (o >= 0) obs_[o] = &f;
     if (f.name == config_.id_field) id = &f;
   }
   if (!id)
-    return errors_.fail(task, "message " + std::to_string(msg_id) + ": id field '" + config_.id_field +
+    return fail(task, "message " + std::to_string(msg_id) + ": id field '" + config_.id_field +
                           "' is missing");
   std::string meta;
   for (std::size_t i = 0; i < meta_.size(); ++i) {
@@ -227,13 +227,13 @@ expected<std::size_t> senml_fanout::process(const senml_record& record, std::int
     } else if (config_.meta_fields[i] == "timestamp") {
       meta += std::to_string(record.base_time);
     } else {
-      return errors_.fail(task, "message " + std::to_string(msg_id) + ": meta field '" +
+      return fail(task, "message " + std::to_string(msg_id) + ": meta field '" +
                             config_.meta_fields[i] + "' is missing");
     }
   }
   for (std::size_t i = 0; i < obs_.size(); ++i)
     if (!obs_[i])
-      return errors_.fail(task, "message " + std::to_string(msg_id) + ": observable '" +
+      return fail(task, "message " + std::to_string(msg_id) + ": observable '" +
                             config_.observables[i] + "' is missing");
   for (auto* f : obs_) {
     auto& o = out.emplace_back();

@@ -106,7 +106,7 @@ expected<std::optional<accumulated>> accumulator::process(const observation& o) 
     for (auto p : parts_) {
       auto x = detail::parse_double(p);
       if (!x) {
-        rejected = errors_.fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
+        rejected = fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
                                         ": list element \"" + std::string(p) + "\" is not a number");
         parsed.clear();
         break;
@@ -117,7 +117,7 @@ expected<std::optional<accumulated>> accumulator::process(const observation& o) 
   } else if (o.numeric && !o.missing) {
     values.push_back({o.timestamp, o.value});
   } else {
-    rejected = errors_.fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
+    rejected = fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
                                     ": value \"" + o.text + "\" is not a number");
   }
   if (++count_ < config_.window_size) {

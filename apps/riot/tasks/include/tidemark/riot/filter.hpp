@@ -11,6 +11,7 @@
 #include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/observation.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -32,7 +33,7 @@ struct range_filter_config {
   static range_filter_config parse(std::string_view spec);
 };
 
-class range_filter {
+class range_filter : public rejecting_task {
  public:
   explicit range_filter(range_filter_config config);
 
@@ -43,11 +44,7 @@ class range_filter {
   /// or an error (counted) for a non-numeric value of a ranged field, which is marked missing too.
   expected<bool> process(observation& o);
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   range_filter_config config_;
 };
 

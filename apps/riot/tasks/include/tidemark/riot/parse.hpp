@@ -12,6 +12,7 @@
 
 #include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -28,7 +29,7 @@ struct csv_to_senml_config {
 
 /// CSV row -> SenML JSON: "bt" is the row's "timestamp" column (an integer, epoch ms); every other
 /// column becomes an entry {"n", "u", "v"|"sv"}, "v" written as a JSON number.
-class csv_to_senml {
+class csv_to_senml : public rejecting_task {
  public:
   explicit csv_to_senml(csv_to_senml_config config);
 
@@ -36,11 +37,7 @@ class csv_to_senml {
   /// non-numeric value in a "v" column).
   expected<std::string> process(std::string_view csv_row);
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   csv_to_senml_config config_;
   std::ptrdiff_t timestamp_column_ = -1;
   std::vector<std::string_view> cells_;
@@ -56,7 +53,7 @@ struct xml_summary {
 
 /// Parses each message as an XML document (pugixml, DOM). The original ignored its input and
 /// re-parsed a fixed file per call; here the message is the document.
-class xml_parse {
+class xml_parse : public rejecting_task {
  public:
   xml_parse();
   ~xml_parse();
@@ -66,11 +63,7 @@ class xml_parse {
   /// The summary, or an error with the parser's description and byte offset.
   expected<xml_summary> process(std::string_view xml);
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   struct impl;
   std::unique_ptr<impl> impl_;
 };
@@ -92,7 +85,7 @@ struct annotate_config {
 std::vector<std::pair<std::string, std::string>> read_metadata(const std::string& path);
 
 /// Appends ",<annotation>" to a CSV row, looked up by the row's key column.
-class annotate {
+class annotate : public rejecting_task {
  public:
   /// Loads the metadata file; throws std::runtime_error naming file and line when it is malformed.
   explicit annotate(annotate_config config);
@@ -103,11 +96,7 @@ class annotate {
 
   std::size_t size() const noexcept { return table_.size(); }
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   annotate_config config_;
   std::unordered_map<std::string, std::string> table_;
   std::string key_;  // scratch

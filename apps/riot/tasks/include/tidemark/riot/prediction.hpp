@@ -17,6 +17,7 @@
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/detail/keyed_states.hpp"
 #include "tidemark/riot/observation.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -110,22 +111,18 @@ decision_tree_model train_decision_tree(const labelled_rows& data, std::size_t m
                                         double confidence = 0.25);
 
 /// DTT: one newline-separated CSV batch (a table range query's rows) -> encoded model.
-class decision_tree_train {
+class decision_tree_train : public rejecting_task {
  public:
   explicit decision_tree_train(decision_tree_config config);
   /// Labels the batch by quartiles, trains, returns model_codec bytes; an error names the bad line.
   expected<std::string> process(std::string_view csv_batch);
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   decision_tree_config config_;
 };
 
 /// DTC: classifies CSV rows with the current model, which can be replaced at run time.
-class decision_tree_classify {
+class decision_tree_classify : public rejecting_task {
  public:
   decision_tree_classify(decision_tree_config config, decision_tree_model model);
   /// Swaps in an encoded model; on error the old model stays.
@@ -134,11 +131,7 @@ class decision_tree_classify {
   expected<std::string> process(std::string_view csv_row);
   const decision_tree_model& model() const noexcept { return model_; }
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   decision_tree_config config_;
   decision_tree_model model_;
   std::vector<double> x_;                // scratch: the row's features
@@ -171,32 +164,24 @@ linear_regression_model train_linear_regression(const std::vector<std::vector<do
                                                 std::vector<std::string> attributes = {});
 
 /// MLT: one CSV batch -> encoded model.
-class linear_regression_train {
+class linear_regression_train : public rejecting_task {
  public:
   explicit linear_regression_train(linear_regression_config config);
   expected<std::string> process(std::string_view csv_batch);
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   linear_regression_config config_;
 };
 
 /// MLR: predicts the target of CSV rows (the prediction is a double; the original cast it to int).
-class linear_regression_predict {
+class linear_regression_predict : public rejecting_task {
  public:
   linear_regression_predict(linear_regression_config config, linear_regression_model model);
   expected<bool> update_model(std::string_view bytes);
   expected<double> process(std::string_view csv_row);
   const linear_regression_model& model() const noexcept { return model_; }
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   linear_regression_config config_;
   linear_regression_model model_;
   std::vector<double> x_;                // scratch: the row's features

@@ -12,6 +12,7 @@
 #include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/observation.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -39,7 +40,7 @@ struct senml_record {
 
 /// Parses SenML JSON ({"bn"?, "bt"?, "bu"?, "e": [{"n", "u"?, "v"|"sv"|"bv", "t"?}, ...]}).
 /// Not thread-safe: one instance per thread (it reuses its parser's buffers).
-class senml_parse {
+class senml_parse : public rejecting_task {
  public:
   senml_parse();
   ~senml_parse();
@@ -50,11 +51,7 @@ class senml_parse {
   /// "n", no value, non-numeric "v", non-integer "bt").
   expected<senml_record> process(std::string_view json);
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   struct impl;
   std::unique_ptr<impl> impl_;
 };
@@ -78,7 +75,7 @@ struct senml_fanout_config {
 };
 
 /// The per-field fan-out of RIoTBench's SenMLParseBolt.
-class senml_fanout {
+class senml_fanout : public rejecting_task {
  public:
   explicit senml_fanout(senml_fanout_config config);
 
@@ -89,11 +86,7 @@ class senml_fanout {
 
   const senml_fanout_config& config() const noexcept { return config_; }
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   senml_fanout_config config_;
   std::vector<const senml_field*> meta_;  // scratch, one per meta field
   std::vector<const senml_field*> obs_;   // scratch, one per observable

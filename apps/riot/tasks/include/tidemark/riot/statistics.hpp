@@ -19,6 +19,7 @@
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/detail/keyed_states.hpp"
 #include "tidemark/riot/observation.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -87,7 +88,7 @@ using accumulated =
     std::map<std::string, std::map<std::string, std::vector<timed_value>, std::less<>>, std::less<>>;
 
 /// Collects observations and emits them grouped every `window_size` inputs.
-class accumulator {
+class accumulator : public rejecting_task {
  public:
   explicit accumulator(accumulator_config config);
 
@@ -95,11 +96,7 @@ class accumulator {
   /// still counts towards the window).
   expected<std::optional<accumulated>> process(const observation& o);
 
-  /// The inputs this task rejected (each was also returned as an error).
-  const error_sink& errors() const noexcept { return errors_; }
-
  private:
-  error_sink errors_;
   accumulator_config config_;
   accumulated current_;
   std::size_t count_ = 0;
