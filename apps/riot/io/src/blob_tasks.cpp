@@ -147,11 +147,11 @@ std::optional<std::string> blob_download::process(std::string_view name) {
   try {
     auto bytes = container_->get(name);
     if (!bytes) errors_.report({"blob_download from " + container_->describe() + ": no blob " +
-                            persistence::quote_bytes(name)});
+                                persistence::quote_bytes(name)});
     return bytes;
   } catch (const std::exception& e) {
     errors_.report({"blob_download of " + persistence::quote_bytes(name) + " from " + container_->describe() +
-                ": " + e.what()});
+                    ": " + e.what()});
     return std::nullopt;
   }
 }

@@ -51,8 +51,8 @@ class mqtt_client {
     ready_.wait_for(lock, broker.connect_timeout, [this] { return ready(); });
     if (!ready())
       errors_.report({"MQTT broker " + endpoint_ + " unreachable within " +
-                  std::to_string(broker.connect_timeout.count()) + " ms" +
-                  (last_failure_.empty() ? "" : " (" + last_failure_ + ")") + "; retrying in the background"});
+                      std::to_string(broker.connect_timeout.count()) + " ms" +
+                      (last_failure_.empty() ? "" : " (" + last_failure_ + ")") + "; retrying in the background"});
   }
 
   ~mqtt_client() {

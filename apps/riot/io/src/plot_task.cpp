@@ -145,7 +145,7 @@ std::optional<std::string> multi_line_plot::process(const std::string& title,
   std::free(buffer);  // NOLINT: open_memstream's buffer is malloc'ed
   if (!abort_message.empty() || bytes.empty()) {
     errors_.report({"multi_line_plot '" + title + "': PLplot failed" +
-                (abort_message.empty() ? std::string{": no output"} : ": " + abort_message)});
+                    (abort_message.empty() ? std::string{": no output"} : ": " + abort_message)});
     return std::nullopt;
   }
   ++charts_;

@@ -112,7 +112,7 @@ std::optional<std::string> zip_batch::write_archive() {
     }
   } catch (const std::exception& e) {
     errors_.report({std::string{"zip_batch: "} + e.what() + " (" + std::to_string(entries.size()) +
-                " entries lost)"});
+                    " entries lost)"});
     return std::nullopt;
   }
   ++archives_;

@@ -197,7 +197,7 @@ senml_fanout::senml_fanout(senml_fanout_config config) : config_(std::move(confi
 }
 
 expected<std::size_t> senml_fanout::process(const senml_record& record, std::int64_t msg_id,
-                                          std::vector<observation>& out) {
+                                            std::vector<observation>& out) {
   const char* task = "senml_fanout";
   auto slot_of = [](const std::vector<std::string>& names, std::string_view n) -> std::ptrdiff_t {
     auto it = std::find(names.begin(), names.end(), n);

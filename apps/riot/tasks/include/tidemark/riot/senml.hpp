@@ -82,7 +82,7 @@ class senml_fanout : public rejecting_task {
   /// Appends one observation per configured observable to `out`. A record that lacks a configured
   /// field, or has a field the schema does not know, is rejected whole (nothing is appended).
   expected<std::size_t> process(const senml_record& record, std::int64_t msg_id,
-                              std::vector<observation>& out);
+                                std::vector<observation>& out);
 
   const senml_fanout_config& config() const noexcept { return config_; }
 
