@@ -121,19 +121,19 @@ std::vector<task_case> make_cases(const inputs& in, const std::string& dir) {
   auto sml = std::make_shared<senml_parse>();
   cases.push_back({"SML", "senml_parse", "CITY SenML message", 3000, most, in.city_json.size(),
                    [sml, &in](std::size_t i) { return ok(sml->process(in.city_json[i])); },
-                   [sml] { return sml->errors(); }});
+                   [sml] { return sml->errors().count(); }});
   auto c2s = std::make_shared<csv_to_senml>(csv_to_senml_config::for_dataset(dataset::city, dir));
   cases.push_back({"C2S", "csv_to_senml", "annotated CITY CSV row", 3000, most, in.city_csv_ann.size(),
                    [c2s, &in](std::size_t i) { return c2s->process(in.city_csv_ann[i])->size(); },
-                   [c2s] { return c2s->errors(); }});
+                   [c2s] { return c2s->errors().count(); }});
   auto xml = std::make_shared<xml_parse>();
   cases.push_back({"XML", "xml_parse", "tempSAX.xml document (6.4 kB)", 310, "310 msg/s", 1,
                    [xml, &in](std::size_t) { return xml->process(in.xml)->elements; },
-                   [xml] { return xml->errors(); }});
+                   [xml] { return xml->errors().count(); }});
   auto ann = std::make_shared<annotate>(annotate_config::for_dataset(dataset::city, dir));
   cases.push_back({"ANN", "annotate", "CITY CSV row", 68000, "about 68,000 msg/s", in.city_csv.size(),
                    [ann, &in](std::size_t i) { return ann->process(in.city_csv[i])->size(); },
-                   [ann] { return ann->errors(); }});
+                   [ann] { return ann->errors().count(); }});
 
   std::vector<std::string> ids;
   for (auto& o : in.city_obs) ids.push_back(o.sensor_id);
@@ -146,7 +146,7 @@ std::vector<task_case> make_cases(const inputs& in, const std::string& dir) {
   auto rgf = std::make_shared<range_filter>(range_filter_config::for_dataset(dataset::city));
   cases.push_back({"RGF", "range_filter", "CITY observation", 68000, "about 68,000 msg/s", obs->size(),
                    [rgf, obs](std::size_t i) { return std::uint64_t{*rgf->process((*obs)[i])}; },
-                   [rgf] { return rgf->errors(); }});
+                   [rgf] { return rgf->errors().count(); }});
 
   auto acc = std::make_shared<accumulator>(accumulator_config::for_dataset(dataset::city));
   cases.push_back({"ACC", "accumulator", "CITY observation (window 20)", 68000, "about 68,000 msg/s",
@@ -155,7 +155,7 @@ std::vector<task_case> make_cases(const inputs& in, const std::string& dir) {
                      auto r = acc->process(in.city_obs[i]);
                      return std::uint64_t{r.has_value() && r->has_value()};
                    },
-                   [acc] { return acc->errors(); }});
+                   [acc] { return acc->errors().count(); }});
   auto avg = std::make_shared<block_average>(block_average_config::for_dataset(dataset::city));
   cases.push_back({"AVG", "block_average", "CITY observation (per sensor+field, window 5)", 3000, most,
                    in.city_obs.size(),
@@ -194,23 +194,23 @@ std::vector<task_case> make_cases(const inputs& in, const std::string& dir) {
   auto dtc = std::make_shared<decision_tree_classify>(taxi_dt, *tree);
   cases.push_back({"DTC", "decision_tree_classify", "TAXI CSV row", 3000, most, in.taxi_rows.size(),
                    [dtc, &in](std::size_t i) { return dtc->process(in.taxi_rows[i])->size(); },
-                   [dtc] { return dtc->errors(); }});
+                   [dtc] { return dtc->errors().count(); }});
   auto dtt = std::make_shared<decision_tree_train>(taxi_dt);
   cases.push_back({"DTT", "decision_tree_train", "TAXI batch of 300 rows -> model bytes", 50, "50 msg/s",
                    in.taxi_batches.size(),
                    [dtt, &in](std::size_t i) { return dtt->process(in.taxi_batches[i])->size(); },
-                   [dtt] { return dtt->errors(); }});
+                   [dtt] { return dtt->errors().count(); }});
   auto taxi_lr = linear_regression_config::for_dataset(dataset::taxi);
   auto lr = model_codec::decode_linear_regression(*linear_regression_train(taxi_lr).process(all_rows));
   auto mlr = std::make_shared<linear_regression_predict>(taxi_lr, *lr);
   cases.push_back({"MLR", "linear_regression_predict", "TAXI CSV row", 3000, most, in.taxi_rows.size(),
                    [mlr, &in](std::size_t i) { return static_cast<std::uint64_t>(*mlr->process(in.taxi_rows[i])); },
-                   [mlr] { return mlr->errors(); }});
+                   [mlr] { return mlr->errors().count(); }});
   auto mlt = std::make_shared<linear_regression_train>(taxi_lr);
   cases.push_back({"MLT", "linear_regression_train", "TAXI batch of 300 rows -> model bytes", 70, "70 msg/s",
                    in.taxi_batches.size(),
                    [mlt, &in](std::size_t i) { return mlt->process(in.taxi_batches[i])->size(); },
-                   [mlt] { return mlt->errors(); }});
+                   [mlt] { return mlt->errors().count(); }});
   return cases;
 }
 
@@ -333,7 +333,7 @@ nlohmann::json runtime_cases(const inputs& in, const std::string& dir, const std
   auto obs = std::make_shared<const std::vector<observation>>(in.city_obs);
   auto rows = std::make_shared<const std::vector<std::string>>(in.city_csv);
   auto taxi = std::make_shared<const std::vector<std::string>>(in.taxi_rows);
-  task_errors errors;
+  tidemark::error_sink errors;
   if (want("SML"))
     all.push_back(through_runtime("SML", json, n, [&](const auto& s) {
       return parse_senml(s, senml_fanout_config::for_dataset(dataset::city, dir), errors);

@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(range_filter_marks_out_of_range_fields_of_city_messages) {
   BOOST_TEST(obs[4].missing == false);  // airquality_raw 140
   BOOST_TEST(marked["light"] > 0);
   BOOST_TEST(marked["light"] < 1000);
-  BOOST_TEST(rgf.errors() == 0u);
+  BOOST_TEST(rgf.errors().count() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(range_filter_bounds_are_inclusive_and_other_fields_pass) {
@@ -55,7 +55,7 @@ BOOST_AUTO_TEST_CASE(range_filter_bounds_are_inclusive_and_other_fields_pass) {
   o.text = "hot";
   BOOST_TEST(!rgf.process(o));
   BOOST_TEST(o.missing);
-  BOOST_TEST(rgf.errors() == 1u);
+  BOOST_TEST(rgf.errors().count() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(range_filter_configuration_is_checked) {

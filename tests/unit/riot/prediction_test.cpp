@@ -4,7 +4,11 @@
 #define BOOST_TEST_MODULE riot_prediction
 #include <boost/test/unit_test.hpp>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "sample_data.hpp"
@@ -123,11 +127,11 @@ BOOST_AUTO_TEST_CASE(decision_tree_tasks_train_on_a_csv_batch_and_classify_rows)
              "decision_tree_classify: row: has 1 columns, column 1 is needed");
   BOOST_TEST(dtc.process("fast,1.0").error().message ==
              "decision_tree_classify: row: column 0 is not a number: \"fast\"");
-  BOOST_TEST(dtc.errors() == 2u);
+  BOOST_TEST(dtc.errors().count() == 2u);
   BOOST_TEST(dtt.process("660,1.76,9.50\n480,x,6.50\n").error().message ==
              "decision_tree_train: line 2: column 1 is not a number: \"x\"");
   BOOST_TEST(dtt.process("\n\n").error().message == "decision_tree_train: the batch has no rows");
-  BOOST_TEST(dtt.errors() == 2u);
+  BOOST_TEST(dtt.errors().count() == 2u);
   // A rejected model update keeps the old model.
   BOOST_TEST(!dtc.update_model("garbage"));
   BOOST_TEST(*dtc.process("2460,12.5,39.5") == *label);
@@ -260,10 +264,44 @@ BOOST_AUTO_TEST_CASE(model_codec_round_trips_and_rejects_corrupt_bytes_clearly) 
   BOOST_TEST(error_of(bytes.substr(0, bytes.size() - 1)).find("payload is") != std::string::npos);
   auto newer = bytes;
   newer[4] = 9;
-  BOOST_TEST(error_of(newer) == "model_codec: format version 9 is not supported (this build reads 1)");
+  BOOST_TEST(error_of(newer) == "model_codec: format version 9 is not supported (this build reads 2)");
   auto lr = model_codec::encode(linear_regression_model{{"a"}, 1.0, {2.0}});
   BOOST_TEST(error_of(lr) == "model_codec: the bytes hold a linear_regression model, expected decision_tree");
   // A structurally bad tree with a valid checksum: a child pointing back at its parent.
   decision_tree_model cyclic{{"a"}, {"c"}, {{false, 0, 1.0, 0, 1}, {true, 0, 0, 0, 0}}};
   BOOST_TEST(error_of(model_codec::encode(cyclic)).find("node 0: child index out of range") != std::string::npos);
+}
+
+namespace {
+
+// Replaces the payload of model bytes and writes a matching size and checksum into the header
+// (magic 4, version 2, kind 1, then u64 size at byte 7 and u64 XXH64 at byte 15), so only the
+// payload's structure is wrong.
+std::string reseal(std::string bytes, std::string payload) {
+  bytes.resize(23);
+  std::uint64_t size = payload.size(), sum = XXH64(payload.data(), payload.size(), 0);
+  std::memcpy(&bytes[7], &size, 8);
+  std::memcpy(&bytes[15], &sum, 8);
+  return bytes + payload;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(model_codec_rejects_a_malformed_payload_with_a_valid_checksum) {
+  auto bytes = model_codec::encode(linear_regression_model{{"a"}, 1.0, {2.0}});
+  BOOST_REQUIRE(model_codec::decode_linear_regression(bytes).has_value());
+  auto payload = bytes.substr(23);
+  // attribute count (4) + "a" (4 + 1) + intercept (8) + coefficient count (4): the count says one
+  // coefficient, none is left.
+  auto cut = model_codec::decode_linear_regression(reseal(bytes, payload.substr(0, payload.size() - 8)));
+  BOOST_REQUIRE(!cut.has_value());
+  BOOST_TEST(cut.error().message == "model_codec: length 1 exceeds the 0 bytes left (payload byte 21)");
+  auto longer = model_codec::decode_linear_regression(reseal(bytes, payload + "x"));
+  BOOST_REQUIRE(!longer.has_value());
+  BOOST_TEST(longer.error().message == "model_codec: unexpected bytes after the model");
+  auto garbage = model_codec::decode_decision_tree(reseal(model_codec::encode(train_decision_tree(taxi_dtc_rows())),
+                                                          std::string(64, '\xff')));
+  BOOST_REQUIRE(!garbage.has_value());
+  BOOST_TEST(garbage.error().message.find("model_codec: ") == 0u);
+  BOOST_TEST(garbage.error().message.find("(payload byte 4)") != std::string::npos);
 }

@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(accumulator_groups_by_sensor_type_and_field_in_time_order) 
   auto r = acc.process(bad);  // the 4th input closes the window but its value is rejected
   BOOST_REQUIRE(!r);
   BOOST_TEST(r.error().message == "accumulator: message 0, AVG: value \"x\" is not a number");
-  BOOST_TEST(acc.errors() == 1u);
+  BOOST_TEST(acc.errors().count() == 1u);
   BOOST_TEST(!*acc.process(make("s1", "AVG", "1,s1,temperature", 7, "1")));  // a new window began
   BOOST_TEST(!*acc.process(make("s1", "SLR", "1,s1,dust", 3, "4#5")));
   BOOST_TEST(!*acc.process(make("s1", "SLR", "1,s1,dust", 1, "6")));

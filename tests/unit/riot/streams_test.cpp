@@ -46,7 +46,7 @@ BOOST_AUTO_TEST_CASE(senml_parse_range_filter_block_average_through_run) {
   input.insert(input.begin() + 10, "1422748800000,{\"e\":[{\"n\":\"source\"");  // cut short
   input.insert(input.begin() + 20, R"({"bt":1,"e":[{"n":"source","sv":"x"},{"n":"colour","sv":"red"}]})");
   tidemark::job j("riot_streams_test");
-  task_errors errors;
+  tidemark::error_sink errors;
   auto parsed = parse_senml(j.from_container(input), senml_fanout_config::for_dataset(dataset::city, riot_test::data_dir()), errors);
   auto filtered = range_filter_marks(parsed, range_filter_config::for_dataset(dataset::city), errors);
   auto result = block_average_of(filtered, averages).collect();
@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(kalman_and_interpolation_streams_match_the_plain_tasks) {
 BOOST_AUTO_TEST_CASE(apply_task_runs_any_fallible_task_and_reports_its_errors) {
   std::vector<std::string> rows{"1,ci4lnqzte000002xpokc9d25v0,8", "2,no-such-sensor,9", "3,ci4lnqzte000002xpokc9d25v0,7"};
   tidemark::job j("riot_apply_test");
-  task_errors errors;
+  tidemark::error_sink errors;
   auto config = annotate_config::for_dataset(dataset::city, riot_test::data_dir());
   auto annotated = apply_task<std::string>(j.from_container(rows), [config] { return annotate(config); }, errors,
                                            "annotate")

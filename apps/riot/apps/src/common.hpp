@@ -76,7 +76,7 @@ std::shared_ptr<run_metrics> new_metrics(const app_options& options, std::uint64
 
 /// ETL up to annotation: parse -> range filter -> Bloom filter -> interpolation -> join per
 /// message -> annotate; the rows in schema order (plus annotation fields), tagged with msg ids.
-stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& options, task_errors errors);
+stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& options, error_sink errors);
 
 app_job build_etl(const app_options& options);
 app_job build_stats(const app_options& options);

@@ -20,25 +20,19 @@ std::string scaled_metadata(const app_options& o, const std::string& original) {
   auto path = o.out_dir + "/metadata-" + std::string{riot::to_string(o.replay.dataset)} + "-x" +
               std::to_string(o.replay.scale) + ".txt";
   std::filesystem::create_directories(o.out_dir);
-  std::ifstream in(original);
-  if (!in) throw std::runtime_error("cannot read " + original);
+  auto entries = read_metadata(original);
   std::ofstream out(path + ".part");
-  for (std::string line; std::getline(in, line);) {
-    auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
+  for (const auto& [key, annotation] : entries)
     for (std::uint32_t k = 0; k < o.replay.scale; ++k)
-      out << replay_schedule::copy_id(line.substr(0, colon), k) << line.substr(colon) << '\n';
-  }
+      out << replay_schedule::copy_id(key, k) << ':' << annotation << '\n';
   out.close();
   std::filesystem::rename(path + ".part", path);
   return path;
 }
 
 std::vector<std::string> keys_of(const std::string& metadata_path) {
-  std::ifstream in(metadata_path);
   std::vector<std::string> keys;
-  for (std::string line; std::getline(in, line);)
-    if (auto colon = line.find(':'); colon != std::string::npos) keys.push_back(line.substr(0, colon));
+  for (auto& entry : read_metadata(metadata_path)) keys.push_back(std::move(entry.first));
   return keys;
 }
 
@@ -104,7 +98,7 @@ class senml_writer {
  public:
   explicit senml_writer(csv_to_senml_config config) : config_(std::move(config)) {}
 
-  result<std::string> process(const std::string& row) {
+  expected<std::string> process(const std::string& row) {
     split_csv(row, cells_);
     std::string missing;  // one flag per column
     for (auto c : cells_) missing.push_back(c.empty() ? '1' : '0');
@@ -138,7 +132,7 @@ class senml_writer {
 
 }  // namespace
 
-stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o, task_errors errors) {
+stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o, error_sink errors) {
   auto d = o.replay.dataset;
   const auto& dir = o.replay.data_dir;
   auto fan = senml_fanout_config::for_dataset(d, dir);

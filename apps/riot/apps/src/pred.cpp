@@ -32,7 +32,7 @@ std::string analytic_type(std::string_view name) {
 template <class Predictor>
 class model_swapping final : public operator_logic {
  public:
-  model_swapping(Predictor p, const io::mqtt_subscribe_config& notices, io::blob_download_config blobs, task_errors errors)
+  model_swapping(Predictor p, const io::mqtt_subscribe_config& notices, io::blob_download_config blobs, error_sink errors)
       : p_(std::move(p)), sub_(notices), download_(std::move(blobs)), errors_(std::move(errors)) {}
 
   void process(std::size_t, batch_ptr in, emitter& out) override {
@@ -63,7 +63,7 @@ class model_swapping final : public operator_logic {
   Predictor p_;
   io::mqtt_subscribe sub_;
   io::blob_download download_;
-  task_errors errors_;
+  error_sink errors_;
   std::uint64_t swaps_ = 0;
 };
 
@@ -72,8 +72,8 @@ class classifier {
  public:
   static constexpr const char* type = "DTC";
   explicit classifier(decision_tree_classify task) : task_(std::move(task)) {}
-  result<bool> update(std::string_view bytes) { return task_.update_model(bytes); }
-  void predict(const pred_row& r, collector<tagged>& out, const task_errors& errors) {
+  expected<bool> update(std::string_view bytes) { return task_.update_model(bytes); }
+  void predict(const pred_row& r, collector<tagged>& out, const error_sink& errors) {
     auto label = task_.process(r.row);
     if (!label) return errors.report(label.error());
     out({r.msg_id, std::to_string(r.msg_id) + "," + r.sensor + ",DTC,obsVal:" + r.row + ",RES:" + *label});
@@ -90,8 +90,8 @@ class regressor {
   static constexpr const char* type = "MLR";
   regressor(linear_regression_predict task, block_average average, std::size_t target)
       : task_(std::move(task)), average_(std::move(average)), target_(target) {}
-  result<bool> update(std::string_view bytes) { return task_.update_model(bytes); }
-  void predict(const pred_row& r, collector<tagged>& out, const task_errors& errors) {
+  expected<bool> update(std::string_view bytes) { return task_.update_model(bytes); }
+  void predict(const pred_row& r, collector<tagged>& out, const error_sink& errors) {
     auto p = task_.process(r.row);
     if (!p) return errors.report(p.error());
     split_csv(r.row, cells_);
@@ -157,7 +157,7 @@ app_job build_pred(const app_options& o) {
                         for (std::size_t i = 0; i < columns.size(); ++i) {
                           const auto* f = rec->find(columns[i]);
                           if (!f || !f->numeric)
-                            return errors.report(task_error{"pred_parse: message " + std::to_string(l.msg_id) + ": no numeric '" +
+                            return errors.report(error{"pred_parse: message " + std::to_string(l.msg_id) + ": no numeric '" +
                                                             columns[i] + "'"});
                           if (i) in.row.push_back(',');
                           in.row += f->text;

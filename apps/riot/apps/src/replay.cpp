@@ -3,13 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <random>
 #include <set>
 #include <stdexcept>
 #include <tuple>
 
+#include "tidemark/riot/lines.hpp"
 #include "tidemark/riot/senml.hpp"
 
 namespace tidemark::riot::apps {
@@ -22,15 +22,6 @@ rate_profile parse_rate_profile(std::string_view name) {
 
 namespace {
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path + " (point TIDEMARK_DATA_DIR or the job's --data at the RIoTBench sample data)");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) lines.push_back(line);
-  return lines;
-}
-
 std::string format_value(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.5g", v);
@@ -41,20 +32,14 @@ std::string format_value(double v) {
 
 std::vector<std::string> synthetic_fit(const std::string& data_dir, std::uint64_t seed, double seconds) {
   // Channel names and units from the schema, base values from the three sample records.
-  auto schema = read_lines(data_dir + "/mhealth_schema.csv");
+  auto schema = text_file(data_dir + "/mhealth_schema.csv").lines();
   if (schema.size() < 2) throw std::runtime_error(data_dir + "/mhealth_schema.csv: expected names and units lines");
-  auto split = [](const std::string& s) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= s.size(); ++i)
-      if (i == s.size() || s[i] == ',') out.push_back(s.substr(start, i - start)), start = i + 1;
-    return out;
-  };
-  auto names = split(schema[0]);
-  auto units = split(schema[1]);
+  std::vector<std::string_view> names, units;
+  split_fields(schema[0], ',', names);
+  split_fields(schema[1], ',', units);
   std::map<std::string, double> base;
   senml_parse parse;
-  auto samples = read_lines(data_dir + "/FIT_sample_data_senml.csv");
+  auto samples = text_file(data_dir + "/FIT_sample_data_senml.csv").lines();
   for (const auto& line : samples) {
     auto rec = parse.process(senml_payload(line));
     if (!rec) throw std::runtime_error("FIT sample: " + rec.error().message);
@@ -79,7 +64,7 @@ std::vector<std::string> synthetic_fit(const std::string& data_dir, std::uint64_
       std::string json = R"({"e":[{"u":"string","n":"subjectId","sv":"subject)" + std::to_string(s + 1) + "\"}";
       auto label = 1 + (s + t / 500) % 12;  // activity changes every 10 s
       for (std::size_t c = 0; c < names.size(); ++c) {
-        const auto& n = names[c];
+        const std::string n(names[c]);
         if (n == "subjectId" || n == "timestamp") continue;
         double v;
         if (n == "label") {
@@ -90,7 +75,7 @@ std::vector<std::string> synthetic_fit(const std::string& data_dir, std::uint64_
           v = b + scale * std::sin(phase[s] + 6.283185307179586 * motion[s] * static_cast<double>(t) / 50) +
               0.05 * scale * noise(rng);
         }
-        json += R"(,{"v":")" + format_value(v) + R"(","u":")" + (c < units.size() ? units[c] : "") + R"(","n":")" + n + "\"}";
+        json += R"(,{"v":")" + format_value(v) + R"(","u":")" + (c < units.size() ? std::string(units[c]) : "") + R"(","n":")" + n + "\"}";
       }
       json += R"(],"bt":")" + std::to_string(time) + "\"}";
       lines.push_back(std::to_string(time) + "," + json);
@@ -123,8 +108,8 @@ std::vector<std::string> synthetic_grid(std::uint64_t seed, std::uint32_t meters
 
 std::vector<std::string> dataset_lines(const replay_config& config) {
   switch (config.dataset) {
-    case dataset::city: return read_lines(config.data_dir + "/SYS_sample_data_senml.csv");
-    case dataset::taxi: return read_lines(config.data_dir + "/TAXI_sample_data_senml.csv");
+    case dataset::city: return text_file(config.data_dir + "/SYS_sample_data_senml.csv").lines();
+    case dataset::taxi: return text_file(config.data_dir + "/TAXI_sample_data_senml.csv").lines();
     case dataset::fit: return synthetic_fit(config.data_dir, config.seed);
     case dataset::grid: return synthetic_grid(config.seed);
   }

@@ -58,7 +58,7 @@ class timer_source final : public source_logic {
 /// "<DS>-<code>-<end>.model" into `dir`; emits its path.
 template <class Task, class Config>
 stream<tagged> train_models(const stream<train_batch>& in, Config config, std::string prefix, std::string dir,
-                            task_errors errors, const std::string& name) {
+                            error_sink errors, const std::string& name) {
   return in.template flat_map<tagged>(
       [config, prefix, dir, errors, task = riot::detail::per_instance<Task>()](const train_batch& b,
                                                                                collector<tagged>& out) mutable {

@@ -121,7 +121,7 @@ blob_upload::blob_upload(blob_upload_config config)
 std::optional<std::string> blob_upload::process(const std::string& file_path) {
   std::ifstream in(file_path, std::ios::binary);
   if (!in) {
-    errors_.add("blob_upload to " + container_->describe() + ": cannot read file " + file_path);
+    errors_.report({"blob_upload to " + container_->describe() + ": cannot read file " + file_path});
     return std::nullopt;
   }
   std::ostringstream bytes;
@@ -131,7 +131,7 @@ std::optional<std::string> blob_upload::process(const std::string& file_path) {
   try {
     container_->put(name, data);
   } catch (const std::exception& e) {
-    errors_.add("blob_upload of " + file_path + " to " + container_->describe() + ": " + e.what());
+    errors_.report({"blob_upload of " + file_path + " to " + container_->describe() + ": " + e.what()});
     return std::nullopt;
   }
   bytes_ += data.size();
@@ -146,12 +146,12 @@ blob_download::blob_download(blob_download_config config)
 std::optional<std::string> blob_download::process(std::string_view name) {
   try {
     auto bytes = container_->get(name);
-    if (!bytes) errors_.add("blob_download from " + container_->describe() + ": no blob " +
-                            persistence::quote_bytes(name));
+    if (!bytes) errors_.report({"blob_download from " + container_->describe() + ": no blob " +
+                                persistence::quote_bytes(name)});
     return bytes;
   } catch (const std::exception& e) {
-    errors_.add("blob_download of " + persistence::quote_bytes(name) + " from " + container_->describe() +
-                ": " + e.what());
+    errors_.report({"blob_download of " + persistence::quote_bytes(name) + " from " + container_->describe() +
+                    ": " + e.what()});
     return std::nullopt;
   }
 }

@@ -50,9 +50,9 @@ class mqtt_client {
     std::unique_lock<std::mutex> lock{mutex_};
     ready_.wait_for(lock, broker.connect_timeout, [this] { return ready(); });
     if (!ready())
-      errors_.add("MQTT broker " + endpoint_ + " unreachable within " +
-                  std::to_string(broker.connect_timeout.count()) + " ms" +
-                  (last_failure_.empty() ? "" : " (" + last_failure_ + ")") + "; retrying in the background");
+      errors_.report({"MQTT broker " + endpoint_ + " unreachable within " +
+                      std::to_string(broker.connect_timeout.count()) + " ms" +
+                      (last_failure_.empty() ? "" : " (" + last_failure_ + ")") + "; retrying in the background"});
   }
 
   ~mqtt_client() {
@@ -71,7 +71,7 @@ class mqtt_client {
     std::lock_guard<std::mutex> lock{mutex_};
     std::string why = rc == MOSQ_ERR_NO_CONN ? "not connected to the broker" : mosquitto_strerror(rc);
     if (rc == MOSQ_ERR_NO_CONN && !last_failure_.empty()) why += " (last attempt: " + last_failure_ + ")";
-    errors_.add("MQTT publish to topic '" + topic + "' at " + endpoint_ + " failed: " + why);
+    errors_.report({"MQTT publish to topic '" + topic + "' at " + endpoint_ + " failed: " + why});
     return false;
   }
 
@@ -94,10 +94,7 @@ class mqtt_client {
     std::lock_guard<std::mutex> lock{mutex_};
     return dropped_;
   }
-  task_errors errors() const {
-    std::lock_guard<std::mutex> lock{mutex_};
-    return errors_;
-  }
+  error_sink errors() const { return errors_; }  // a shared, thread-safe handle
 
  private:
   static mqtt_client& self(void* obj) { return *static_cast<mqtt_client*>(obj); }
@@ -106,7 +103,7 @@ class mqtt_client {
   void connection_failed(const std::string& why) {
     std::lock_guard<std::mutex> lock{mutex_};
     last_failure_ = why;
-    errors_.add("MQTT connection to " + endpoint_ + " failed: " + why);
+    errors_.report({"MQTT connection to " + endpoint_ + " failed: " + why});
   }
 
   static void on_connect(mosquitto* mosq, void* obj, int rc) {
@@ -173,7 +170,7 @@ class mqtt_client {
   bool connected_ = false;
   bool subscribed_ = false;
   std::string last_failure_;
-  task_errors errors_;
+  const error_sink errors_;
   std::deque<mqtt_message> queue_;
   std::uint64_t dropped_ = 0;
 };
@@ -202,7 +199,7 @@ bool mqtt_publish::process(std::string_view payload) {
 }
 
 bool mqtt_publish::connected() const { return client_->ready_now(); }
-task_errors mqtt_publish::errors() const { return client_->errors(); }
+error_sink mqtt_publish::errors() const { return client_->errors(); }
 
 // ---- mqtt_subscribe ----
 
@@ -222,6 +219,6 @@ std::optional<mqtt_message> mqtt_subscribe::poll(std::chrono::milliseconds wait)
 }
 bool mqtt_subscribe::subscribed() const { return client_->ready_now(); }
 std::uint64_t mqtt_subscribe::dropped() const { return client_->dropped(); }
-task_errors mqtt_subscribe::errors() const { return client_->errors(); }
+error_sink mqtt_subscribe::errors() const { return client_->errors(); }
 
 }  // namespace tidemark::riot::io

@@ -83,14 +83,14 @@ const char* multi_line_plot::extension() const noexcept {
 std::optional<std::string> multi_line_plot::process(const std::string& title,
                                                     const std::vector<plot_series>& series) {
   if (auto problem = validate(series); !problem.empty()) {
-    errors_.add("multi_line_plot '" + title + "': " + problem);
+    errors_.report({"multi_line_plot '" + title + "': " + problem});
     return std::nullopt;
   }
   char* buffer = nullptr;
   std::size_t length = 0;
   FILE* out = open_memstream(&buffer, &length);
   if (!out) {
-    errors_.add("multi_line_plot '" + title + "': cannot open an in-memory output");
+    errors_.report({"multi_line_plot '" + title + "': cannot open an in-memory output"});
     return std::nullopt;
   }
   std::string abort_message;
@@ -144,8 +144,8 @@ std::optional<std::string> multi_line_plot::process(const std::string& title,
   std::string bytes{buffer, length};
   std::free(buffer);  // NOLINT: open_memstream's buffer is malloc'ed
   if (!abort_message.empty() || bytes.empty()) {
-    errors_.add("multi_line_plot '" + title + "': PLplot failed" +
-                (abort_message.empty() ? std::string{": no output"} : ": " + abort_message));
+    errors_.report({"multi_line_plot '" + title + "': PLplot failed" +
+                    (abort_message.empty() ? std::string{": no output"} : ": " + abort_message)});
     return std::nullopt;
   }
   ++charts_;
@@ -160,7 +160,7 @@ bool multi_line_plot::write(const std::string& path, const std::string& title,
   out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
   out.close();
   if (!out) {
-    errors_.add("multi_line_plot '" + title + "': cannot write " + path);
+    errors_.report({"multi_line_plot '" + title + "': cannot write " + path});
     return false;
   }
   return true;

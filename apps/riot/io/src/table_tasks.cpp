@@ -33,15 +33,13 @@ row_key::row_key(std::vector<key_part> parts) : parts_(std::move(parts)) {
   if (parts_.empty()) throw std::invalid_argument("row key: give at least one key column");
 }
 
-std::optional<std::string> row_key::of(std::string_view csv_row, std::string& error) const {
+expected<std::string> row_key::of(std::string_view csv_row) const {
   std::string key;
   for (std::size_t i = 0; i < parts_.size(); ++i) {
     const auto& part = parts_[i];
     auto field = csv_field(csv_row, part.column);
-    if (!field) {
-      error = "row has no key column " + std::to_string(part.column) + ": " + persistence::quote_bytes(csv_row);
-      return std::nullopt;
-    }
+    if (!field)
+      return error{"row has no key column " + std::to_string(part.column) + ": " + persistence::quote_bytes(csv_row)};
     if (i > 0) key += '/';
     if (part.encoding == key_encoding::text) {
       key += *field;
@@ -49,11 +47,9 @@ std::optional<std::string> row_key::of(std::string_view csv_row, std::string& er
     }
     std::int64_t value = 0;
     auto [end, ec] = std::from_chars(field->data(), field->data() + field->size(), value);
-    if (ec != std::errc{} || end != field->data() + field->size()) {
-      error = "key column " + std::to_string(part.column) + " is not an integer: " +
-              persistence::quote_bytes(*field) + " in row " + persistence::quote_bytes(csv_row);
-      return std::nullopt;
-    }
+    if (ec != std::errc{} || end != field->data() + field->size())
+      return error{"key column " + std::to_string(part.column) + " is not an integer: " +
+                   persistence::quote_bytes(*field) + " in row " + persistence::quote_bytes(csv_row)};
     key += ordered_integer_key(value);
   }
   return key;
@@ -71,15 +67,14 @@ table_insert::~table_insert() {
   try {
     flush();
   } catch (const std::exception& e) {
-    errors_.add(std::string{"table_insert into "} + config_.table + ": final flush failed: " + e.what());
+    errors_.report({std::string{"table_insert into "} + config_.table + ": final flush failed: " + e.what()});
   }
 }
 
 bool table_insert::process(std::string_view csv_row) {
-  std::string error;
-  auto key = key_.of(csv_row, error);
+  auto key = key_.of(csv_row);
   if (!key) {
-    errors_.add("table_insert into " + config_.table + ": " + error);
+    errors_.report({"table_insert into " + config_.table + ": " + key.error().message});
     return false;
   }
   pending_.push_back(persistence::row{std::move(*key), std::string{csv_row}});
@@ -100,10 +95,9 @@ table_lookup::table_lookup(std::shared_ptr<persistence::wt_connection> conn, tab
     : key_(std::move(config.key)), store_(std::move(conn), config.table, config.level) {}
 
 std::optional<std::string> table_lookup::process(std::string_view probe_row) {
-  std::string error;
-  auto key = key_.of(probe_row, error);
+  auto key = key_.of(probe_row);
   if (!key) {
-    errors_.add("table_lookup in " + store_.name() + ": " + error);
+    errors_.report({"table_lookup in " + store_.name() + ": " + key.error().message});
     return std::nullopt;
   }
   auto value = store_.lookup(*key);

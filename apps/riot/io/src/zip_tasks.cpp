@@ -78,7 +78,7 @@ std::optional<std::string> zip_batch::process(zip_entry entry) {
 std::optional<std::string> zip_batch::process_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    errors_.add("zip_batch into " + config_.directory + ": cannot read file " + path);
+    errors_.report({"zip_batch into " + config_.directory + ": cannot read file " + path});
     return std::nullopt;
   }
   std::ostringstream bytes;
@@ -111,8 +111,8 @@ std::optional<std::string> zip_batch::write_archive() {
       fs::remove(staged);
     }
   } catch (const std::exception& e) {
-    errors_.add(std::string{"zip_batch: "} + e.what() + " (" + std::to_string(entries.size()) +
-                " entries lost)");
+    errors_.report({std::string{"zip_batch: "} + e.what() + " (" + std::to_string(entries.size()) +
+                    " entries lost)"});
     return std::nullopt;
   }
   ++archives_;

@@ -14,17 +14,17 @@ namespace tidemark::riot {
 range_filter_config range_filter_config::parse(std::string_view spec) {
   range_filter_config c;
   std::vector<std::string_view> entries, parts;
-  detail::split(spec, ',', entries);
+  split_fields(spec, ',', entries);
   for (auto entry : entries) {
-    entry = detail::trim(entry);
+    entry = trim(entry);
     if (entry.empty()) continue;
-    detail::split(entry, ':', parts);
+    split_fields(entry, ':', parts);
     auto lo = parts.size() == 3 ? detail::parse_double(parts[1]) : std::nullopt;
     auto hi = parts.size() == 3 ? detail::parse_double(parts[2]) : std::nullopt;
-    if (!lo || !hi || *lo > *hi || detail::trim(parts[0]).empty())
+    if (!lo || !hi || *lo > *hi || trim(parts[0]).empty())
       throw std::invalid_argument("range filter: bad entry '" + std::string(entry) +
                                   "'; expected name:min:max with min <= max");
-    c.ranges[std::string(detail::trim(parts[0]))] = {*lo, *hi};
+    c.ranges[std::string(trim(parts[0]))] = {*lo, *hi};
   }
   return c;
 }
@@ -55,7 +55,7 @@ bool range_filter::check(std::string_view field, double value) const {
   return it == config_.ranges.end() || (value >= it->second.min && value <= it->second.max);
 }
 
-result<bool> range_filter::process(observation& o) {
+expected<bool> range_filter::process(observation& o) {
   auto it = config_.ranges.find(o.obs_type);
   if (it == config_.ranges.end()) return true;
   if (!o.numeric) {
@@ -131,10 +131,7 @@ bloom_filter_check bloom_filter_check::from_ids(bloom_filter_config config,
 }
 
 bloom_filter_check bloom_filter_check::from_file(bloom_filter_config config, const std::string& path) {
-  std::vector<std::string> ids;
-  for (auto& line : detail::read_lines(path))
-    if (auto id = detail::trim(line); !id.empty()) ids.emplace_back(id);
-  return from_ids(std::move(config), ids);
+  return from_ids(std::move(config), text_file(path).lines());
 }
 
 bool bloom_filter_check::process(observation& o) const {

@@ -1,19 +1,38 @@
-// The versioned binary model format (see model_codec.hpp).
+// The versioned model format (see model_codec.hpp): an envelope (magic, version, kind, size,
+// checksum) around the tidemark::codec encoding of the model, so the models use the same codec as
+// every value that crosses a process boundary.
 #include "tidemark/riot/model_codec.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <cstring>
-#include <optional>
 #include <stdexcept>
+
+#include "tidemark/codec.hpp"
 
 namespace tidemark::riot::model_codec {
 
 namespace {
 
 constexpr char magic[4] = {'T', 'M', 'R', 'M'};
+
+struct header {
+  std::uint16_t format = version;
+  model_kind kind = model_kind::decision_tree;
+  std::uint64_t size = 0;      ///< of the payload
+  std::uint64_t checksum = 0;  ///< XXH64 of the payload
+  TIDEMARK_FIELDS(format, kind, size, checksum)
+};
 constexpr std::size_t header_size = 4 + 2 + 1 + 8 + 8;
+
+/// The Bloom filter's parameters and bit array (the filter itself keeps derived fields).
+struct bloom_payload {
+  std::uint64_t capacity = 0;
+  double fpp = 0;
+  std::vector<std::uint64_t> words;
+  TIDEMARK_FIELDS(capacity, fpp, words)
+};
 
 const char* kind_name(model_kind k) {
   switch (k) {
@@ -24,224 +43,92 @@ const char* kind_name(model_kind k) {
   return "unknown";
 }
 
-class writer {
- public:
-  template <class T>
-  void put(T x) {
-    static_assert(std::is_arithmetic_v<T>);
-    char buf[sizeof(T)];
-    std::memcpy(buf, &x, sizeof(T));  // the format is little-endian, as every supported host
-    out_.append(buf, sizeof(T));
-  }
-  void put(const std::string& s) {
-    put(static_cast<std::uint32_t>(s.size()));
-    out_ += s;
-  }
-  void put(const std::vector<std::string>& xs) {
-    put(static_cast<std::uint32_t>(xs.size()));
-    for (auto& x : xs) put(x);
-  }
-  std::string finish(model_kind kind) {
-    std::string bytes(magic, 4);
-    writer h;
-    h.put(version);
-    h.put(static_cast<std::uint8_t>(kind));
-    h.put(static_cast<std::uint64_t>(out_.size()));
-    h.put(static_cast<std::uint64_t>(XXH64(out_.data(), out_.size(), 0)));
-    bytes += h.out_;
-    bytes += out_;
-    return bytes;
-  }
+error bad(std::string why) { return error{"model_codec: " + std::move(why)}; }
 
- private:
-  std::string out_;
-};
+template <class T>
+std::string seal(model_kind kind, const T& model) {
+  std::vector<std::uint8_t> payload;
+  tidemark::encode(model, payload);
+  std::vector<std::uint8_t> bytes(magic, magic + 4);
+  tidemark::encode(header{version, kind, payload.size(), XXH64(payload.data(), payload.size(), 0)}, bytes);
+  bytes.insert(bytes.end(), payload.begin(), payload.end());
+  return {bytes.begin(), bytes.end()};
+}
 
-// Reads the payload; the first failure is kept with its offset and every later read fails.
-class reader {
- public:
-  explicit reader(std::string_view in) : in_(in) {}
-
-  template <class T>
-  T get(const char* what) {
-    static_assert(std::is_arithmetic_v<T>);
-    T x{};
-    if (!need(sizeof(T), what)) return x;
-    std::memcpy(&x, in_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return x;
-  }
-  std::string get_string(const char* what) {
-    auto n = get<std::uint32_t>(what);
-    if (!need(n, what)) return {};
-    std::string s(in_.substr(pos_, n));
-    pos_ += n;
-    return s;
-  }
-  std::vector<std::string> get_strings(const char* what) {
-    auto n = get<std::uint32_t>(what);
-    std::vector<std::string> xs;
-    if (!need(std::size_t{n} * 4, what)) return xs;  // each string takes at least its length
-    for (std::uint32_t i = 0; i < n && ok(); ++i) xs.push_back(get_string(what));
-    return xs;
-  }
-  /// Counts must fit in what is left (each element takes at least `min_bytes`).
-  std::uint64_t get_count(const char* what, std::size_t min_bytes) {
-    auto n = get<std::uint64_t>(what);
-    if (ok() && n > (in_.size() - pos_) / min_bytes) invalid(std::string(what) + " count " + std::to_string(n) + " exceeds the data");
-    return ok() ? n : 0;
-  }
-  void invalid(std::string why) {
-    if (!error_) error_ = why + " (payload byte " + std::to_string(pos_) + ")";
-  }
-  bool ok() const { return !error_; }
-  bool at_end() const { return pos_ == in_.size(); }
-  const std::optional<std::string>& error() const { return error_; }
-
- private:
-  bool need(std::size_t n, const char* what) {
-    if (error_) return false;
-    if (in_.size() - pos_ < n) {
-      invalid(std::string("truncated reading ") + what);
-      return false;
-    }
-    return true;
-  }
-
-  std::string_view in_;
-  std::size_t pos_ = 0;
-  std::optional<std::string> error_;
-};
-
-// Checks the header; on success returns the payload.
-result<std::string_view> open(std::string_view bytes, model_kind expected) {
-  auto bad = [](std::string why) { return task_error{"model_codec: " + why}; };
+// Checks the envelope, then decodes the payload as a T; a wire_error becomes an error naming the
+// payload byte where decoding stopped.
+template <class T>
+expected<T> open(std::string_view bytes, model_kind expected_kind) {
   if (bytes.size() < header_size)
     return bad("too short for a model (" + std::to_string(bytes.size()) + " bytes, the header alone is " +
                std::to_string(header_size) + ")");
   if (std::memcmp(bytes.data(), magic, 4) != 0) return bad("not a Tidemark model (bad magic)");
-  reader h(bytes.substr(4, header_size - 4));
-  auto v = h.get<std::uint16_t>("version");
-  auto kind = h.get<std::uint8_t>("kind");
-  auto size = h.get<std::uint64_t>("size");
-  auto sum = h.get<std::uint64_t>("checksum");
-  if (v != version)
-    return bad("format version " + std::to_string(v) + " is not supported (this build reads " +
+  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  auto h = tidemark::decode<header>(data + 4, header_size - 4);  // cannot fail: the size is checked
+  if (h.format != version)
+    return bad("format version " + std::to_string(h.format) + " is not supported (this build reads " +
                std::to_string(version) + ")");
-  if (kind != static_cast<std::uint8_t>(expected))
-    return bad(std::string("the bytes hold a ") + kind_name(static_cast<model_kind>(kind)) + " model, expected " +
-               kind_name(expected));
+  if (h.kind != expected_kind)
+    return bad(std::string("the bytes hold a ") + kind_name(h.kind) + " model, expected " + kind_name(expected_kind));
   auto payload = bytes.substr(header_size);
-  if (payload.size() != size)
-    return bad("payload is " + std::to_string(payload.size()) + " bytes, the header says " + std::to_string(size));
-  if (XXH64(payload.data(), payload.size(), 0) != sum) return bad("checksum mismatch: the model bytes are corrupt");
-  return payload;
-}
-
-template <class T>
-result<T> close(reader& r, T value) {
-  if (r.ok() && !r.at_end()) r.invalid("unexpected bytes after the model");
-  if (!r.ok()) return task_error{"model_codec: " + *r.error()};
-  return value;
+  if (payload.size() != h.size)
+    return bad("payload is " + std::to_string(payload.size()) + " bytes, the header says " + std::to_string(h.size));
+  if (XXH64(payload.data(), payload.size(), 0) != h.checksum) return bad("checksum mismatch: the model bytes are corrupt");
+  byte_reader r{data + header_size, payload.size()};
+  T model{};
+  try {
+    codec<T>::decode(r, model);
+    if (r.remaining()) return bad("unexpected bytes after the model");
+  } catch (const wire_error& e) {
+    return bad(std::string(e.what()) + " (payload byte " + std::to_string(payload.size() - r.remaining()) + ")");
+  }
+  return model;
 }
 
 }  // namespace
 
-std::string encode(const decision_tree_model& m) {
-  writer w;
-  w.put(m.attributes);
-  w.put(m.classes);
-  w.put(static_cast<std::uint64_t>(m.nodes.size()));
-  for (auto& n : m.nodes) {
-    w.put(static_cast<std::uint8_t>(n.leaf));
-    w.put(n.index);
-    if (!n.leaf) {
-      w.put(n.threshold);
-      w.put(n.left);
-      w.put(n.right);
-    }
-  }
-  return w.finish(model_kind::decision_tree);
-}
+std::string encode(const decision_tree_model& m) { return seal(model_kind::decision_tree, m); }
 
-result<decision_tree_model> decode_decision_tree(std::string_view bytes) {
-  auto payload = open(bytes, model_kind::decision_tree);
-  if (!payload) return payload.error();
-  reader r(*payload);
-  decision_tree_model m;
-  m.attributes = r.get_strings("attribute names");
-  m.classes = r.get_strings("class names");
-  auto count = r.get_count("node", 5);
-  if (r.ok() && count == 0) r.invalid("the tree has no nodes");
-  for (std::uint64_t i = 0; i < count && r.ok(); ++i) {
-    decision_tree_model::node n;
-    n.leaf = r.get<std::uint8_t>("node kind") != 0;
-    n.index = r.get<std::uint32_t>("node index");
-    if (!n.leaf) {
-      n.threshold = r.get<double>("split threshold");
-      n.left = r.get<std::uint32_t>("left child");
-      n.right = r.get<std::uint32_t>("right child");
-    }
-    if (!r.ok()) break;
+expected<decision_tree_model> decode_decision_tree(std::string_view bytes) {
+  auto m = open<decision_tree_model>(bytes, model_kind::decision_tree);
+  if (!m) return m;
+  if (m->nodes.empty()) return bad("the tree has no nodes");
+  const auto count = m->nodes.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto& n = m->nodes[i];
     auto where = "node " + std::to_string(i);
     // Children come after their parent (preorder), which also rules out cycles.
-    if (n.leaf && n.index >= m.classes.size()) r.invalid(where + ": class " + std::to_string(n.index) + " out of range");
-    if (!n.leaf && n.index >= m.attributes.size()) r.invalid(where + ": attribute " + std::to_string(n.index) + " out of range");
+    if (n.leaf && n.index >= m->classes.size())
+      return bad(where + ": class " + std::to_string(n.index) + " out of range");
+    if (!n.leaf && n.index >= m->attributes.size())
+      return bad(where + ": attribute " + std::to_string(n.index) + " out of range");
     if (!n.leaf && (n.left <= i || n.right <= i || n.left >= count || n.right >= count))
-      r.invalid(where + ": child index out of range");
-    m.nodes.push_back(n);
+      return bad(where + ": child index out of range");
   }
-  return close(r, std::move(m));
+  return m;
 }
 
-std::string encode(const linear_regression_model& m) {
-  writer w;
-  w.put(m.attributes);
-  w.put(m.intercept);
-  w.put(static_cast<std::uint64_t>(m.coefficients.size()));
-  for (auto c : m.coefficients) w.put(c);
-  return w.finish(model_kind::linear_regression);
-}
+std::string encode(const linear_regression_model& m) { return seal(model_kind::linear_regression, m); }
 
-result<linear_regression_model> decode_linear_regression(std::string_view bytes) {
-  auto payload = open(bytes, model_kind::linear_regression);
-  if (!payload) return payload.error();
-  reader r(*payload);
-  linear_regression_model m;
-  m.attributes = r.get_strings("attribute names");
-  m.intercept = r.get<double>("intercept");
-  auto count = r.get_count("coefficient", sizeof(double));
-  for (std::uint64_t i = 0; i < count && r.ok(); ++i) m.coefficients.push_back(r.get<double>("coefficient"));
-  if (r.ok() && m.coefficients.size() != m.attributes.size())
-    r.invalid(std::to_string(m.coefficients.size()) + " coefficients for " + std::to_string(m.attributes.size()) +
-              " attributes");
-  return close(r, std::move(m));
+expected<linear_regression_model> decode_linear_regression(std::string_view bytes) {
+  auto m = open<linear_regression_model>(bytes, model_kind::linear_regression);
+  if (m && m->coefficients.size() != m->attributes.size())
+    return bad(std::to_string(m->coefficients.size()) + " coefficients for " + std::to_string(m->attributes.size()) +
+               " attributes");
+  return m;
 }
 
 std::string encode(const bloom_filter& f) {
-  writer w;
-  w.put(f.capacity());
-  w.put(f.fpp());
-  w.put(static_cast<std::uint64_t>(f.words().size()));
-  for (auto x : f.words()) w.put(x);
-  return w.finish(model_kind::bloom_filter);
+  return seal(model_kind::bloom_filter, bloom_payload{f.capacity(), f.fpp(), f.words()});
 }
 
-result<bloom_filter> decode_bloom_filter(std::string_view bytes) {
-  auto payload = open(bytes, model_kind::bloom_filter);
-  if (!payload) return payload.error();
-  reader r(*payload);
-  auto capacity = r.get<std::uint64_t>("capacity");
-  auto fpp = r.get<double>("false-positive rate");
-  auto count = r.get_count("bit-array word", sizeof(std::uint64_t));
-  std::vector<std::uint64_t> words;
-  for (std::uint64_t i = 0; i < count && r.ok(); ++i) words.push_back(r.get<std::uint64_t>("bit-array word"));
-  if (r.ok() && !r.at_end()) r.invalid("unexpected bytes after the model");
-  if (!r.ok()) return task_error{"model_codec: " + *r.error()};
+expected<bloom_filter> decode_bloom_filter(std::string_view bytes) {
+  auto p = open<bloom_payload>(bytes, model_kind::bloom_filter);
+  if (!p) return p.error();
   try {
-    return bloom_filter::from_words(capacity, fpp, std::move(words));
+    return bloom_filter::from_words(p->capacity, p->fpp, std::move(p->words));
   } catch (const std::invalid_argument& e) {
-    return task_error{std::string("model_codec: ") + e.what()};
+    return bad(e.what());
   }
 }
 

@@ -35,9 +35,9 @@ csv_to_senml::csv_to_senml(csv_to_senml_config config) : config_(std::move(confi
   timestamp_column_ = it - config_.names.begin();
 }
 
-result<std::string> csv_to_senml::process(std::string_view csv_row) {
+expected<std::string> csv_to_senml::process(std::string_view csv_row) {
   const char* task = "csv_to_senml";
-  detail::split(detail::trim(csv_row), ',', cells_);
+  split_fields(trim(csv_row), ',', cells_);
   if (cells_.size() != config_.names.size())
     return fail(task, "expected " + std::to_string(config_.names.size()) + " columns, got " +
                           std::to_string(cells_.size()));
@@ -54,8 +54,8 @@ result<std::string> csv_to_senml::process(std::string_view csv_row) {
     json += "{\"n\":";
     detail::append_json_string(json, config_.names[i]);
     json += ",\"u\":";
-    detail::append_json_string(json, detail::trim(config_.units[i]));
-    auto cell = detail::trim(cells_[i]);
+    detail::append_json_string(json, trim(config_.units[i]));
+    auto cell = trim(cells_[i]);
     if (config_.kinds[i] == "v") {
       auto x = detail::parse_double(cell);
       if (!x) return fail(task, "column '" + config_.names[i] + "' is not numeric: \"" + std::string(cell) + "\"");
@@ -80,7 +80,7 @@ xml_parse::~xml_parse() = default;
 xml_parse::xml_parse(xml_parse&&) noexcept = default;
 xml_parse& xml_parse::operator=(xml_parse&&) noexcept = default;
 
-result<xml_summary> xml_parse::process(std::string_view xml) {
+expected<xml_summary> xml_parse::process(std::string_view xml) {
   auto parsed = impl_->doc.load_buffer(xml.data(), xml.size(), pugi::parse_default | pugi::parse_cdata);
   if (!parsed)
     return fail("xml_parse", std::string(parsed.description()) + " at byte " +
@@ -109,6 +109,17 @@ result<xml_summary> xml_parse::process(std::string_view xml) {
   return w.s;
 }
 
+std::vector<std::pair<std::string, std::string>> read_metadata(const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  text_file(path).for_each_line([&](std::size_t, std::string_view line) -> std::optional<std::string> {
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) return "expected key:annotation";
+    entries.emplace_back(line.substr(0, colon), line.substr(colon + 1));
+    return std::nullopt;
+  });
+  return entries;
+}
+
 annotate_config annotate_config::for_dataset(dataset d, const std::string& data_dir) {
   switch (d) {
     case dataset::city: return {data_dir + "/city-metadata.txt", 1};
@@ -122,19 +133,10 @@ annotate_config annotate_config::for_dataset(dataset d, const std::string& data_
 }
 
 annotate::annotate(annotate_config config) : config_(std::move(config)) {
-  auto lines = detail::read_lines(config_.metadata_path);
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    auto line = detail::trim(lines[i]);
-    if (line.empty()) continue;
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0)
-      throw std::runtime_error("annotate: '" + config_.metadata_path + "', line " + std::to_string(i + 1) +
-                               ": expected key:annotation");
-    table_.insert_or_assign(std::string(line.substr(0, colon)), std::string(line.substr(colon + 1)));
-  }
+  for (auto& [key, annotation] : read_metadata(config_.metadata_path)) table_.insert_or_assign(key, annotation);
 }
 
-result<std::string> annotate::process(std::string_view csv_row) {
+expected<std::string> annotate::process(std::string_view csv_row) {
   // Find column key_column without splitting the whole row.
   std::size_t start = 0;
   for (std::size_t c = 0; c < config_.key_column; ++c) {
@@ -144,7 +146,7 @@ result<std::string> annotate::process(std::string_view csv_row) {
     ++start;
   }
   auto end = csv_row.find(',', start);
-  key_.assign(detail::trim(csv_row.substr(start, end == std::string_view::npos ? end : end - start)));
+  key_.assign(trim(csv_row.substr(start, end == std::string_view::npos ? end : end - start)));
   auto it = table_.find(key_);
   if (it == table_.end()) return fail("annotate", "no metadata for key '" + key_ + "'");
   std::string out;

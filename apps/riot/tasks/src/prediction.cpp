@@ -20,7 +20,7 @@ namespace {
 // Parses the numeric columns `cols` of one CSV row into `out`; the error names the column.
 std::optional<std::string> parse_columns(std::string_view row, const std::vector<std::size_t>& cols,
                                          std::vector<std::string_view>& cells, std::vector<double>& out) {
-  detail::split(detail::trim(row), ',', cells);
+  split_fields(trim(row), ',', cells);
   out.clear();
   for (auto c : cols) {
     if (c >= cells.size())
@@ -28,22 +28,6 @@ std::optional<std::string> parse_columns(std::string_view row, const std::vector
     auto x = detail::parse_double(cells[c]);
     if (!x) return "column " + std::to_string(c) + " is not a number: \"" + std::string(cells[c]) + "\"";
     out.push_back(*x);
-  }
-  return std::nullopt;
-}
-
-// Calls f(line_number, line) for each non-empty line of a batch.
-template <class F>
-std::optional<std::string> for_each_line(std::string_view batch, F f) {
-  std::size_t line_no = 0, start = 0;
-  while (start <= batch.size()) {
-    auto end = batch.find('\n', start);
-    if (end == std::string_view::npos) end = batch.size();
-    ++line_no;
-    auto line = detail::trim(batch.substr(start, end - start));
-    if (!line.empty())
-      if (auto e = f(line_no, line)) return "line " + std::to_string(line_no) + ": " + *e;
-    start = end + 1;
   }
   return std::nullopt;
 }
@@ -62,18 +46,18 @@ arff_data arff_data::parse(std::string_view text, const std::string& origin) {
       auto lower = std::string(line.substr(0, std::min<std::size_t>(line.size(), 10)));
       std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
       if (lower.rfind("@relation", 0) == 0) {
-        d.relation = std::string(detail::trim(line.substr(9)));
+        d.relation = std::string(trim(line.substr(9)));
       } else if (lower.rfind("@attribute", 0) == 0) {
-        auto rest = detail::trim(line.substr(10));
+        auto rest = trim(line.substr(10));
         auto space = rest.find_first_of(" \t");
         if (space == std::string_view::npos) return std::string("@attribute without a type");
         attribute a{std::string(rest.substr(0, space)), {}};
-        auto type = detail::trim(rest.substr(space));
+        auto type = trim(rest.substr(space));
         if (type.front() == '{') {
           auto close = type.find('}');
           if (close == std::string_view::npos) return std::string("nominal type without '}'");
-          detail::split(type.substr(1, close - 1), ',', cells);
-          for (auto c : cells) a.labels.emplace_back(detail::trim(c));
+          split_fields(type.substr(1, close - 1), ',', cells);
+          for (auto c : cells) a.labels.emplace_back(trim(c));
         } else {
           std::string t(type);
           std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -88,12 +72,12 @@ arff_data arff_data::parse(std::string_view text, const std::string& origin) {
       }
       return std::nullopt;
     }
-    detail::split(line, ',', cells);
+    split_fields(line, ',', cells);
     if (cells.size() != d.attributes.size())
       return "expected " + std::to_string(d.attributes.size()) + " values, got " + std::to_string(cells.size());
     auto& row = d.rows.emplace_back();
     for (std::size_t i = 0; i < cells.size(); ++i) {
-      auto cell = detail::trim(cells[i]);
+      auto cell = trim(cells[i]);
       auto& labels = d.attributes[i].labels;
       if (labels.empty()) {
         auto x = detail::parse_double(cell);
@@ -113,9 +97,7 @@ arff_data arff_data::parse(std::string_view text, const std::string& origin) {
 }
 
 arff_data arff_data::read(const std::string& path) {
-  std::string text;
-  for (auto& l : detail::read_lines(path)) text.append(l).push_back('\n');
-  return parse(text, path);
+  return parse(text_file(path).text(), path);
 }
 
 labelled_rows arff_data::to_labelled() const {
@@ -135,25 +117,22 @@ labelled_rows read_labelled_csv(const std::string& path, std::vector<std::string
   labelled_rows out;
   out.attributes = std::move(attributes);
   std::vector<std::string_view> cells;
-  auto lines = detail::read_lines(path);
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    auto line = detail::trim(lines[i]);
-    if (line.empty()) continue;
-    auto where = "'" + path + "', line " + std::to_string(i + 1);
-    detail::split(line, ',', cells);
+  text_file(path).for_each_line([&](std::size_t, std::string_view line) -> std::optional<std::string> {
+    split_fields(line, ',', cells);
     if (cells.size() != out.attributes.size() + 1)
-      throw std::runtime_error(where + ": expected " + std::to_string(out.attributes.size() + 1) + " columns");
+      return "expected " + std::to_string(out.attributes.size() + 1) + " columns";
     auto& row = out.rows.emplace_back();
     for (std::size_t c = 0; c + 1 < cells.size(); ++c) {
       auto x = detail::parse_double(cells[c]);
-      if (!x) throw std::runtime_error(where + ", column " + std::to_string(c + 1) + ": not a number");
+      if (!x) return "column " + std::to_string(c + 1) + ": not a number";
       row.push_back(*x);
     }
-    std::string label(detail::trim(cells.back()));
+    std::string label(trim(cells.back()));
     auto it = std::find(out.classes.begin(), out.classes.end(), label);
     if (it == out.classes.end()) it = out.classes.insert(out.classes.end(), label);
     out.labels.push_back(static_cast<std::uint32_t>(it - out.classes.begin()));
-  }
+    return std::nullopt;
+  });
   return out;
 }
 
@@ -377,7 +356,7 @@ decision_tree_train::decision_tree_train(decision_tree_config config) : config_(
     throw std::invalid_argument("decision_tree_train: one attribute name per feature column is needed");
 }
 
-result<std::string> decision_tree_train::process(std::string_view csv_batch) {
+expected<std::string> decision_tree_train::process(std::string_view csv_batch) {
   labelled_rows data;
   data.attributes = config_.attribute_names;
   data.classes = quartile_labels::classes();
@@ -408,7 +387,7 @@ decision_tree_classify::decision_tree_classify(decision_tree_config config, deci
     throw std::invalid_argument("decision_tree_classify: the model's attributes do not match the feature columns");
 }
 
-result<bool> decision_tree_classify::update_model(std::string_view bytes) {
+expected<bool> decision_tree_classify::update_model(std::string_view bytes) {
   auto m = model_codec::decode_decision_tree(bytes);
   if (!m) return fail("decision_tree_classify", "model update rejected: " + m.error().message);
   if (m->attributes.size() != config_.feature_columns.size())
@@ -419,7 +398,7 @@ result<bool> decision_tree_classify::update_model(std::string_view bytes) {
   return true;
 }
 
-result<std::string> decision_tree_classify::process(std::string_view csv_row) {
+expected<std::string> decision_tree_classify::process(std::string_view csv_row) {
   if (auto e = parse_columns(csv_row, config_.feature_columns, cells_, x_))
     return fail("decision_tree_classify", "row: " + *e);
   return model_.classes[model_.classify(x_.data())];
@@ -462,7 +441,7 @@ linear_regression_model train_linear_regression(const std::vector<std::vector<do
 
 linear_regression_train::linear_regression_train(linear_regression_config config) : config_(std::move(config)) {}
 
-result<std::string> linear_regression_train::process(std::string_view csv_batch) {
+expected<std::string> linear_regression_train::process(std::string_view csv_batch) {
   std::vector<std::vector<double>> x;
   std::vector<double> y;
   std::vector<std::string_view> cells;
@@ -489,7 +468,7 @@ linear_regression_predict::linear_regression_predict(linear_regression_config co
     throw std::invalid_argument("linear_regression_predict: the model's attributes do not match the feature columns");
 }
 
-result<bool> linear_regression_predict::update_model(std::string_view bytes) {
+expected<bool> linear_regression_predict::update_model(std::string_view bytes) {
   auto m = model_codec::decode_linear_regression(bytes);
   if (!m) return fail("linear_regression_predict", "model update rejected: " + m.error().message);
   if (m->coefficients.size() != config_.feature_columns.size())
@@ -500,7 +479,7 @@ result<bool> linear_regression_predict::update_model(std::string_view bytes) {
   return true;
 }
 
-result<double> linear_regression_predict::process(std::string_view csv_row) {
+expected<double> linear_regression_predict::process(std::string_view csv_row) {
   if (auto e = parse_columns(csv_row, config_.feature_columns, cells_, x_))
     return fail("linear_regression_predict", "row: " + *e);
   return model_.predict(x_.data());

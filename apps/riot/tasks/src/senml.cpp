@@ -58,7 +58,7 @@ bool read_numeric(dom::element v, std::string& text, std::optional<double>& numb
 
 }  // namespace
 
-result<senml_record> senml_parse::process(std::string_view json) {
+expected<senml_record> senml_parse::process(std::string_view json) {
   dom::element doc;
   if (auto e = impl_->parser.parse(json.data(), json.size()).get(doc))
     return fail(task, std::string("not JSON: ") + simdjson::error_message(e));
@@ -196,8 +196,8 @@ senml_fanout::senml_fanout(senml_fanout_config config) : config_(std::move(confi
     throw std::invalid_argument("senml_fanout: the configuration has no observable fields");
 }
 
-result<std::size_t> senml_fanout::process(const senml_record& record, std::int64_t msg_id,
-                                          std::vector<observation>& out) {
+expected<std::size_t> senml_fanout::process(const senml_record& record, std::int64_t msg_id,
+                                            std::vector<observation>& out) {
   const char* task = "senml_fanout";
   auto slot_of = [](const std::vector<std::string>& names, std::string_view n) -> std::ptrdiff_t {
     auto it = std::find(names.begin(), names.end(), n);

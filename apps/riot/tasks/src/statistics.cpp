@@ -89,8 +89,8 @@ accumulator::accumulator(accumulator_config config) : config_(std::move(config))
   if (config_.window_size == 0) throw std::invalid_argument("accumulator: window_size must be > 0");
 }
 
-result<std::optional<accumulated>> accumulator::process(const observation& o) {
-  std::optional<task_error> error;
+expected<std::optional<accumulated>> accumulator::process(const observation& o) {
+  std::optional<tidemark::error> rejected;
   std::string_view meta = o.meta;
   auto comma = meta.rfind(',');
   auto field = comma == std::string_view::npos ? meta : meta.substr(comma + 1);
@@ -101,12 +101,12 @@ result<std::optional<accumulated>> accumulator::process(const observation& o) {
   if (inner == outer->second.end()) inner = outer->second.emplace(std::string(field), std::vector<timed_value>{}).first;
   auto& values = inner->second;
   if (contains(config_.multivalue_types, o.obs_type)) {
-    detail::split(o.text, '#', parts_);
+    split_fields(o.text, '#', parts_);
     std::vector<timed_value> parsed;
     for (auto p : parts_) {
       auto x = detail::parse_double(p);
       if (!x) {
-        error = fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
+        rejected = fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
                                         ": list element \"" + std::string(p) + "\" is not a number");
         parsed.clear();
         break;
@@ -117,11 +117,11 @@ result<std::optional<accumulated>> accumulator::process(const observation& o) {
   } else if (o.numeric && !o.missing) {
     values.push_back({o.timestamp, o.value});
   } else {
-    error = fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
+    rejected = fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
                                     ": value \"" + o.text + "\" is not a number");
   }
   if (++count_ < config_.window_size) {
-    if (error) return *error;
+    if (rejected) return *rejected;
     return std::optional<accumulated>{};
   }
   for (auto& [key, fields] : current_)
@@ -131,7 +131,7 @@ result<std::optional<accumulated>> accumulator::process(const observation& o) {
   accumulated done;
   done.swap(current_);
   count_ = 0;
-  if (error) return *error;  // the window is complete but this input's value was bad
+  if (rejected) return *rejected;  // the window is complete but this input's value was bad
   return std::optional<accumulated>{std::move(done)};
 }
 

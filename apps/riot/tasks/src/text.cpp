@@ -4,32 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
 namespace tidemark::riot::detail {
-
-void split(std::string_view line, char sep, std::vector<std::string_view>& out) {
-  out.clear();
-  std::size_t start = 0;
-  for (;;) {
-    auto pos = line.find(sep, start);
-    if (pos == std::string_view::npos) {
-      out.push_back(line.substr(start));
-      return;
-    }
-    out.push_back(line.substr(start, pos - start));
-    start = pos + 1;
-  }
-}
-
-std::string_view trim(std::string_view text) noexcept {
-  constexpr std::string_view blanks = " \t\r\n";
-  auto first = text.find_first_not_of(blanks);
-  if (first == std::string_view::npos) return {};
-  auto last = text.find_last_not_of(blanks);
-  return text.substr(first, last - first + 1);
-}
 
 std::optional<double> parse_double(std::string_view text) noexcept {
   text = trim(text);
@@ -50,38 +27,23 @@ std::optional<std::int64_t> parse_int(std::string_view text) noexcept {
   return x;
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open '" + path + "'; check the data directory");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
-
 schema read_schema(const std::string& path) {
-  std::vector<std::string> rows;
-  for (auto& line : read_lines(path))
-    if (!trim(line).empty()) rows.push_back(std::move(line));
+  text_file file(path);
+  auto rows = file.lines();
   if (rows.size() < 3)
-    throw std::runtime_error("schema '" + path + "': expected 3 lines (names, units, kinds), found " +
-                             std::to_string(rows.size()));
+    file.fail("a schema has 3 lines (names, units, kinds), found " + std::to_string(rows.size()));
   std::vector<std::vector<std::string>> cols(3);
   std::vector<std::string_view> parts;
   for (int i = 0; i < 3; ++i) {
-    split(rows[i], ',', parts);
+    split_fields(rows[i], ',', parts);
     for (auto p : parts) cols[i].emplace_back(trim(p));
   }
   if (cols[1].size() != cols[0].size() || cols[2].size() != cols[0].size())
-    throw std::runtime_error("schema '" + path + "': " + std::to_string(cols[0].size()) +
-                             " names but " + std::to_string(cols[1].size()) + " units and " +
-                             std::to_string(cols[2].size()) + " kinds");
+    file.fail("schema with " + std::to_string(cols[0].size()) + " names but " + std::to_string(cols[1].size()) +
+              " units and " + std::to_string(cols[2].size()) + " kinds");
   for (std::size_t i = 0; i < cols[2].size(); ++i)
     if (cols[2][i] != "v" && cols[2][i] != "sv")
-      throw std::runtime_error("schema '" + path + "', line 3, column " + std::to_string(i + 1) +
-                               ": kind must be v or sv, not '" + cols[2][i] + "'");
+      file.fail("schema line 3, column " + std::to_string(i + 1) + ": kind must be v or sv, not '" + cols[2][i] + "'");
   return {std::move(cols[0]), std::move(cols[1]), std::move(cols[2])};
 }
 

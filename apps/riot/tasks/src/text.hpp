@@ -1,5 +1,5 @@
-// Small text helpers shared by the task implementations: CSV splitting, strict number parsing,
-// reading the sample data's schema and lookup files.
+// Small text helpers shared by the task implementations: strict number parsing, the sample
+// data's schema files, JSON strings (lines and fields come from lines.hpp).
 #pragma once
 
 #include <cstdint>
@@ -8,24 +8,16 @@
 #include <string_view>
 #include <vector>
 
+#include "tidemark/riot/lines.hpp"
 #include "tidemark/riot/observation.hpp"
 
 namespace tidemark::riot::detail {
-
-/// Splits `line` at `sep` into `out` (cleared first); fields are views into `line`.
-void split(std::string_view line, char sep, std::vector<std::string_view>& out);
-
-/// `text` without leading and trailing spaces, tabs and line ends.
-std::string_view trim(std::string_view text) noexcept;
 
 /// The whole of `text` (trimmed) as a finite double, or nullopt.
 std::optional<double> parse_double(std::string_view text) noexcept;
 
 /// The whole of `text` (trimmed) as an integer, or nullopt.
 std::optional<std::int64_t> parse_int(std::string_view text) noexcept;
-
-/// The lines of a text file (without line ends); throws std::runtime_error naming the file.
-std::vector<std::string> read_lines(const std::string& path);
 
 /// A RIoTBench schema file: names, units and value kinds ("v" or "sv"), one CSV line each.
 struct schema {

@@ -8,9 +8,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/observation.hpp"
-#include "tidemark/riot/result.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -32,7 +33,7 @@ struct range_filter_config {
   static range_filter_config parse(std::string_view spec);
 };
 
-class range_filter : public error_counter {
+class range_filter : public rejecting_task {
  public:
   explicit range_filter(range_filter_config config);
 
@@ -41,7 +42,7 @@ class range_filter : public error_counter {
 
   /// Checks one observation; an out-of-range value is marked missing. Returns whether it passed,
   /// or an error (counted) for a non-numeric value of a ranged field, which is marked missing too.
-  result<bool> process(observation& o);
+  expected<bool> process(observation& o);
 
  private:
   range_filter_config config_;

@@ -7,10 +7,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
-#include "tidemark/riot/result.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -27,13 +29,13 @@ struct csv_to_senml_config {
 
 /// CSV row -> SenML JSON: "bt" is the row's "timestamp" column (an integer, epoch ms); every other
 /// column becomes an entry {"n", "u", "v"|"sv"}, "v" written as a JSON number.
-class csv_to_senml : public error_counter {
+class csv_to_senml : public rejecting_task {
  public:
   explicit csv_to_senml(csv_to_senml_config config);
 
   /// The JSON, or an error naming the column (wrong column count, non-integer timestamp,
   /// non-numeric value in a "v" column).
-  result<std::string> process(std::string_view csv_row);
+  expected<std::string> process(std::string_view csv_row);
 
  private:
   csv_to_senml_config config_;
@@ -51,7 +53,7 @@ struct xml_summary {
 
 /// Parses each message as an XML document (pugixml, DOM). The original ignored its input and
 /// re-parsed a fixed file per call; here the message is the document.
-class xml_parse : public error_counter {
+class xml_parse : public rejecting_task {
  public:
   xml_parse();
   ~xml_parse();
@@ -59,7 +61,7 @@ class xml_parse : public error_counter {
   xml_parse& operator=(xml_parse&&) noexcept;
 
   /// The summary, or an error with the parser's description and byte offset.
-  result<xml_summary> process(std::string_view xml);
+  expected<xml_summary> process(std::string_view xml);
 
  private:
   struct impl;
@@ -78,15 +80,19 @@ struct annotate_config {
   static annotate_config for_dataset(dataset d, const std::string& data_dir = default_data_dir());
 };
 
+/// The (key, annotation) entries of a "key:annotation" metadata file, in file order; throws
+/// std::runtime_error naming the file and line of a malformed entry.
+std::vector<std::pair<std::string, std::string>> read_metadata(const std::string& path);
+
 /// Appends ",<annotation>" to a CSV row, looked up by the row's key column.
-class annotate : public error_counter {
+class annotate : public rejecting_task {
  public:
   /// Loads the metadata file; throws std::runtime_error naming file and line when it is malformed.
   explicit annotate(annotate_config config);
 
   /// The annotated row, or an error when the row lacks the key column or the key is unknown (the
   /// original silently re-emitted the previous row instead).
-  result<std::string> process(std::string_view csv_row);
+  expected<std::string> process(std::string_view csv_row);
 
   std::size_t size() const noexcept { return table_.size(); }
 

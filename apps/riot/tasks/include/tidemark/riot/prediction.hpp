@@ -12,10 +12,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tidemark/codec.hpp"
+#include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/detail/keyed_states.hpp"
 #include "tidemark/riot/observation.hpp"
-#include "tidemark/riot/result.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -73,10 +75,12 @@ struct decision_tree_model {
     std::uint32_t index = 0;  ///< attribute (split) or class (leaf)
     double threshold = 0;
     std::uint32_t left = 0, right = 0;
+    TIDEMARK_FIELDS(leaf, index, threshold, left, right)
   };
   std::vector<std::string> attributes;
   std::vector<std::string> classes;
   std::vector<node> nodes;
+  TIDEMARK_FIELDS(attributes, classes, nodes)
 
   /// The class index for one row of attribute values (at least attributes.size() of them).
   std::uint32_t classify(const double* x) const noexcept;
@@ -107,24 +111,24 @@ decision_tree_model train_decision_tree(const labelled_rows& data, std::size_t m
                                         double confidence = 0.25);
 
 /// DTT: one newline-separated CSV batch (a table range query's rows) -> encoded model.
-class decision_tree_train : public error_counter {
+class decision_tree_train : public rejecting_task {
  public:
   explicit decision_tree_train(decision_tree_config config);
   /// Labels the batch by quartiles, trains, returns model_codec bytes; an error names the bad line.
-  result<std::string> process(std::string_view csv_batch);
+  expected<std::string> process(std::string_view csv_batch);
 
  private:
   decision_tree_config config_;
 };
 
 /// DTC: classifies CSV rows with the current model, which can be replaced at run time.
-class decision_tree_classify : public error_counter {
+class decision_tree_classify : public rejecting_task {
  public:
   decision_tree_classify(decision_tree_config config, decision_tree_model model);
   /// Swaps in an encoded model; on error the old model stays.
-  result<bool> update_model(std::string_view bytes);
+  expected<bool> update_model(std::string_view bytes);
   /// The class label, or an error naming the column that is missing or not numeric.
-  result<std::string> process(std::string_view csv_row);
+  expected<std::string> process(std::string_view csv_row);
   const decision_tree_model& model() const noexcept { return model_; }
 
  private:
@@ -140,6 +144,7 @@ struct linear_regression_model {
   std::vector<std::string> attributes;
   double intercept = 0;
   std::vector<double> coefficients;  ///< one per attribute
+  TIDEMARK_FIELDS(attributes, intercept, coefficients)
   double predict(const double* x) const noexcept;
 };
 
@@ -159,21 +164,21 @@ linear_regression_model train_linear_regression(const std::vector<std::vector<do
                                                 std::vector<std::string> attributes = {});
 
 /// MLT: one CSV batch -> encoded model.
-class linear_regression_train : public error_counter {
+class linear_regression_train : public rejecting_task {
  public:
   explicit linear_regression_train(linear_regression_config config);
-  result<std::string> process(std::string_view csv_batch);
+  expected<std::string> process(std::string_view csv_batch);
 
  private:
   linear_regression_config config_;
 };
 
 /// MLR: predicts the target of CSV rows (the prediction is a double; the original cast it to int).
-class linear_regression_predict : public error_counter {
+class linear_regression_predict : public rejecting_task {
  public:
   linear_regression_predict(linear_regression_config config, linear_regression_model model);
-  result<bool> update_model(std::string_view bytes);
-  result<double> process(std::string_view csv_row);
+  expected<bool> update_model(std::string_view bytes);
+  expected<double> process(std::string_view csv_row);
   const linear_regression_model& model() const noexcept { return model_; }
 
  private:

@@ -9,9 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/observation.hpp"
-#include "tidemark/riot/result.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -39,7 +40,7 @@ struct senml_record {
 
 /// Parses SenML JSON ({"bn"?, "bt"?, "bu"?, "e": [{"n", "u"?, "v"|"sv"|"bv", "t"?}, ...]}).
 /// Not thread-safe: one instance per thread (it reuses its parser's buffers).
-class senml_parse : public error_counter {
+class senml_parse : public rejecting_task {
  public:
   senml_parse();
   ~senml_parse();
@@ -48,7 +49,7 @@ class senml_parse : public error_counter {
 
   /// The record, or an error naming the entry and the problem (malformed JSON, missing "e" or
   /// "n", no value, non-numeric "v", non-integer "bt").
-  result<senml_record> process(std::string_view json);
+  expected<senml_record> process(std::string_view json);
 
  private:
   struct impl;
@@ -74,14 +75,14 @@ struct senml_fanout_config {
 };
 
 /// The per-field fan-out of RIoTBench's SenMLParseBolt.
-class senml_fanout : public error_counter {
+class senml_fanout : public rejecting_task {
  public:
   explicit senml_fanout(senml_fanout_config config);
 
   /// Appends one observation per configured observable to `out`. A record that lacks a configured
   /// field, or has a field the schema does not know, is rejected whole (nothing is appended).
-  result<std::size_t> process(const senml_record& record, std::int64_t msg_id,
-                              std::vector<observation>& out);
+  expected<std::size_t> process(const senml_record& record, std::int64_t msg_id,
+                                std::vector<observation>& out);
 
   const senml_fanout_config& config() const noexcept { return config_; }
 

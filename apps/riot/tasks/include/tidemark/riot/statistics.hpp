@@ -15,10 +15,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tidemark/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/detail/keyed_states.hpp"
 #include "tidemark/riot/observation.hpp"
-#include "tidemark/riot/result.hpp"
+#include "tidemark/riot/rejecting_task.hpp"
 
 namespace tidemark::riot {
 
@@ -87,13 +88,13 @@ using accumulated =
     std::map<std::string, std::map<std::string, std::vector<timed_value>, std::less<>>, std::less<>>;
 
 /// Collects observations and emits them grouped every `window_size` inputs.
-class accumulator : public error_counter {
+class accumulator : public rejecting_task {
  public:
   explicit accumulator(accumulator_config config);
 
   /// Adds `o`; returns the window when it completes. A non-numeric value is an error (the input
   /// still counts towards the window).
-  result<std::optional<accumulated>> process(const observation& o);
+  expected<std::optional<accumulated>> process(const observation& o);
 
  private:
   accumulator_config config_;

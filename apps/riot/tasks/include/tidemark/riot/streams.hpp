@@ -1,12 +1,11 @@
 // Thin adapters that put the RIoTBench tasks on tidemark::stream<T>: stateless tasks become map /
 // flat_map operators (one task object per operator instance), per-sensor stateful tasks become
-// key_by(sensor id + field).fold over the task's own state. Rejected inputs go to a task_errors
-// handle (counted, first messages kept) instead of downstream.
+// key_by(sensor id + field).fold over the task's own state. Rejected inputs go to an error_sink
+// (counted, first messages kept) instead of downstream.
 #pragma once
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,33 +18,6 @@
 #include "tidemark/riot/statistics.hpp"
 
 namespace tidemark::riot {
-
-/// Collects the errors of the tasks it is handed to; copies share the same state. Thread-safe.
-class task_errors {
- public:
-  /// Keeps the first `keep` messages (all are counted).
-  explicit task_errors(std::size_t keep = 100) : state_(std::make_shared<state>()) { state_->keep = keep; }
-
-  void report(const task_error& e) const {
-    state_->count.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    if (state_->messages.size() < state_->keep) state_->messages.push_back(e.message);
-  }
-  std::uint64_t count() const noexcept { return state_->count.load(); }
-  std::vector<std::string> messages() const {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    return state_->messages;
-  }
-
- private:
-  struct state {
-    std::atomic<std::uint64_t> count{0};
-    std::mutex mutex;
-    std::vector<std::string> messages;
-    std::size_t keep = 0;
-  };
-  std::shared_ptr<state> state_;
-};
 
 namespace detail {
 
@@ -100,9 +72,9 @@ stream<observation> keyed_task(const stream<observation>& in, std::shared_ptr<co
 }  // namespace detail
 
 /// Runs `make()`'s task (one per instance) on each element: `task.process(x)` returns
-/// result<Out>; values go downstream, errors to `errors`.
+/// expected<Out>; values go downstream, errors to `errors`.
 template <class Out, class In, class Make>
-stream<Out> apply_task(const stream<In>& in, Make make, task_errors errors, const std::string& name) {
+stream<Out> apply_task(const stream<In>& in, Make make, error_sink errors, const std::string& name) {
   using task_type = std::decay_t<decltype(make())>;
   return in.template flat_map<Out>(
       [make, errors, task = detail::per_instance<task_type>()](const In& x, collector<Out>& out) mutable {
@@ -126,7 +98,7 @@ namespace detail {
 
 /// SML + fan-out over lines whose message id `id_of(x)` and text `line_of(x)` come from `In`.
 template <class In, class IdOf, class LineOf>
-stream<observation> parse_senml_lines(const stream<In>& lines, senml_fanout_config config, task_errors errors,
+stream<observation> parse_senml_lines(const stream<In>& lines, senml_fanout_config config, error_sink errors,
                                       IdOf id_of, LineOf line_of) {
   return lines.template flat_map<observation>(
       [config = std::move(config), errors, id_of, line_of, parse = per_instance<senml_parse>(),
@@ -149,7 +121,7 @@ stream<observation> parse_senml_lines(const stream<In>& lines, senml_fanout_conf
 /// SML: SenML lines ("<ts>,<json>" or bare JSON) -> one observation per observable. Message ids
 /// are unique across instances.
 inline stream<observation> parse_senml(const stream<std::string>& lines, senml_fanout_config config,
-                                       task_errors errors) {
+                                       error_sink errors) {
   auto next_id = std::make_shared<std::atomic<std::int64_t>>(0);
   return detail::parse_senml_lines(
       lines, std::move(config), std::move(errors), [next_id](const std::string&) { return next_id->fetch_add(1) + 1; },
@@ -158,7 +130,7 @@ inline stream<observation> parse_senml(const stream<std::string>& lines, senml_f
 
 /// SML on numbered lines: observations carry the line's message id.
 inline stream<observation> parse_senml(const stream<numbered_line>& lines, senml_fanout_config config,
-                                       task_errors errors) {
+                                       error_sink errors) {
   return detail::parse_senml_lines(
       lines, std::move(config), std::move(errors), [](const numbered_line& l) { return l.msg_id; },
       [](const numbered_line& l) -> const std::string& { return l.line; });
@@ -166,7 +138,7 @@ inline stream<observation> parse_senml(const stream<numbered_line>& lines, senml
 
 /// RGF: marks out-of-range values missing (they stay in the stream for interpolation).
 inline stream<observation> range_filter_marks(const stream<observation>& in, range_filter_config config,
-                                              task_errors errors) {
+                                              error_sink errors) {
   return in.map(
       [config = std::move(config), errors, task = detail::per_instance<range_filter>()](observation o) mutable {
         auto r = task.get([&] { return range_filter(config); }).process(o);

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "tidemark/riot/streams.hpp"
+#include "tidemark/error.hpp"
 
 namespace tidemark::riot::apps {
 
@@ -66,7 +66,7 @@ class run_metrics {
   /// Output names in first-delivery order.
   std::vector<std::string> outputs() const;
   /// Where the run's tasks report the inputs they reject (copies share the count and messages).
-  const task_errors& errors() const noexcept { return errors_; }
+  const error_sink& errors() const noexcept { return errors_; }
 
   /// The report as JSON: counts, throughput, latency distributions and a sample of latencies per
   /// output, per-second rates, jitter, CPU/memory samples, rejected inputs; `primary` is the
@@ -93,7 +93,7 @@ class run_metrics {
   std::vector<resource_sample> samples_;
   bool progress_;
   std::chrono::milliseconds sample_period_;
-  task_errors errors_;
+  error_sink errors_;
   std::atomic<bool> sampling_{false};
   std::thread sampler_;
 };

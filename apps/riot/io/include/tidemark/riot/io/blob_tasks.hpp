@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tidemark/persistence/blob_store.hpp"
-#include "tidemark/riot/io/task_errors.hpp"
+#include "tidemark/error.hpp"
 
 namespace tidemark::riot::io {
 
@@ -64,13 +64,13 @@ class blob_upload {
   std::optional<std::string> process(const std::string& file_path);
 
   std::uint64_t bytes_uploaded() const noexcept { return bytes_; }
-  const task_errors& errors() const noexcept { return errors_; }
+  const error_sink& errors() const noexcept { return errors_; }
 
  private:
   std::string prefix_;
   std::unique_ptr<blob_container> container_;
   std::uint64_t bytes_ = 0;
-  task_errors errors_;
+  error_sink errors_;
 };
 
 struct blob_download_config {
@@ -84,11 +84,11 @@ class blob_download {
   /// The bytes, or nullopt (counted) when the blob is missing or the read fails.
   std::optional<std::string> process(std::string_view name);
 
-  const task_errors& errors() const noexcept { return errors_; }
+  const error_sink& errors() const noexcept { return errors_; }
 
  private:
   std::unique_ptr<blob_container> container_;
-  task_errors errors_;
+  error_sink errors_;
 };
 
 }  // namespace tidemark::riot::io

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "tidemark/riot/io/task_errors.hpp"
+#include "tidemark/error.hpp"
 
 namespace tidemark::riot::io {
 
@@ -54,7 +54,7 @@ class mqtt_publish {
   bool connected() const;
   std::uint64_t published() const noexcept { return published_; }
   /// Failed publishes and failed connection attempts (thread-safe snapshot).
-  task_errors errors() const;
+  error_sink errors() const;
 
  private:
   mqtt_publish_config config_;
@@ -92,7 +92,7 @@ class mqtt_subscribe {
   bool subscribed() const;
   /// Messages dropped because the queue was full.
   std::uint64_t dropped() const;
-  task_errors errors() const;
+  error_sink errors() const;
 
  private:
   std::unique_ptr<detail::mqtt_client> client_;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/riot/io/task_errors.hpp"
+#include "tidemark/error.hpp"
 
 namespace tidemark::riot::io {
 
@@ -43,12 +43,12 @@ class multi_line_plot {
   /// ".png" or ".svg".
   const char* extension() const noexcept;
   std::uint64_t charts() const noexcept { return charts_; }
-  const task_errors& errors() const noexcept { return errors_; }
+  const error_sink& errors() const noexcept { return errors_; }
 
  private:
   plot_config config_;
   std::uint64_t charts_ = 0;
-  task_errors errors_;
+  error_sink errors_;
 };
 
 }  // namespace tidemark::riot::io

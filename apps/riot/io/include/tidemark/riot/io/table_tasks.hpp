@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tidemark/persistence/table_store.hpp"
-#include "tidemark/riot/io/task_errors.hpp"
+#include "tidemark/error.hpp"
 
 namespace tidemark::riot::io {
 
@@ -35,9 +35,9 @@ std::string ordered_integer_key(std::int64_t value);
 class row_key {
  public:
   explicit row_key(std::vector<key_part> parts);
-  /// The key of `csv_row`, or nullopt with `error` set when a column is missing or an integer
-  /// column does not hold an integer.
-  std::optional<std::string> of(std::string_view csv_row, std::string& error) const;
+  /// The key of `csv_row`, or an error when a column is missing or an integer column does not
+  /// hold an integer.
+  expected<std::string> of(std::string_view csv_row) const;
 
  private:
   std::vector<key_part> parts_;
@@ -66,7 +66,7 @@ class table_insert {
   void flush();
 
   std::uint64_t rows_written() const noexcept { return written_; }
-  const task_errors& errors() const noexcept { return errors_; }
+  const error_sink& errors() const noexcept { return errors_; }
 
  private:
   table_insert_config config_;
@@ -74,7 +74,7 @@ class table_insert {
   persistence::table_store store_;
   std::vector<persistence::row> pending_;
   std::uint64_t written_ = 0;
-  task_errors errors_;
+  error_sink errors_;
 };
 
 struct table_lookup_config {
@@ -92,13 +92,13 @@ class table_lookup {
   std::optional<std::string> process(std::string_view probe_row);
 
   std::uint64_t misses() const noexcept { return misses_; }
-  const task_errors& errors() const noexcept { return errors_; }
+  const error_sink& errors() const noexcept { return errors_; }
 
  private:
   row_key key_;
   persistence::table_store store_;
   std::uint64_t misses_ = 0;
-  task_errors errors_;
+  error_sink errors_;
 };
 
 struct table_range_scan_config {

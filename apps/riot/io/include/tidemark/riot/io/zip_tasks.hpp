@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/riot/io/task_errors.hpp"
+#include "tidemark/error.hpp"
 
 namespace tidemark::riot::io {
 
@@ -46,7 +46,7 @@ class zip_batch {
   std::optional<std::string> finish();
 
   std::uint64_t archives_written() const noexcept { return archives_; }
-  const task_errors& errors() const noexcept { return errors_; }
+  const error_sink& errors() const noexcept { return errors_; }
 
  private:
   std::optional<std::string> write_archive();
@@ -54,7 +54,7 @@ class zip_batch {
   zip_batch_config config_;
   std::vector<zip_entry> pending_;
   std::uint64_t archives_ = 0;
-  task_errors errors_;
+  error_sink errors_;
 };
 
 /// Writes `entries` into a new zip archive at `path` (replacing it), deflated at
