@@ -74,7 +74,7 @@ BOOST_AUTO_TEST_CASE(a_file_error_names_the_file_and_the_line) {
   auto entries = read_metadata(good.path);
   BOOST_TEST((entries == std::vector<std::pair<std::string, std::string>>{{"k1", "one"}, {"k2", "two:three"}}));
   BOOST_TEST(thrown([] { text_file("/nonexistent/riot/x.csv"); }) ==
-             "cannot open '/nonexistent/riot/x.csv'; check the data directory (TIDEMARK_DATA_DIR)");
+             "cannot open '/nonexistent/riot/x.csv'; point --data or TIDEMARK_DATA_DIR at the sample data");
   temp_file csv("1,2,BAD\n1,x,GOOD\n");
   BOOST_TEST(thrown([&] { read_labelled_csv(csv.path, {"a", "b"}); }) ==
              "'" + csv.path + "': line 2: column 2: not a number");

@@ -31,7 +31,9 @@ std::string_view trim(std::string_view text) noexcept {
 
 text_file::text_file(std::string path) : path_(std::move(path)) {
   std::ifstream in(path_, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open '" + path_ + "'; point the job's --data option or TIDEMARK_DATA_DIR at the RIoTBench sample data");
+  if (!in)
+    throw std::runtime_error("cannot open '" + path_ +
+                             "'; point --data or TIDEMARK_DATA_DIR at the sample data");
   text_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
