@@ -33,7 +33,6 @@ struct out_state {
   std::uint32_t credit = 0;
   bool idle = false;                    // the last idle/active signal sent was idle
   batch_ptr buffer;                     // partly filled batch
-  event_time buffered_wm = start_of_time;  // watermark to send right after `buffer`
   std::deque<ready_item> ready;         // sealed, waiting for credit
 };
 
@@ -86,7 +85,7 @@ class stage_actor final : public caf::event_based_actor {
     }
     metrics_.stage = s_.stage;
     metrics_.instance = s_.instance;
-    for (auto& o : s_.outputs) outs_.push_back({o.target, o.in, s_.opts.credit, false, nullptr, start_of_time, {}});
+    for (auto& o : s_.outputs) outs_.push_back({o.target, o.in, s_.opts.credit, false, nullptr, {}});
     build_routes();
     for (auto port : s_.input_ports) {
       in_state in;
@@ -521,24 +520,18 @@ class stage_actor final : public caf::event_based_actor {
     if (o.buffer->size() >= s_.opts.batch_size) seal(o);
   }
 
-  /// Moves the partly filled batch (and the watermark behind it) to the send queue.
+  /// Moves the partly filled batch to the send queue.
   void seal(out_state& o) {
     if (o.buffer && !o.buffer->empty()) o.ready.push_back({std::move(o.buffer), signal_msg::watermark, 0});
     o.buffer.reset();
-    if (o.buffered_wm != start_of_time) {
-      o.ready.push_back({nullptr, signal_msg::watermark, o.buffered_wm});
-      o.buffered_wm = start_of_time;
-    }
     try_send(o);
   }
 
-  /// Watermarks wait behind the partly filled batch so that batching survives frequent
-  /// watermarks; other signals flush it first.
+  /// A signal seals the partly filled batch in front of it: no element emitted after a watermark
+  /// may reach the receiver before it (docs/event-time.md). Watermarks are not coalesced either:
+  /// a window that sees its end and its end + lateness in one watermark reports one final result
+  /// instead of an on-time and a final one, so results would depend on credit and timing.
   void signal(out_state& o, signal_msg::kind_t kind, event_time wm) {
-    if (kind == signal_msg::watermark && o.buffer && !o.buffer->empty()) {
-      o.buffered_wm = wm;
-      return;
-    }
     seal(o);
     o.ready.push_back({nullptr, kind, wm});
     try_send(o);
