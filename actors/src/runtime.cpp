@@ -88,7 +88,7 @@ job_result run(const job& j, const run_options& opts) {
         setup.driver = caf::actor_cast<caf::actor>(self);
         for (auto& o : w.outputs[s][i])
           setup.outputs.push_back({actors[o.to.stage][o.to.instance], o.slot});
-        bool is_source = setup.source != nullptr;
+        bool is_source = setup.core.source != nullptr;
         actors[s][i] = detail::spawn_stage(sys, std::move(setup));
         self->monitor(actors[s][i]);
         if (is_source || w.input_ports[s][i].empty()) sources.push_back(actors[s][i]);

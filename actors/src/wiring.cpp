@@ -54,24 +54,26 @@ stage_setup make_stage_setup(const logical_graph& g, const physical_plan& p, con
                              std::uint32_t s, std::uint32_t i, const run_options& opts) {
   const auto& st = p.stages[s];
   stage_setup setup;
-  setup.stage = s;
-  setup.instance = i;
-  setup.parallelism = st.parallelism;
-  setup.opts = opts;
+  auto& c = setup.core;
+  c.stage = s;
+  c.instance = i;
+  c.parallelism = st.parallelism;
+  c.opts = opts;
   for (const auto& op : st.ops) {
     const auto& n = g.node(op.node);
-    setup.nodes.push_back(&n);
-    setup.tree.push_back(op);
+    c.nodes.push_back(&n);
+    c.tree.push_back(op);
     instance_info info{n.name, i, st.parallelism, opts.batch_size, opts.state_storage};
     if (n.kind == node_kind::source) {
-      setup.source = n.make_source(info);
+      c.source = n.make_source(info);
     } else {
-      setup.ops.push_back(n.make_operator(info));
-      setup.ops.back()->on_error = n.on_error;
+      c.ops.push_back(n.make_operator(info));
+      c.ops.back()->on_error = n.on_error;
     }
   }
-  setup.input_ports = w.input_ports[s][i];
-  setup.edges = w.edges[s][i];
+  c.input_ports = w.input_ports[s][i];
+  c.outputs = static_cast<std::uint32_t>(w.outputs[s][i].size());
+  c.edges = w.edges[s][i];
   return setup;
 }
 

@@ -382,7 +382,7 @@ struct node_server::impl {
             setup.outputs.push_back({proxy, outs[k].slot});
           }
         }
-        bool is_source = setup.source != nullptr || setup.input_ports.empty();
+        bool is_source = setup.core.source != nullptr || setup.core.input_ports.empty();
         stages[s][i] = detail::spawn_stage(*x.sys, std::move(setup));
         x.actors.push_back(stages[s][i]);
         if (is_source) x.sources.push_back(stages[s][i]);
