@@ -1,6 +1,8 @@
 // Spawning and connecting the stage actors of a plan (see deploy.hpp).
 #include "deploy.hpp"
 
+#include <algorithm>
+
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
@@ -15,10 +17,8 @@ placement placement::all_local(const physical_plan& p) {
   return {std::vector<std::uint32_t>(n, 0), 0};
 }
 
-std::size_t local_instances(const physical_plan& p, const placement& where) {
-  std::size_t n = 0;
-  for (auto node : where.node_of) n += node == where.self;
-  return n;
+std::size_t placement::local_instances() const {
+  return static_cast<std::size_t>(std::count(node_of.begin(), node_of.end(), self));
 }
 
 deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph& g,

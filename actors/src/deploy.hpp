@@ -30,6 +30,8 @@ struct placement {
 
   /// Every instance of `p` on this node.
   static placement all_local(const physical_plan& p);
+  /// Stage instances on this node.
+  std::size_t local_instances() const;
 };
 
 /// The stage actors (and proxies) of one job in this process.
@@ -64,8 +66,5 @@ class deployment_actors {
   std::vector<caf::actor> senders_;
   std::vector<caf::actor> inbound_;
 };
-
-/// Stage instances of `p` that `where` puts on this node.
-std::size_t local_instances(const physical_plan& p, const placement& where);
 
 }  // namespace tidemark::detail

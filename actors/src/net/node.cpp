@@ -52,9 +52,6 @@ struct deployment {
   std::vector<std::uint64_t> expected_seq;
   std::map<std::uint32_t, std::unique_ptr<zmq::socket_t>> dealers;
 
-  bool local(std::uint32_t stage, std::uint32_t instance) const {
-    return placement[offsets[stage] + instance] == self;
-  }
   std::uint32_t node_of(std::uint32_t stage, std::uint32_t instance) const {
     return placement[offsets[stage] + instance];
   }
@@ -345,7 +342,7 @@ struct node_server::impl {
     x.sys = std::make_unique<caf::actor_system>(*x.cfg);
     batch_gauge::reset_peak();
     const detail::placement where{x.placement, x.self};
-    x.driver = x.sys->spawn(node_driver, out, opts.id, detail::local_instances(x.plan, where));
+    x.driver = x.sys->spawn(node_driver, out, opts.id, where.local_instances());
     x.expected_seq.assign(x.channels.size(), 0);
     detail::remote_channels remote;
     remote.outbound = [&](std::uint32_t c, std::uint32_t peer, const batch_codec* codec) {
