@@ -9,6 +9,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 
+#include "stage_core.hpp"
 #include "tidemark/batch.hpp"
 #include "tidemark/runtime.hpp"
 
@@ -33,7 +34,11 @@ struct data_msg {
 
 /// A control item on a channel: a watermark, an idle/active flag, or end-of-stream.
 struct signal_msg {
-  enum kind_t : std::uint8_t { watermark, idle, active, eos };
+  using kind_t = signal_kind;
+  static constexpr kind_t watermark = signal_kind::watermark;
+  static constexpr kind_t idle = signal_kind::idle;
+  static constexpr kind_t active = signal_kind::active;
+  static constexpr kind_t eos = signal_kind::eos;
   std::uint32_t in;
   kind_t kind;
   event_time wm;

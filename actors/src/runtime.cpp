@@ -13,8 +13,8 @@
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "deploy.hpp"
 #include "messages.hpp"
-#include "stage_actor.hpp"
 #include "wiring.hpp"
 
 namespace tidemark {
@@ -75,34 +75,12 @@ job_result run(const job& j, const run_options& opts) {
   batch_gauge::reset_peak();
   auto started = std::chrono::steady_clock::now();
 
-  // Spawn receivers before senders: stages are in topological order, so walk them backwards.
-  std::vector<std::vector<caf::actor>> actors(plan.stages.size());
-  std::vector<caf::actor> sources;
-  std::size_t total = 0;
-  try {
-    for (auto s = plan.stages.size(); s-- > 0;) {
-      const auto& st = plan.stages[s];
-      actors[s].resize(st.parallelism);
-      for (std::uint32_t i = 0; i < st.parallelism; ++i) {
-        auto setup = detail::make_stage_setup(g, plan, w, static_cast<std::uint32_t>(s), i, run_opts);
-        setup.driver = caf::actor_cast<caf::actor>(self);
-        for (auto& o : w.outputs[s][i])
-          setup.outputs.push_back({actors[o.to.stage][o.to.instance], o.slot});
-        bool is_source = setup.source != nullptr;
-        actors[s][i] = detail::spawn_stage(sys, std::move(setup));
-        self->monitor(actors[s][i]);
-        if (is_source || w.input_ports[s][i].empty()) sources.push_back(actors[s][i]);
-        ++total;
-      }
-    }
-  } catch (...) {
-    for (auto& stage : actors)
-      for (auto& a : stage)
-        if (a) self->send_exit(a, caf::exit_reason::user_shutdown);
-    throw;
-  }
-
-  for (auto& a : sources) self->send(a, detail::start_atom::value);
+  // embedded: every stage instance runs here, so no channel needs a proxy
+  detail::deployment_actors actors{sys, g, plan, w, detail::placement::all_local(plan), run_opts,
+                                   caf::actor_cast<caf::actor>(self)};
+  for (auto& a : actors.stages()) self->monitor(a);
+  const auto total = actors.stages().size();
+  actors.start();
   std::string failure;
   std::size_t done = 0;
   while (done < total && failure.empty()) {
@@ -118,8 +96,7 @@ job_result run(const job& j, const run_options& opts) {
         });
   }
   if (!failure.empty()) {
-    for (auto& stage : actors)
-      for (auto& a : stage) self->send_exit(a, caf::exit_reason::user_shutdown);
+    actors.stop();
     throw job_error("job '" + j.name() + "' failed: " + failure);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -1,9 +1,7 @@
+// The stage actor: CAF messages and timers in, stage_core logic, CAF messages out.
 #include "stage_actor.hpp"
 
-#include <algorithm>
 #include <chrono>
-#include <deque>
-#include <exception>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
@@ -13,545 +11,92 @@
 namespace tidemark::detail {
 namespace {
 
-using clock = std::chrono::steady_clock;
-
-/// Thrown through the chain once a user function failed; carries the final message.
-struct operator_failure {
-  std::string what;
-};
-
-/// One item that waits on an output channel: a sealed batch or a signal behind it.
-struct ready_item {
-  batch_ptr batch;  // null for signals
-  signal_msg::kind_t kind = signal_msg::watermark;
-  event_time wm = 0;
-};
-
-struct out_state {
-  caf::actor target;
-  std::uint32_t in = 0;
-  std::uint32_t credit = 0;
-  batch_ptr buffer;                     // partly filled batch
-  event_time buffered_wm = start_of_time;  // watermark to send right after `buffer`
-  std::deque<ready_item> ready;         // sealed, waiting for credit
-};
-
-struct in_state {
-  caf::actor sender;
-  std::uint32_t out = 0;  // the sender's output slot
-  std::uint32_t port = 0;
-  event_time wm = start_of_time;
-  bool idle = false;
-  bool eos = false;
-  std::uint32_t unacked = 0;
-};
-
-/// An input item that had to wait because the outputs were blocked.
-struct inbox_item {
-  std::uint32_t slot;
-  batch_ptr batch;  // null for signals
-  signal_msg::kind_t kind;
-  event_time wm;
-};
-
-class stage_actor;
-
-class chain_link final : public emitter {
- public:
-  chain_link(stage_actor& s, std::size_t pos) : s_(s), pos_(pos) {}
-  void emit_watermark(event_time wm) override;
-  void emit_idle(bool idle) override;
-  void flush() override;
-
- protected:
-  void emit_on(std::uint32_t port, batch_ptr b) override;
-
- private:
-  stage_actor& s_;
-  std::size_t pos_;
-};
-
-class stage_actor final : public caf::event_based_actor {
+class stage_actor final : public caf::event_based_actor, private stage_io {
  public:
   stage_actor(caf::actor_config& cfg, stage_setup setup)
-      : caf::event_based_actor(cfg), s_(std::move(setup)) {
-    offset_ = s_.source ? 1 : 0;
-    for (std::size_t p = 0; p < s_.nodes.size(); ++p) {
-      links_.push_back(std::make_unique<chain_link>(*this, p));
-      auto& m = metrics_.operators.emplace_back();
-      m.name = s_.nodes[p]->name;
-      m.op = s_.nodes[p]->op;
-      m.instance = s_.instance;
-    }
-    metrics_.stage = s_.stage;
-    metrics_.instance = s_.instance;
-    for (auto& o : s_.outputs) outs_.push_back({o.target, o.in, s_.opts.credit, nullptr, start_of_time, {}});
-    for (auto port : s_.input_ports) {
-      in_state in;
-      in.port = port;
-      ins_.push_back(in);
-    }
-    grant_ = std::max<std::uint32_t>(1, s_.opts.credit / 2);
-    // one timer per actor, ticking at the shortest period of its operators
-    for (auto& op : s_.ops)
-      if (auto p = op->timer_period_ms(); p > 0 && (timer_period_ == 0 || p < timer_period_))
-        timer_period_ = p;
-  }
+      : caf::event_based_actor(cfg),
+        outputs_(std::move(setup.outputs)),
+        driver_(std::move(setup.driver)),
+        senders_(setup.core.input_ports.size()),
+        core_(std::make_unique<stage_core>(std::move(setup.core), static_cast<stage_io&>(*this))) {}
 
   /// Neighbours hold handles to each other; dropping them (and the operators) here breaks the
   /// reference cycle so that actors and the resources their operators own are freed on exit.
   void on_exit() override {
-    outs_.clear();
-    ins_.clear();
-    inbox_.clear();
-    s_.ops.clear();
-    s_.source.reset();
-    s_.outputs.clear();
-    s_.driver = nullptr;
+    core_.reset();
+    outputs_.clear();
+    senders_.clear();
+    driver_ = nullptr;
   }
 
   caf::behavior make_behavior() override {
-    if (timer_period_ > 0) schedule_timer();
+    if (core_->timer_period_ms() > 0) schedule_timer();
     // async operators and synchronizers post a wake message from their own threads
-    for (auto& op : s_.ops)
-      op->set_wakeup([addr = address()] {
-        if (auto self = caf::actor_cast<caf::actor>(addr)) caf::anon_send(self, wake_atom::value);
-      });
+    core_->set_wakeup([addr = address()] {
+      if (auto self = caf::actor_cast<caf::actor>(addr)) caf::anon_send(self, wake_atom::value);
+    });
     return {
-        [this](start_atom) {
-          guarded([&] {
-            if (s_.source) {
-              call(0, [&] { s_.source->open(); });
-              pump();
-            } else if (ins_.empty()) {
-              finish();
-            }
-          });
-        },
-        [this](pump_atom) {
-          pump_scheduled_ = false;
-          guarded([&] { pump(); });
-        },
+        [this](start_atom) { core_->start(); },
+        [this](pump_atom) { core_->on_pump(); },
         [this](data_msg& m) {
-          auto& in = ins_[m.in];
-          if (!in.sender) {
-            in.sender = caf::actor_cast<caf::actor>(current_sender());
-            in.out = m.out;
-          }
-          inbox_.push_back({m.in, std::move(m.batch.ptr), signal_msg::watermark, 0});
-          ++queued_;
-          metrics_.max_queued_batches = std::max(metrics_.max_queued_batches, queued_);
-          guarded([&] { drain(); });
+          auto& s = senders_[m.in];
+          if (!s.actor) s = {caf::actor_cast<caf::actor>(current_sender()), m.out};
+          core_->on_data(m.in, std::move(m.batch.ptr));
         },
-        [this](signal_msg& m) {
-          inbox_.push_back({m.in, nullptr, m.kind, m.wm});
-          guarded([&] { drain(); });
-        },
-        [this](credit_msg& m) {
-          auto& o = outs_[m.out];
-          o.credit += m.n;
-          guarded([&] {
-            try_send(o);
-            resume();
-          });
-        },
-        [this](flush_atom) {
-          flush_scheduled_ = false;
-          guarded([&] {
-            for (auto& o : outs_) seal(o);
-            resume();
-          });
-        },
-        [this](wake_atom) {
-          guarded([&] {
-            for (std::size_t p = offset_; p < s_.nodes.size(); ++p)
-              call(p, [&] { op(p).on_wakeup(*links_[p]); });
-            if (finished_)
-              continue_finish();
-            else
-              resume();
-            after_work();
-          });
-        },
+        [this](signal_msg& m) { core_->on_signal(m.in, m.kind, m.wm); },
+        [this](credit_msg& m) { core_->on_credit(m.out, m.n); },
+        [this](flush_atom) { core_->on_flush(); },
+        [this](wake_atom) { core_->on_wakeup(); },
         [this](timer_atom) {
-          if (finished_) return;
-          guarded([&] {
-            auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-            for (std::size_t p = offset_; p < s_.nodes.size(); ++p)
-              if (op(p).timer_period_ms() > 0) call(p, [&] { op(p).on_timer(now, *links_[p]); });
-            after_work();
-          });
+          if (core_->finished() || core_->over()) return;
+          core_->on_timer(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
           schedule_timer();
         },
     };
   }
 
-  // ---- chain ---------------------------------------------------------------------------------
-
-  void emit_from(std::size_t pos, batch_ptr b) {
-    auto& m = metrics_.operators[pos];
-    m.events_out += b->size();
-    ++m.batches_out;
-    if (pos + 1 < s_.nodes.size())
-      deliver(pos + 1, 0, std::move(b));
-    else
-      route(std::move(b));
-  }
-
-  void watermark_from(std::size_t pos, event_time wm) {
-    if (pos + 1 < s_.nodes.size())
-      call(pos + 1, [&] { op(pos + 1).on_watermark(wm, *links_[pos + 1]); });
-    else
-      for (auto& o : outs_) signal(o, signal_msg::watermark, wm);
-  }
-
-  /// A partly filled output batch goes out now (after a synchronizer admitted a slice).
-  void flush_outputs() {
-    for (auto& o : outs_) seal(o);
-  }
-
-  void idle_from(bool idle) {
-    if (idle == output_idle_) return;
-    output_idle_ = idle;
-    for (auto& o : outs_) signal(o, idle ? signal_msg::idle : signal_msg::active, 0);
-  }
-
  private:
-  operator_logic& op(std::size_t pos) { return *s_.ops[pos - offset_]; }
+  /// Who sends on an input slot (learnt from its first batch) and from which output slot.
+  struct sender {
+    caf::actor actor;
+    std::uint32_t out = 0;
+  };
 
-  template <class F>
-  void call(std::size_t pos, F&& f) {
-    try {
-      f();
-    } catch (const operator_failure&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw operator_failure{failure_text(pos, e.what())};
-    } catch (...) {
-      throw operator_failure{failure_text(pos, "unknown exception")};
-    }
+  void send_batch(std::uint32_t out, batch_ptr b) override {
+    const auto& o = outputs_[out];
+    send(o.target, data_msg{o.in, out, batch_holder{std::move(b)}});
   }
-
-  std::string failure_text(std::size_t pos, const std::string& what) const {
-    return "operator '" + s_.nodes[pos]->name + "' (instance " + std::to_string(s_.instance) +
-           " of " + std::to_string(s_.parallelism) + ") failed: " + what;
+  void send_signal(std::uint32_t out, signal_kind kind, event_time wm) override {
+    const auto& o = outputs_[out];
+    send(o.target, signal_msg{o.in, kind, wm});
   }
-
-  /// Runs a message handler; a failure ends this actor and tells the driver.
-  template <class F>
-  void guarded(F&& f) {
-    if (failed_ || done_) return;
-    busy_since_ = clock::now();
-    try {
-      f();
-    } catch (const operator_failure& e) {
-      fail(e.what);
-    } catch (const std::exception& e) {
-      fail("stage " + std::to_string(s_.stage) + " failed: " + e.what());
-    }
-    if (!done_) metrics_.busy_ns += (clock::now() - busy_since_).count();
+  void return_credit(std::uint32_t in, std::uint32_t n) override {
+    send(senders_[in].actor, credit_msg{senders_[in].out, n});
   }
-
-  void fail(std::string what) {
-    failed_ = true;
-    send(s_.driver, failed_msg{std::move(what)});
+  void schedule_flush(std::chrono::milliseconds linger) override {
+    delayed_send(this, linger, flush_atom::value);
+  }
+  void schedule_pump() override { send(this, pump_atom::value); }
+  void done(instance_metrics m) override {
+    send(driver_, done_msg{std::move(m)});
     quit();
   }
-
-  void deliver(std::size_t pos, std::size_t port, batch_ptr b) {
-    auto& m = metrics_.operators[pos];
-    m.events_in += b->size();
-    ++m.batches_in;
-    call(pos, [&] { op(pos).process(port, std::move(b), *links_[pos]); });
-  }
-
-  // ---- sources -------------------------------------------------------------------------------
-
-  void pump() {
-    if (finished_ || !s_.source || blocked() || held()) return;
-    bool more = true;
-    call(0, [&] { more = s_.source->pull(s_.opts.batch_size, *links_[0]); });
-    if (!more) {
-      watermark_from(0, end_of_time);
-      finish();
-      return;
-    }
-    after_work();
-    if (!blocked() && !held() && !pump_scheduled_) {
-      pump_scheduled_ = true;
-      send(this, pump_atom::value);
-    }
-  }
-
-  // ---- inputs --------------------------------------------------------------------------------
-
-  /// Handles waiting input items while the outputs have room.
-  void drain() {
-    while (!inbox_.empty() && !blocked() && !finished_) {
-      // A saturated operator takes no more data, but the signals behind data it already holds
-      // (the watermark after the batch that filled an async queue) must reach it.
-      if (inbox_.front().batch && held()) break;
-      auto item = std::move(inbox_.front());
-      inbox_.pop_front();
-      auto& in = ins_[item.slot];
-      if (item.batch) {
-        --queued_;
-        deliver(0, in.port, std::move(item.batch));
-        if (++in.unacked >= grant_) {
-          send(in.sender, credit_msg{in.out, in.unacked});
-          in.unacked = 0;
-        }
-        continue;
-      }
-      switch (item.kind) {
-        case signal_msg::watermark: in.wm = std::max(in.wm, item.wm); break;
-        case signal_msg::idle: in.idle = true; break;
-        case signal_msg::active: in.idle = false; break;
-        case signal_msg::eos:
-          in.eos = true;
-          in.wm = end_of_time;
-          break;
-      }
-      advance_inputs();
-    }
-    after_work();
-  }
-
-  /// Recomputes the input watermark (minimum over active inputs) and the idle status.
-  void advance_inputs() {
-    event_time low = end_of_time;
-    bool any_active = false;
-    bool all_eos = true;
-    for (auto& in : ins_) {
-      all_eos &= in.eos;
-      if (in.idle && !in.eos) continue;
-      any_active = true;
-      low = std::min(low, in.wm);
-    }
-    if (!any_active) {
-      idle_from(true);
-      return;
-    }
-    idle_from(false);
-    if (low > input_wm_) {
-      input_wm_ = low;
-      call(0, [&] { op(0).on_watermark(low, *links_[0]); });
-    }
-    if (all_eos) finish();
-  }
-
-  void resume() {
-    if (s_.source) {
-      if (!blocked() && !held() && !pump_scheduled_ && !finished_) {
-        pump_scheduled_ = true;
-        send(this, pump_atom::value);
-      }
-    } else {
-      drain();
-    }
-    maybe_quit();
-  }
-
-  /// After a unit of work: schedule the linger flush for partly filled batches.
-  void after_work() {
-    if (flush_scheduled_ || eos_sent_) return;
-    for (auto& o : outs_)
-      if (o.buffer) {
-        flush_scheduled_ = true;
-        delayed_send(this, s_.opts.linger, flush_atom::value);
-        return;
-      }
+  void failed(std::string what) override {
+    send(driver_, failed_msg{std::move(what)});
+    quit();
   }
 
   void schedule_timer() {
-    delayed_send(this, std::chrono::milliseconds(timer_period_), timer_atom::value);
+    delayed_send(this, std::chrono::milliseconds(core_->timer_period_ms()), timer_atom::value);
   }
 
-  /// All inputs ended (or the source is exhausted): finish the chain, then end every output.
-  void finish() {
-    if (finished_) return;
-    finished_ = true;
-    finish_next_ = offset_;
-    continue_finish();
-  }
-
-  /// Finishes the operators in chain order; an operator with pending asynchronous work holds
-  /// back the rest of the chain and the end of the outputs until a wakeup completes it.
-  void continue_finish() {
-    while (finish_next_ < s_.nodes.size()) {
-      auto p = finish_next_;
-      if (!finish_called_) {
-        finish_called_ = true;
-        call(p, [&] { op(p).finish(*links_[p]); });
-      }
-      if (op(p).pending()) return;
-      ++finish_next_;
-      finish_called_ = false;
-    }
-    if (eos_sent_) return;
-    eos_sent_ = true;
-    for (auto& o : outs_) signal(o, signal_msg::eos, end_of_time);
-    maybe_quit();
-  }
-
-  void maybe_quit() {
-    if (!eos_sent_ || done_ || blocked()) return;
-    done_ = true;
-    for (std::size_t p = offset_; p < s_.nodes.size(); ++p) {
-      auto& m = metrics_.operators[p];
-      m.skipped = op(p).skipped;
-      op(p).add_metrics(m.extra);
-    }
-    metrics_.busy_ns += (clock::now() - busy_since_).count();
-    send(s_.driver, done_msg{std::move(metrics_)});
-    quit();
-  }
-
-  // ---- outputs -------------------------------------------------------------------------------
-
-  bool blocked() const {
-    for (auto& o : outs_)
-      if (!o.ready.empty()) return true;
-    return false;
-  }
-
-  /// An operator of the chain takes no more input for now (async queue or synchronizer full).
-  bool held() const {
-    for (auto& op : s_.ops)
-      if (op->saturated()) return true;
-    return false;
-  }
-
-  void route(batch_ptr b) {
-    for (std::size_t e = 0; e < s_.edges.size(); ++e) {
-      const auto& edge = s_.edges[e];
-      auto mine = e + 1 == s_.edges.size() ? std::move(b) : b->clone();
-      const auto n = edge.slots.size();
-      switch (edge.part) {
-        case partitioning::forward:
-        case partitioning::rebalance:
-          append(outs_[edge.slots[n == 1 ? 0 : next_rr(e, n)]], std::move(mine));
-          break;
-        case partitioning::broadcast:
-          for (std::size_t i = 0; i < n; ++i)
-            append(outs_[edge.slots[i]], i + 1 == n ? std::move(mine) : mine->clone());
-          break;
-        case partitioning::key_hash:
-          scatter(edge, std::move(mine));
-          break;
-      }
-    }
-  }
-
-  std::size_t next_rr(std::size_t edge, std::size_t n) {
-    if (rr_.size() <= edge) rr_.resize(edge + 1, s_.instance);
-    return rr_[edge]++ % n;
-  }
-
-  void scatter(const output_edge& edge, batch_ptr b) {
-    const auto n = edge.slots.size();
-    if (n == 1) {
-      append(outs_[edge.slots[0]], std::move(b));
-      return;
-    }
-    const auto& hashes = b->hashes;
-    targets_.resize(hashes.size());
-    for (std::size_t i = 0; i < hashes.size(); ++i)
-      targets_[i] = static_cast<std::uint32_t>((hashes[i] >> 32) % n);
-    buffers_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      auto& o = outs_[edge.slots[i]];
-      if (!o.buffer) o.buffer = b->make_empty(s_.opts.batch_size);
-      buffers_[i] = o.buffer.get();
-    }
-    b->scatter(targets_.data(), buffers_.data());
-    for (std::size_t i = 0; i < n; ++i) {
-      auto& o = outs_[edge.slots[i]];
-      if (o.buffer->size() >= s_.opts.batch_size) seal(o);
-    }
-  }
-
-  void append(out_state& o, batch_ptr b) {
-    if (!o.buffer)
-      o.buffer = std::move(b);
-    else
-      o.buffer->append(*b);
-    if (o.buffer->size() >= s_.opts.batch_size) seal(o);
-  }
-
-  /// Moves the partly filled batch (and the watermark behind it) to the send queue.
-  void seal(out_state& o) {
-    if (o.buffer && !o.buffer->empty()) o.ready.push_back({std::move(o.buffer), signal_msg::watermark, 0});
-    o.buffer.reset();
-    if (o.buffered_wm != start_of_time) {
-      o.ready.push_back({nullptr, signal_msg::watermark, o.buffered_wm});
-      o.buffered_wm = start_of_time;
-    }
-    try_send(o);
-  }
-
-  /// Watermarks wait behind the partly filled batch so that batching survives frequent
-  /// watermarks; other signals flush it first.
-  void signal(out_state& o, signal_msg::kind_t kind, event_time wm) {
-    if (kind == signal_msg::watermark && o.buffer && !o.buffer->empty()) {
-      o.buffered_wm = wm;
-      return;
-    }
-    seal(o);
-    o.ready.push_back({nullptr, kind, wm});
-    try_send(o);
-  }
-
-  void try_send(out_state& o) {
-    auto slot = static_cast<std::uint32_t>(&o - outs_.data());
-    while (!o.ready.empty()) {
-      auto& item = o.ready.front();
-      if (item.batch) {
-        if (o.credit == 0) return;
-        --o.credit;
-        send(o.target, data_msg{o.in, slot, batch_holder{std::move(item.batch)}});
-      } else {
-        send(o.target, signal_msg{o.in, item.kind, item.wm});
-      }
-      o.ready.pop_front();
-    }
-  }
-
-  stage_setup s_;
-  std::size_t offset_ = 0;
-  std::vector<std::unique_ptr<chain_link>> links_;
-  std::vector<out_state> outs_;
-  std::vector<in_state> ins_;
-  std::deque<inbox_item> inbox_;
-  std::vector<std::size_t> rr_;
-  std::vector<std::uint32_t> targets_;
-  std::vector<batch_base*> buffers_;
-  instance_metrics metrics_;
-  std::uint64_t queued_ = 0;
-  std::uint32_t grant_ = 1;
-  std::int64_t timer_period_ = 0;
-  event_time input_wm_ = start_of_time;
-  bool output_idle_ = false;
-  bool pump_scheduled_ = false;
-  bool flush_scheduled_ = false;
-  bool finished_ = false;
-  std::size_t finish_next_ = 0;  // the chain position being finished
-  bool finish_called_ = false;   // finish() of finish_next_ has run
-  bool eos_sent_ = false;
-  bool failed_ = false;
-  bool done_ = false;
-  clock::time_point busy_since_;  // start of the message handler that is running
+  std::vector<output_channel> outputs_;
+  caf::actor driver_;
+  std::vector<sender> senders_;
+  std::unique_ptr<stage_core> core_;
 };
-
-void chain_link::emit_on(std::uint32_t port, batch_ptr b) {
-  // side outputs are routed once stages carry ports (core-surface work in progress)
-  if (port == 0 && b && !b->empty()) s_.emit_from(pos_, std::move(b));
-}
-void chain_link::emit_watermark(event_time wm) { s_.watermark_from(pos_, wm); }
-void chain_link::emit_idle(bool idle) { s_.idle_from(idle); }
-void chain_link::flush() { s_.flush_outputs(); }
 
 }  // namespace
 

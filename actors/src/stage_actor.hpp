@@ -1,16 +1,13 @@
-// One instance of a physical stage: a chain of fused operators (optionally headed by a source),
-// its input channels with credit, and its output channels with batching and partitioning.
+// The actor of one stage instance: a thin shell that feeds channel messages and timers into a
+// stage_core and turns what the core asks for into CAF messages.
 #pragma once
 
-#include <memory>
-#include <string>
 #include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
-#include "tidemark/graph.hpp"
-#include "tidemark/runtime.hpp"
+#include "stage_core.hpp"
 
 namespace tidemark::detail {
 
@@ -19,24 +16,10 @@ struct output_channel {
   std::uint32_t in = 0;  ///< the receiver's input slot
 };
 
-/// Output channels of one stage edge; the tail operator's output goes to every edge.
-struct output_edge {
-  partitioning part = partitioning::forward;
-  std::vector<std::uint32_t> slots;  ///< indices into stage_setup::outputs
-};
-
 struct stage_setup {
-  std::uint32_t stage = 0;
-  std::uint32_t instance = 0;
-  std::uint32_t parallelism = 1;
-  std::vector<const logical_node*> nodes;  ///< the chain, in order
-  std::unique_ptr<source_logic> source;    ///< set when the chain starts with a source
-  std::vector<std::unique_ptr<operator_logic>> ops;  ///< one per non-source node of the chain
-  std::vector<std::uint32_t> input_ports;  ///< per input slot: input index of the first operator
-  std::vector<output_channel> outputs;
-  std::vector<output_edge> edges;
-  caf::actor driver;
-  run_options opts;
+  stage_config core;
+  std::vector<output_channel> outputs;  ///< one per output slot of the core
+  caf::actor driver;                    ///< receives done_msg or failed_msg
 };
 
 caf::actor spawn_stage(caf::actor_system& sys, stage_setup setup);

@@ -15,6 +15,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
+#include "../deploy.hpp"
 #include "../messages.hpp"
 #include "../wiring.hpp"
 #include "channels.hpp"
@@ -46,28 +47,20 @@ struct deployment {
   std::shared_ptr<net::outbox> out;
   std::unique_ptr<caf::actor_system_config> cfg;
   std::unique_ptr<caf::actor_system> sys;
-  std::vector<caf::actor> actors;   // everything spawned, for teardown
-  std::vector<caf::actor> sources;  // started by Start
-  // per channel: the local sender stage (credit goes there) or the local inbound proxy
-  std::vector<caf::actor> sender;
-  std::vector<caf::actor> inbound;
+  caf::actor driver;
+  std::unique_ptr<detail::deployment_actors> stages;  // stage actors and channel proxies
   std::vector<std::uint64_t> expected_seq;
   std::map<std::uint32_t, std::unique_ptr<zmq::socket_t>> dealers;
 
-  bool local(std::uint32_t stage, std::uint32_t instance) const {
-    return placement[offsets[stage] + instance] == self;
-  }
   std::uint32_t node_of(std::uint32_t stage, std::uint32_t instance) const {
     return placement[offsets[stage] + instance];
   }
 
   ~deployment() {
     if (!sys) return;
-    for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    actors.clear();
-    sources.clear();
-    sender.clear();
-    inbound.clear();
+    if (stages) stages->stop();
+    caf::anon_send_exit(driver, caf::exit_reason::user_shutdown);
+    driver = nullptr;
     sys.reset();  // waits for the actors to quit
   }
 };
@@ -263,7 +256,7 @@ struct node_server::impl {
       }
       case wire::Body::Start:
         if (dep)
-          for (auto& a : dep->sources) caf::anon_send(a, detail::start_atom::value);
+          dep->stages->start();
         break;
       case wire::Body::Stop:
         if (dep) log("stopped: " + str(f.body_as_Stop()->reason()));
@@ -348,54 +341,18 @@ struct node_server::impl {
     detail::configure(*x.cfg, x.opts);
     x.sys = std::make_unique<caf::actor_system>(*x.cfg);
     batch_gauge::reset_peak();
-    std::size_t local = 0;
-    for (std::uint32_t s = 0; s < x.plan.stages.size(); ++s)
-      for (std::uint32_t i = 0; i < x.plan.stages[s].parallelism; ++i) local += x.local(s, i);
-    auto driver = x.sys->spawn(node_driver, out, opts.id, local);
-    x.actors.push_back(driver);
-    x.sender.resize(x.channels.size());
-    x.inbound.resize(x.channels.size());
+    const detail::placement where{x.placement, x.self};
+    x.driver = x.sys->spawn(node_driver, out, opts.id, where.local_instances());
     x.expected_seq.assign(x.channels.size(), 0);
-
-    // channels are numbered by (stage, instance, output slot): the first one of each instance
-    std::vector<std::vector<std::uint32_t>> first(x.plan.stages.size());
-    for (std::uint32_t s = 0; s < x.plan.stages.size(); ++s) first[s].assign(x.plan.stages[s].parallelism, 0);
-    for (std::uint32_t c = 0; c < x.channels.size(); ++c)
-      if (x.channels[c].out_slot == 0) first[x.channels[c].from_stage][x.channels[c].from_instance] = c;
-    std::vector<std::vector<caf::actor>> stages(x.plan.stages.size());
-    for (auto s = x.plan.stages.size(); s-- > 0;) {
-      stages[s].resize(x.plan.stages[s].parallelism);
-      for (std::uint32_t i = 0; i < x.plan.stages[s].parallelism; ++i) {
-        if (!x.local(s, i)) continue;
-        auto setup = detail::make_stage_setup(g, x.plan, x.wiring, static_cast<std::uint32_t>(s), i, x.opts);
-        setup.driver = driver;
-        const auto& outs = x.wiring.outputs[s][i];
-        for (std::uint32_t k = 0; k < outs.size(); ++k) {
-          auto c = first[s][i] + k;
-          auto to = outs[k].to;
-          if (x.local(to.stage, to.instance)) {
-            setup.outputs.push_back({stages[to.stage][to.instance], outs[k].slot});
-          } else {
-            auto proxy = net::spawn_outbound(*x.sys, out, c, x.node_of(to.stage, to.instance),
-                                             x.channels[c].producer->outputs[0].codec);
-            x.actors.push_back(proxy);
-            setup.outputs.push_back({proxy, outs[k].slot});
-          }
-        }
-        bool is_source = setup.source != nullptr || setup.input_ports.empty();
-        stages[s][i] = detail::spawn_stage(*x.sys, std::move(setup));
-        x.actors.push_back(stages[s][i]);
-        if (is_source) x.sources.push_back(stages[s][i]);
-        for (std::uint32_t k = 0; k < outs.size(); ++k) x.sender[first[s][i] + k] = stages[s][i];
-      }
-    }
-    for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
-      const auto& ch = x.channels[c];
-      if (!x.local(ch.to_stage, ch.to_instance) || x.local(ch.from_stage, ch.from_instance)) continue;
-      x.inbound[c] = net::spawn_inbound(*x.sys, out, c, x.node_of(ch.from_stage, ch.from_instance),
-                                        stages[ch.to_stage][ch.to_instance]);
-      x.actors.push_back(x.inbound[c]);
-    }
+    detail::remote_channels remote;
+    remote.outbound = [&](std::uint32_t c, std::uint32_t peer, const batch_codec* codec) {
+      return net::spawn_outbound(*x.sys, out, c, peer, codec);
+    };
+    remote.inbound = [&](std::uint32_t c, std::uint32_t peer, caf::actor receiver) {
+      return net::spawn_inbound(*x.sys, out, c, peer, std::move(receiver));
+    };
+    x.stages = std::make_unique<detail::deployment_actors>(*x.sys, g, x.plan, x.wiring, where,
+                                                           x.opts, x.driver, &remote);
   }
 
   // ---- data ----------------------------------------------------------------------------------
@@ -432,15 +389,17 @@ struct node_server::impl {
       }
     }
     if (credit) {
-      if (!x.sender[c]) {
+      const auto& sender = x.stages->senders()[c];
+      if (!sender) {
         bad_frame(payload, "credit for channel " + std::to_string(c) + ", which has no sender here");
         return;
       }
       ++status.frames_in;
-      caf::anon_send(x.sender[c], detail::credit_msg{ch.out_slot, f.credit()});
+      caf::anon_send(sender, detail::credit_msg{ch.out_slot, f.credit()});
       return;
     }
-    if (!x.inbound[c]) {
+    const auto& inbound = x.stages->inbound()[c];
+    if (!inbound) {
       bad_frame(payload, "data for channel " + std::to_string(c) + ", which has no receiver here");
       return;
     }
@@ -456,7 +415,7 @@ struct node_server::impl {
         batch_ptr b;
         try {
           const auto* p = f.payload();
-          b = ch.producer->outputs[0].codec->decode_values(p ? p->data() : nullptr, p ? p->size() : 0);
+          b = ch.output().codec->decode_values(p ? p->data() : nullptr, p ? p->size() : 0);
         } catch (const wire_error& e) {
           bad_frame(payload, "channel " + std::to_string(c) + ": " + e.what());
           return;
@@ -468,18 +427,18 @@ struct node_server::impl {
         }
         if (f.times()) b->times.assign(f.times()->begin(), f.times()->end());
         if (f.hashes()) b->hashes.assign(f.hashes()->begin(), f.hashes()->end());
-        caf::anon_send(x.inbound[c], detail::data_msg{ch.in_slot, 0, detail::batch_holder{std::move(b)}});
+        caf::anon_send(inbound, detail::data_msg{ch.in_slot, 0, detail::batch_holder{std::move(b)}});
         ++status.batch_frames_in;
         status.batch_bytes_in += payload.size();
         break;
       }
       case wire::FrameKind::watermark:
-        caf::anon_send(x.inbound[c], k{ch.in_slot, k::watermark, f.watermark()});
+        caf::anon_send(inbound, k{ch.in_slot, k::watermark, f.watermark()});
         break;
-      case wire::FrameKind::idle: caf::anon_send(x.inbound[c], k{ch.in_slot, k::idle, 0}); break;
-      case wire::FrameKind::active: caf::anon_send(x.inbound[c], k{ch.in_slot, k::active, 0}); break;
+      case wire::FrameKind::idle: caf::anon_send(inbound, k{ch.in_slot, k::idle, 0}); break;
+      case wire::FrameKind::active: caf::anon_send(inbound, k{ch.in_slot, k::active, 0}); break;
       case wire::FrameKind::eos:
-        caf::anon_send(x.inbound[c], k{ch.in_slot, k::eos, end_of_time});
+        caf::anon_send(inbound, k{ch.in_slot, k::eos, end_of_time});
         break;
       default:
         bad_frame(payload, std::string{"unsupported frame kind "} + wire::EnumNameFrameKind(f.kind()));

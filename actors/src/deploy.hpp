@@ -1,0 +1,70 @@
+// The one path from a compiled plan to running stage actors: the embedded runtime deploys every
+// instance in its process, a node deploys the instances its placement names and puts proxies on
+// channels to other nodes. Recovery and replica placement belong here too.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "wiring.hpp"
+
+namespace tidemark::detail {
+
+/// Proxies for channels whose other end runs on another node (absent when everything is local).
+/// Channels are numbered by sending stage, instance and output slot (net::enumerate_channels).
+struct remote_channels {
+  /// Stands in for the receiver of channel `c` on node `peer`; encodes with `codec`.
+  std::function<caf::actor(std::uint32_t c, std::uint32_t peer, const batch_codec* codec)> outbound;
+  /// Stands in for the sender of channel `c` on node `peer`; forwards to the local `receiver`.
+  std::function<caf::actor(std::uint32_t c, std::uint32_t peer, caf::actor receiver)> inbound;
+};
+
+/// Which node runs each stage instance, and which node this process is.
+struct placement {
+  std::vector<std::uint32_t> node_of;  ///< per stage instance, stages in plan order
+  std::uint32_t self = 0;
+
+  /// Every instance of `p` on this node.
+  static placement all_local(const physical_plan& p);
+  /// Stage instances on this node.
+  std::size_t local_instances() const;
+};
+
+/// The stage actors (and proxies) of one job in this process.
+class deployment_actors {
+ public:
+  /// Spawns the local stage instances, receivers before senders, each connected to its local
+  /// receivers or to an outbound proxy, then the inbound proxies; every stage reports done or
+  /// failed to `driver`. On failure (an operator cannot be created) stops what it spawned and
+  /// rethrows.
+  deployment_actors(caf::actor_system& sys, const logical_graph& g, const physical_plan& p,
+                    const wiring& w, const placement& where, const run_options& opts,
+                    caf::actor driver, const remote_channels* remote = nullptr);
+  deployment_actors(const deployment_actors&) = delete;
+  deployment_actors& operator=(const deployment_actors&) = delete;
+
+  /// Starts the sources (and the stages without inputs).
+  void start();
+  /// Stops every actor it spawned and drops its handles.
+  void stop();
+
+  /// The local stage actors (not the proxies).
+  const std::vector<caf::actor>& stages() const noexcept { return stages_; }
+  /// Per channel: the local stage that sends on it (its credit goes there), or null.
+  const std::vector<caf::actor>& senders() const noexcept { return senders_; }
+  /// Per channel: the inbound proxy of a channel from another node to this one, or null.
+  const std::vector<caf::actor>& inbound() const noexcept { return inbound_; }
+
+ private:
+  std::vector<caf::actor> stages_;
+  std::vector<caf::actor> proxies_;
+  std::vector<caf::actor> starters_;
+  std::vector<caf::actor> senders_;
+  std::vector<caf::actor> inbound_;
+};
+
+}  // namespace tidemark::detail

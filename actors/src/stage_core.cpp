@@ -1,0 +1,485 @@
+// The logic of one stage instance (see stage_core.hpp).
+#include "stage_core.hpp"
+
+#include <algorithm>
+#include <exception>
+
+namespace tidemark::detail {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// Thrown through the stage once a user function failed; carries the final message.
+struct operator_failure {
+  std::string what;
+};
+
+}  // namespace
+
+/// The emitter of the operator at one position: its output goes where the plan says.
+class stage_core::operator_output final : public emitter {
+ public:
+  operator_output(stage_core& s, std::size_t pos) : s_(s), pos_(pos) {}
+  void emit_watermark(event_time wm) override { s_.watermark_from(pos_, wm); }
+  void emit_idle(bool idle) override { s_.idle_from(pos_, idle); }
+  void flush() override { s_.flush_outputs(); }
+
+ protected:
+  void emit_on(std::uint32_t port, batch_ptr b) override {
+    if (b && !b->empty()) s_.emit_from(pos_, port, std::move(b));
+  }
+
+ private:
+  stage_core& s_;
+  std::size_t pos_;
+};
+
+stage_core::stage_core(stage_config cfg, stage_io& io) : cfg_(std::move(cfg)), io_(io) {
+  offset_ = cfg_.source ? 1 : 0;
+  for (std::size_t p = 0; p < cfg_.nodes.size(); ++p) {
+    links_.push_back(std::make_unique<operator_output>(*this, p));
+    auto& m = metrics_.operators.emplace_back();
+    m.name = cfg_.nodes[p]->name;
+    m.op = cfg_.nodes[p]->op;
+    m.instance = cfg_.instance;
+  }
+  metrics_.stage = cfg_.stage;
+  metrics_.instance = cfg_.instance;
+  outs_.resize(cfg_.outputs);
+  for (auto& o : outs_) o.credit = cfg_.opts.credit;
+  for (auto port : cfg_.input_ports) ins_.push_back({port});
+  grant_ = std::max<std::uint32_t>(1, cfg_.opts.credit / 2);
+  // one timer per stage, ticking at the shortest period of its operators
+  for (auto& op : cfg_.ops)
+    if (auto p = op->timer_period_ms(); p > 0 && (timer_period_ == 0 || p < timer_period_))
+      timer_period_ = p;
+  build_routes();
+}
+
+stage_core::~stage_core() = default;
+
+// ---- what the shell feeds in -------------------------------------------------------------------
+
+void stage_core::start() {
+  guarded([&] {
+    if (cfg_.source) {
+      call(0, [&] { cfg_.source->open(); });
+      pump();
+    } else if (ins_.empty()) {
+      finish();
+    }
+  });
+}
+
+void stage_core::on_pump() {
+  pump_scheduled_ = false;
+  guarded([&] { pump(); });
+}
+
+void stage_core::on_data(std::uint32_t in, batch_ptr b) {
+  inbox_.push_back({in, std::move(b), signal_kind::watermark, 0});
+  ++queued_;
+  metrics_.max_queued_batches = std::max(metrics_.max_queued_batches, queued_);
+  guarded([&] { drain(); });
+}
+
+void stage_core::on_signal(std::uint32_t in, signal_kind kind, event_time wm) {
+  inbox_.push_back({in, nullptr, kind, wm});
+  guarded([&] { drain(); });
+}
+
+void stage_core::on_credit(std::uint32_t out, std::uint32_t n) {
+  outs_[out].credit += n;
+  guarded([&] {
+    try_send(out);
+    resume();
+  });
+}
+
+void stage_core::on_flush() {
+  flush_scheduled_ = false;
+  guarded([&] {
+    flush_outputs();
+    resume();
+  });
+}
+
+void stage_core::on_wakeup() {
+  guarded([&] {
+    for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p)
+      call(p, [&] { op(p).on_wakeup(*links_[p]); });
+    if (finished_)
+      continue_finish();
+    else
+      resume();
+    after_work();
+  });
+}
+
+void stage_core::on_timer(std::int64_t now_ms) {
+  if (finished_) return;
+  guarded([&] {
+    for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p)
+      if (op(p).timer_period_ms() > 0) call(p, [&] { op(p).on_timer(now_ms, *links_[p]); });
+    after_work();
+  });
+}
+
+void stage_core::set_wakeup(const std::function<void()>& wake) {
+  for (auto& op : cfg_.ops) op->set_wakeup(wake);
+}
+
+// ---- the operator tree -------------------------------------------------------------------------
+
+void stage_core::build_routes() {
+  const auto n = cfg_.nodes.size();
+  routes_.resize(n);
+  readers_.resize(n);
+  signal_outs_.resize(n);
+  idle_outs_.resize(n);
+  auto port_route = [&](std::size_t pos, std::uint32_t port) -> port_readers& {
+    auto& ports = routes_[pos];
+    if (ports.size() <= port) ports.resize(port + 1);
+    return ports[port];
+  };
+  for (std::size_t c = 1; c < n; ++c) {
+    const auto& f = cfg_.tree[c];
+    port_route(f.from, f.port).fused.push_back(static_cast<std::uint32_t>(c));
+    readers_[f.from].push_back(static_cast<std::uint32_t>(c));
+  }
+  for (std::size_t e = 0; e < cfg_.edges.size(); ++e) {
+    const auto& edge = cfg_.edges[e];
+    port_route(edge.from_op, edge.port).edges.push_back(static_cast<std::uint32_t>(e));
+    auto& outs = signal_outs_[edge.from_op];
+    outs.insert(outs.end(), edge.slots.begin(), edge.slots.end());
+  }
+  // operators follow the operator they read, so walking backwards sees every reader first
+  for (auto pos = n; pos-- > 0;) {
+    auto& outs = idle_outs_[pos];
+    outs = signal_outs_[pos];
+    for (auto c : readers_[pos]) outs.insert(outs.end(), idle_outs_[c].begin(), idle_outs_[c].end());
+  }
+}
+
+/// A batch emitted on `port` of the operator at `pos` goes to the fused operators and the output
+/// edges that read that port; a port nobody reads drops it.
+void stage_core::emit_from(std::size_t pos, std::uint32_t port, batch_ptr b) {
+  auto& m = metrics_.operators[pos];
+  m.events_out += b->size();
+  ++m.batches_out;
+  if (port >= routes_[pos].size()) return;
+  const auto& r = routes_[pos][port];
+  // every reader but the last gets a copy (fusion makes a single reader the common case)
+  auto left = r.fused.size() + r.edges.size();
+  auto take = [&] { return --left == 0 ? std::move(b) : b->clone(); };
+  for (auto c : r.fused) deliver(c, 0, take());
+  for (auto e : r.edges) route(e, take());
+}
+
+/// Signals hold for every port: they reach every fused reader and every output edge of `pos`.
+void stage_core::watermark_from(std::size_t pos, event_time wm) {
+  for (auto c : readers_[pos]) call(c, [&] { op(c).on_watermark(wm, *links_[c]); });
+  for (auto o : signal_outs_[pos]) signal(o, signal_kind::watermark, wm);
+}
+
+/// Operators do not handle idleness, so it passes through the fused readers of `pos`: every output
+/// below `pos` in the tree learns it.
+void stage_core::idle_from(std::size_t pos, bool idle) {
+  for (auto k : idle_outs_[pos]) {
+    auto& o = outs_[k];
+    if (o.idle == idle) continue;
+    o.idle = idle;
+    signal(k, idle ? signal_kind::idle : signal_kind::active, 0);
+  }
+}
+
+void stage_core::deliver(std::size_t pos, std::size_t input, batch_ptr b) {
+  auto& m = metrics_.operators[pos];
+  m.events_in += b->size();
+  ++m.batches_in;
+  call(pos, [&] { op(pos).process(input, std::move(b), *links_[pos]); });
+}
+
+template <class F>
+void stage_core::call(std::size_t pos, F&& f) {
+  try {
+    f();
+  } catch (const operator_failure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw operator_failure{failure_text(pos, e.what())};
+  } catch (...) {
+    throw operator_failure{failure_text(pos, "unknown exception")};
+  }
+}
+
+/// Runs one call from the shell; a failure ends the stage and is reported.
+template <class F>
+void stage_core::guarded(F&& f) {
+  if (failed_ || done_) return;
+  busy_since_ = clock::now();
+  try {
+    f();
+  } catch (const operator_failure& e) {
+    fail(e.what);
+  } catch (const std::exception& e) {
+    fail("stage " + std::to_string(cfg_.stage) + " failed: " + e.what());
+  }
+  if (!done_) metrics_.busy_ns += (clock::now() - busy_since_).count();
+}
+
+std::string stage_core::failure_text(std::size_t pos, const std::string& what) const {
+  return "operator '" + cfg_.nodes[pos]->name + "' (instance " + std::to_string(cfg_.instance) +
+         " of " + std::to_string(cfg_.parallelism) + ") failed: " + what;
+}
+
+void stage_core::fail(std::string what) {
+  failed_ = true;
+  io_.failed(std::move(what));
+}
+
+// ---- inputs and sources ------------------------------------------------------------------------
+
+void stage_core::pump() {
+  if (finished_ || !cfg_.source || blocked() || held()) return;
+  bool more = true;
+  call(0, [&] { more = cfg_.source->pull(cfg_.opts.batch_size, *links_[0]); });
+  if (!more) {
+    watermark_from(0, end_of_time);
+    finish();
+    return;
+  }
+  after_work();
+  if (!blocked() && !held() && !pump_scheduled_) {
+    pump_scheduled_ = true;
+    io_.schedule_pump();
+  }
+}
+
+/// Handles waiting input items while the outputs have room.
+void stage_core::drain() {
+  while (!inbox_.empty() && !blocked() && !finished_) {
+    // A saturated operator takes no more data, but the signals behind data it already holds
+    // (the watermark after the batch that filled an async queue) must reach it.
+    if (inbox_.front().batch && held()) break;
+    auto item = std::move(inbox_.front());
+    inbox_.pop_front();
+    auto& in = ins_[item.slot];
+    if (item.batch) {
+      --queued_;
+      deliver(0, in.port, std::move(item.batch));
+      if (++in.unacked >= grant_) {
+        io_.return_credit(item.slot, in.unacked);
+        in.unacked = 0;
+      }
+      continue;
+    }
+    switch (item.kind) {
+      case signal_kind::watermark: in.wm = std::max(in.wm, item.wm); break;
+      case signal_kind::idle: in.idle = true; break;
+      case signal_kind::active: in.idle = false; break;
+      case signal_kind::eos:
+        in.eos = true;
+        in.wm = end_of_time;
+        break;
+    }
+    advance_inputs();
+  }
+  after_work();
+}
+
+/// Recomputes the input watermark (minimum over active inputs) and the idle status.
+void stage_core::advance_inputs() {
+  event_time low = end_of_time;
+  bool any_active = false;
+  bool all_eos = true;
+  for (auto& in : ins_) {
+    all_eos &= in.eos;
+    if (in.idle && !in.eos) continue;
+    any_active = true;
+    low = std::min(low, in.wm);
+  }
+  if (!any_active) {
+    idle_from(0, true);
+    return;
+  }
+  idle_from(0, false);
+  if (low > input_wm_) {
+    input_wm_ = low;
+    call(0, [&] { op(0).on_watermark(low, *links_[0]); });
+  }
+  if (all_eos) finish();
+}
+
+void stage_core::resume() {
+  if (cfg_.source) {
+    if (!blocked() && !held() && !pump_scheduled_ && !finished_) {
+      pump_scheduled_ = true;
+      io_.schedule_pump();
+    }
+  } else {
+    drain();
+  }
+  maybe_done();
+}
+
+/// After a unit of work: schedule the linger flush for partly filled batches.
+void stage_core::after_work() {
+  if (flush_scheduled_ || eos_sent_) return;
+  for (auto& o : outs_)
+    if (o.buffer) {
+      flush_scheduled_ = true;
+      io_.schedule_flush(cfg_.opts.linger);
+      return;
+    }
+}
+
+// ---- finishing ---------------------------------------------------------------------------------
+
+/// All inputs ended (or the source is exhausted): finish the operators, then end every output.
+void stage_core::finish() {
+  if (finished_) return;
+  finished_ = true;
+  finish_next_ = offset_;
+  continue_finish();
+}
+
+/// Finishes the operators in plan (topological) order; an operator with pending asynchronous work
+/// holds back the rest of the stage and the end of the outputs until a wakeup completes it.
+void stage_core::continue_finish() {
+  while (finish_next_ < cfg_.nodes.size()) {
+    auto p = finish_next_;
+    if (!finish_called_) {
+      finish_called_ = true;
+      call(p, [&] { op(p).finish(*links_[p]); });
+    }
+    if (op(p).pending()) return;
+    ++finish_next_;
+    finish_called_ = false;
+  }
+  if (eos_sent_) return;
+  eos_sent_ = true;
+  for (std::uint32_t o = 0; o < outs_.size(); ++o) signal(o, signal_kind::eos, end_of_time);
+  maybe_done();
+}
+
+/// Done once end-of-stream went out on every output and nothing waits for credit.
+void stage_core::maybe_done() {
+  if (!eos_sent_ || done_ || blocked()) return;
+  done_ = true;
+  for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p) {
+    auto& m = metrics_.operators[p];
+    m.skipped = op(p).skipped;
+    op(p).add_metrics(m.extra);
+  }
+  metrics_.busy_ns += (clock::now() - busy_since_).count();
+  io_.done(std::move(metrics_));
+}
+
+// ---- outputs -----------------------------------------------------------------------------------
+
+bool stage_core::blocked() const {
+  for (auto& o : outs_)
+    if (!o.ready.empty()) return true;
+  return false;
+}
+
+/// An operator of the stage takes no more input for now (async queue or synchronizer full).
+bool stage_core::held() const {
+  for (auto& op : cfg_.ops)
+    if (op->saturated()) return true;
+  return false;
+}
+
+/// Sends `b` over output edge `e`, partitioned as the edge says.
+void stage_core::route(std::size_t e, batch_ptr b) {
+  const auto& edge = cfg_.edges[e];
+  const auto n = edge.slots.size();
+  switch (edge.part) {
+    case partitioning::forward:
+    case partitioning::rebalance:
+      append(edge.slots[n == 1 ? 0 : next_rr(e, n)], std::move(b));
+      break;
+    case partitioning::broadcast:
+      for (std::size_t i = 0; i < n; ++i) append(edge.slots[i], i + 1 == n ? std::move(b) : b->clone());
+      break;
+    case partitioning::key_hash:
+      scatter(edge, std::move(b));
+      break;
+  }
+}
+
+std::size_t stage_core::next_rr(std::size_t edge, std::size_t n) {
+  if (rr_.size() <= edge) rr_.resize(edge + 1, cfg_.instance);
+  return rr_[edge]++ % n;
+}
+
+void stage_core::scatter(const output_edge& edge, batch_ptr b) {
+  const auto n = edge.slots.size();
+  if (n == 1) {
+    append(edge.slots[0], std::move(b));
+    return;
+  }
+  const auto& hashes = b->hashes;
+  targets_.resize(hashes.size());
+  for (std::size_t i = 0; i < hashes.size(); ++i)
+    targets_[i] = static_cast<std::uint32_t>((hashes[i] >> 32) % n);
+  buffers_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& o = outs_[edge.slots[i]];
+    if (!o.buffer) o.buffer = b->make_empty(cfg_.opts.batch_size);
+    buffers_[i] = o.buffer.get();
+  }
+  b->scatter(targets_.data(), buffers_.data());
+  for (std::size_t i = 0; i < n; ++i)
+    if (outs_[edge.slots[i]].buffer->size() >= cfg_.opts.batch_size) seal(edge.slots[i]);
+}
+
+void stage_core::append(std::uint32_t out, batch_ptr b) {
+  auto& o = outs_[out];
+  if (!o.buffer)
+    o.buffer = std::move(b);
+  else
+    o.buffer->append(*b);
+  if (o.buffer->size() >= cfg_.opts.batch_size) seal(out);
+}
+
+/// Moves the partly filled batch to the send queue.
+void stage_core::seal(std::uint32_t out) {
+  auto& o = outs_[out];
+  if (o.buffer && !o.buffer->empty()) o.ready.push_back({std::move(o.buffer)});
+  o.buffer.reset();
+  try_send(out);
+}
+
+/// A partly filled output batch goes out now (after a synchronizer admitted a slice).
+void stage_core::flush_outputs() {
+  for (std::uint32_t o = 0; o < outs_.size(); ++o) seal(o);
+}
+
+/// A signal seals the partly filled batch in front of it: no element emitted after a watermark may
+/// reach the receiver before it (docs/event-time.md). Watermarks are not coalesced either: a
+/// window that sees its end and its end + lateness in one watermark reports one final result
+/// instead of an on-time and a final one, so results would depend on credit and timing.
+void stage_core::signal(std::uint32_t out, signal_kind kind, event_time wm) {
+  seal(out);
+  outs_[out].ready.push_back({nullptr, kind, wm});
+  try_send(out);
+}
+
+void stage_core::try_send(std::uint32_t out) {
+  auto& o = outs_[out];
+  while (!o.ready.empty()) {
+    auto& item = o.ready.front();
+    if (item.batch) {
+      if (o.credit == 0) return;
+      --o.credit;
+      io_.send_batch(out, std::move(item.batch));
+    } else {
+      io_.send_signal(out, item.kind, item.wm);
+    }
+    o.ready.pop_front();
+  }
+}
+
+}  // namespace tidemark::detail

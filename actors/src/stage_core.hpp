@@ -1,0 +1,207 @@
+// The logic of one stage instance without an actor: its operator tree, input channels with credit
+// and watermark alignment, output channels with credit, batching and partitioning, and the finish
+// protocol. A shell (stage_actor, or a test) feeds it messages and timers and carries out what it
+// asks for through stage_io.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tidemark/graph.hpp"
+#include "tidemark/plan.hpp"
+#include "tidemark/runtime.hpp"
+
+namespace tidemark::detail {
+
+/// What travels on a channel besides batches.
+enum class signal_kind : std::uint8_t { watermark, idle, active, eos };
+
+/// Output channels of one stage edge, which carries output `port` of the operator at `from_op`.
+struct output_edge {
+  partitioning part = partitioning::forward;
+  std::uint32_t from_op = 0;
+  std::uint32_t port = 0;
+  std::vector<std::uint32_t> slots;  ///< output slots of the stage instance
+};
+
+/// One stage instance with its operators created.
+struct stage_config {
+  std::uint32_t stage = 0;
+  std::uint32_t instance = 0;
+  std::uint32_t parallelism = 1;
+  std::vector<const logical_node*> nodes;  ///< the stage's operators, in plan order
+  std::vector<fused_operator> tree;        ///< per operator: what it reads within the stage
+  std::unique_ptr<source_logic> source;    ///< set when nodes[0] is a source
+  std::vector<std::unique_ptr<operator_logic>> ops;  ///< one per non-source node, in order
+  std::vector<std::uint32_t> input_ports;  ///< per input slot: input index of the head operator
+  std::uint32_t outputs = 0;               ///< output slots
+  std::vector<output_edge> edges;
+  run_options opts;
+};
+
+/// How a stage_core acts on the world. One call per batch or signal, none per element.
+class stage_io {
+ public:
+  virtual ~stage_io() = default;
+  /// Sends a batch on output slot `out` (the core has taken one credit of that slot).
+  virtual void send_batch(std::uint32_t out, batch_ptr b) = 0;
+  virtual void send_signal(std::uint32_t out, signal_kind kind, event_time wm) = 0;
+  /// Returns `n` credits to the sender of input slot `in`.
+  virtual void return_credit(std::uint32_t in, std::uint32_t n) = 0;
+  /// Calls stage_core::on_flush after `linger`.
+  virtual void schedule_flush(std::chrono::milliseconds linger) = 0;
+  /// Calls stage_core::on_pump soon, after pending messages (a source yields between pulls).
+  virtual void schedule_pump() = 0;
+  /// The stage ended: every output got end-of-stream and every batch was sent.
+  virtual void done(instance_metrics m) = 0;
+  /// An operator failed; the core does nothing more.
+  virtual void failed(std::string what) = 0;
+};
+
+class stage_core {
+ public:
+  stage_core(stage_config cfg, stage_io& io);
+  ~stage_core();
+  stage_core(const stage_core&) = delete;
+  stage_core& operator=(const stage_core&) = delete;
+
+  // ---- what the shell feeds in ---------------------------------------------------------------
+
+  /// Opens the source and starts pulling (or finishes at once a stage without inputs).
+  void start();
+  void on_pump();
+  void on_data(std::uint32_t in, batch_ptr b);
+  void on_signal(std::uint32_t in, signal_kind kind, event_time wm);
+  void on_credit(std::uint32_t out, std::uint32_t n);
+  /// The linger time of a partly filled batch passed.
+  void on_flush();
+  /// An operator has asynchronous completions (operator_logic::on_wakeup).
+  void on_wakeup();
+  /// The operators' timer ticked at `now_ms` (wall clock).
+  void on_timer(std::int64_t now_ms);
+
+  /// The shortest timer period of the operators (0: no timer).
+  std::int64_t timer_period_ms() const noexcept { return timer_period_; }
+  /// Hands operators with asynchronous work the function that schedules on_wakeup.
+  void set_wakeup(const std::function<void()>& wake);
+  /// Every input ended (or the source is exhausted): no timer is needed any more.
+  bool finished() const noexcept { return finished_; }
+  /// done or failed was reported.
+  bool over() const noexcept { return done_ || failed_; }
+
+  /// Batches that arrived and wait for the operators.
+  std::uint64_t queued_batches() const noexcept { return queued_; }
+  /// Credits left on output slot `out`, and items waiting there for credit.
+  std::uint32_t credit(std::uint32_t out) const { return outs_[out].credit; }
+  std::size_t waiting(std::uint32_t out) const { return outs_[out].ready.size(); }
+
+ private:
+  class operator_output;
+  friend class operator_output;
+
+  /// One item that waits on an output slot: a sealed batch, or a signal behind it.
+  struct ready_item {
+    batch_ptr batch;  // null for signals
+    signal_kind kind = signal_kind::watermark;
+    event_time wm = 0;
+  };
+  struct out_state {
+    std::uint32_t credit = 0;
+    bool idle = false;             // the last idle/active signal sent was idle
+    batch_ptr buffer;              // partly filled batch
+    std::deque<ready_item> ready;  // sealed, waiting for credit
+  };
+  struct in_state {
+    std::uint32_t port = 0;
+    event_time wm = start_of_time;
+    bool idle = false;
+    bool eos = false;
+    std::uint32_t unacked = 0;
+  };
+  /// An input item that waits because the outputs are blocked.
+  struct inbox_item {
+    std::uint32_t slot;
+    batch_ptr batch;  // null for signals
+    signal_kind kind;
+    event_time wm;
+  };
+  /// The readers of one output port of one operator.
+  struct port_readers {
+    std::vector<std::uint32_t> fused;  // positions of the fused operators that read it
+    std::vector<std::uint32_t> edges;  // indices into cfg_.edges
+  };
+
+  // the operator tree
+  void build_routes();
+  operator_logic& op(std::size_t pos) { return *cfg_.ops[pos - offset_]; }
+  void emit_from(std::size_t pos, std::uint32_t port, batch_ptr b);
+  void watermark_from(std::size_t pos, event_time wm);
+  void idle_from(std::size_t pos, bool idle);
+  void deliver(std::size_t pos, std::size_t input, batch_ptr b);
+  template <class F>
+  void call(std::size_t pos, F&& f);
+  template <class F>
+  void guarded(F&& f);
+  std::string failure_text(std::size_t pos, const std::string& what) const;
+  void fail(std::string what);
+
+  // inputs and sources
+  void pump();
+  void drain();
+  void advance_inputs();
+  void resume();
+  void after_work();
+
+  // finishing
+  void finish();
+  void continue_finish();
+  void maybe_done();
+
+  // outputs
+  bool blocked() const;
+  bool held() const;
+  void route(std::size_t edge, batch_ptr b);
+  std::size_t next_rr(std::size_t edge, std::size_t n);
+  void scatter(const output_edge& edge, batch_ptr b);
+  void append(std::uint32_t out, batch_ptr b);
+  void seal(std::uint32_t out);
+  void flush_outputs();
+  void signal(std::uint32_t out, signal_kind kind, event_time wm);
+  void try_send(std::uint32_t out);
+
+  stage_config cfg_;
+  stage_io& io_;
+  std::size_t offset_ = 0;  // 1 when nodes[0] is a source (it has no operator_logic)
+  std::vector<std::unique_ptr<operator_output>> links_;
+  std::vector<std::vector<port_readers>> routes_;        // per position, per port
+  std::vector<std::vector<std::uint32_t>> readers_;      // per position: fused readers, any port
+  std::vector<std::vector<std::uint32_t>> signal_outs_;  // per position: its output slots
+  std::vector<std::vector<std::uint32_t>> idle_outs_;    // per position: output slots below it
+  std::vector<out_state> outs_;
+  std::vector<in_state> ins_;
+  std::deque<inbox_item> inbox_;
+  std::vector<std::size_t> rr_;
+  std::vector<std::uint32_t> targets_;
+  std::vector<batch_base*> buffers_;
+  instance_metrics metrics_;
+  std::uint64_t queued_ = 0;
+  std::uint32_t grant_ = 1;
+  std::int64_t timer_period_ = 0;
+  event_time input_wm_ = start_of_time;
+  bool pump_scheduled_ = false;
+  bool flush_scheduled_ = false;
+  bool finished_ = false;
+  std::size_t finish_next_ = 0;  // the position being finished
+  bool finish_called_ = false;   // finish() of finish_next_ has run
+  bool eos_sent_ = false;
+  bool failed_ = false;
+  bool done_ = false;
+  std::chrono::steady_clock::time_point busy_since_;  // start of the call that is running
+};
+
+}  // namespace tidemark::detail

@@ -1,0 +1,197 @@
+// stage_core step by step, without threads or actors: credit, signal order, watermark alignment
+// over several inputs, idleness, end-of-stream behind blocked outputs, and key_hash scatter.
+#define BOOST_TEST_MODULE stage_core
+#include <boost/test/unit_test.hpp>
+
+#include <sstream>
+
+#include "stage_core.hpp"
+
+using namespace tidemark;
+using namespace tidemark::detail;
+
+namespace {
+
+/// Records what the core asks for, one line per request.
+struct recording_io final : stage_io {
+  std::vector<std::string> sent;     ///< "out 0: [1 2]", "out 0: watermark 5", ...
+  std::vector<std::string> credits;  ///< "in 1: 2"
+  int flushes = 0;
+  int pumps = 0;
+  bool is_done = false;
+  std::string failure;
+
+  void send_batch(std::uint32_t out, batch_ptr b) override {
+    std::ostringstream line;
+    line << "out " << out << ": [";
+    const auto& xs = static_cast<batch<int>&>(*b).values;
+    for (std::size_t i = 0; i < xs.size(); ++i) line << (i ? " " : "") << xs[i];
+    line << "]";
+    sent.push_back(line.str());
+  }
+  void send_signal(std::uint32_t out, signal_kind kind, event_time wm) override {
+    static const char* names[] = {"watermark", "idle", "active", "eos"};
+    auto line = "out " + std::to_string(out) + ": " + names[static_cast<int>(kind)];
+    if (kind == signal_kind::watermark) line += " " + std::to_string(wm);
+    sent.push_back(line);
+  }
+  void return_credit(std::uint32_t in, std::uint32_t n) override {
+    credits.push_back("in " + std::to_string(in) + ": " + std::to_string(n));
+  }
+  void schedule_flush(std::chrono::milliseconds) override { ++flushes; }
+  void schedule_pump() override { ++pumps; }
+  void done(instance_metrics) override { is_done = true; }
+  void failed(std::string what) override { failure = std::move(what); }
+
+  /// The lines sent since the last call.
+  std::vector<std::string> take() { return std::exchange(sent, {}); }
+};
+
+/// Passes batches on and records the watermarks it sees.
+struct pass_through final : operator_logic {
+  explicit pass_through(std::vector<event_time>& wms) : wms_(wms) {}
+  void process(std::size_t, batch_ptr in, emitter& out) override { out.emit(std::move(in)); }
+  void on_watermark(event_time wm, emitter& out) override {
+    wms_.push_back(wm);
+    out.emit_watermark(wm);
+  }
+
+ private:
+  std::vector<event_time>& wms_;
+};
+
+batch_ptr ints(std::vector<int> xs, std::vector<std::uint64_t> hashes = {}) {
+  auto b = std::make_unique<batch<int>>(std::move(xs));
+  b->hashes = std::move(hashes);
+  return b;
+}
+
+/// One pass_through operator with `inputs` input slots and one output edge over `outputs` slots.
+struct one_operator_stage {
+  one_operator_stage(std::uint32_t inputs, std::uint32_t outputs, partitioning part,
+                     std::size_t batch_size, std::uint32_t credit) {
+    node.name = "pass";
+    node.op = "pass_through";
+    stage_config cfg;
+    cfg.nodes = {&node};
+    cfg.tree = {{0, 0, 0}};
+    cfg.ops.push_back(std::make_unique<pass_through>(watermarks));
+    cfg.input_ports.assign(inputs, 0);
+    cfg.outputs = outputs;
+    output_edge edge;
+    edge.part = part;
+    for (std::uint32_t o = 0; o < outputs; ++o) edge.slots.push_back(o);
+    cfg.edges = {edge};
+    cfg.opts.batch_size = batch_size;
+    cfg.opts.credit = credit;
+    core = std::make_unique<stage_core>(std::move(cfg), io);
+  }
+
+  logical_node node;
+  std::vector<event_time> watermarks;  ///< what the operator saw
+  recording_io io;
+  std::unique_ptr<stage_core> core;
+};
+
+using lines = std::vector<std::string>;
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(exhausted_credit_stops_draining_until_credit_returns) {
+  one_operator_stage s{1, 1, partitioning::forward, 1, 2};
+  for (int i = 0; i < 4; ++i) s.core->on_data(0, ints({i}));
+  // two credits: two batches out, the third waits for credit, the fourth stays in the inbox
+  BOOST_TEST(s.io.take() == (lines{"out 0: [0]", "out 0: [1]"}));
+  BOOST_TEST(s.core->credit(0) == 0u);
+  BOOST_TEST(s.core->waiting(0) == 1u);
+  BOOST_TEST(s.core->queued_batches() == 1u);
+  // credit goes back upstream per credit/2 batches the operator took
+  BOOST_TEST(s.io.credits == (lines{"in 0: 1", "in 0: 1", "in 0: 1"}));
+  s.core->on_credit(0, 2);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [2]", "out 0: [3]"}));
+  BOOST_TEST(s.core->queued_batches() == 0u);
+  BOOST_TEST(s.io.credits.size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(a_watermark_seals_the_batch_in_front_of_it) {
+  one_operator_stage s{1, 1, partitioning::forward, 100, 8};
+  s.core->on_data(0, ints({1, 2}));
+  BOOST_TEST(s.io.take().empty());  // batching: waits for more or for the linger time
+  BOOST_TEST(s.io.flushes == 1);
+  s.core->on_signal(0, signal_kind::watermark, 5);
+  s.core->on_data(0, ints({3}));
+  s.core->on_signal(0, signal_kind::watermark, 7);
+  s.core->on_signal(0, signal_kind::watermark, 9);
+  s.core->on_data(0, ints({4}));
+  BOOST_TEST(s.io.take() == (lines{"out 0: [1 2]", "out 0: watermark 5", "out 0: [3]",
+                                   "out 0: watermark 7", "out 0: watermark 9"}));
+  s.core->on_flush();
+  BOOST_TEST(s.io.take() == (lines{"out 0: [4]"}));
+}
+
+BOOST_AUTO_TEST_CASE(signals_wait_behind_batches_that_wait_for_credit) {
+  one_operator_stage s{1, 1, partitioning::forward, 1, 1};
+  s.core->on_data(0, ints({1}));
+  s.core->on_data(0, ints({2}));
+  s.core->on_signal(0, signal_kind::watermark, 3);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [1]"}));
+  s.core->on_credit(0, 1);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [2]", "out 0: watermark 3"}));
+}
+
+BOOST_AUTO_TEST_CASE(the_input_watermark_is_the_minimum_over_active_inputs) {
+  one_operator_stage s{2, 1, partitioning::forward, 10, 4};
+  s.core->on_signal(0, signal_kind::watermark, 10);
+  BOOST_TEST(s.watermarks.empty());  // input 1 has no watermark yet
+  s.core->on_signal(1, signal_kind::watermark, 5);
+  BOOST_TEST(s.watermarks == (std::vector<event_time>{5}));
+  // an idle input no longer holds the watermark back
+  s.core->on_signal(1, signal_kind::idle, 0);
+  BOOST_TEST(s.watermarks == (std::vector<event_time>{5, 10}));
+  BOOST_TEST(s.io.take() == (lines{"out 0: watermark 5", "out 0: watermark 10"}));
+  // all inputs idle: the output is idle; one active again: active
+  s.core->on_signal(0, signal_kind::idle, 0);
+  BOOST_TEST(s.io.take() == (lines{"out 0: idle"}));
+  s.core->on_signal(0, signal_kind::active, 0);
+  s.core->on_signal(0, signal_kind::watermark, 12);
+  BOOST_TEST(s.io.take() == (lines{"out 0: active", "out 0: watermark 12"}));
+  // end of stream counts as the end of time, and both ends finish the stage
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  BOOST_TEST(!s.core->finished());
+  s.core->on_signal(1, signal_kind::eos, end_of_time);
+  BOOST_TEST(s.core->finished());
+  BOOST_TEST(s.watermarks.back() == end_of_time);
+  BOOST_TEST(s.io.is_done);
+}
+
+BOOST_AUTO_TEST_CASE(end_of_stream_waits_for_blocked_outputs) {
+  one_operator_stage s{1, 1, partitioning::forward, 1, 1};
+  s.core->on_data(0, ints({1}));
+  s.core->on_data(0, ints({2}));
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [1]"}));
+  BOOST_TEST(!s.core->finished());  // the end-of-stream waits behind the blocked batch
+  BOOST_TEST(!s.io.is_done);
+  s.core->on_credit(0, 1);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [2]", "out 0: watermark " + std::to_string(end_of_time),
+                                   "out 0: eos"}));
+  BOOST_TEST(s.io.is_done);
+}
+
+BOOST_AUTO_TEST_CASE(key_hash_scatters_by_the_high_bits_of_the_hash) {
+  one_operator_stage s{1, 3, partitioning::key_hash, 100, 4};
+  std::vector<int> xs;
+  std::vector<std::uint64_t> hashes;
+  std::vector<std::string> expected(3);
+  for (int i = 0; i < 12; ++i) {
+    auto h = (static_cast<std::uint64_t>(i * 7919) << 32) | 12345u;
+    xs.push_back(i);
+    hashes.push_back(h);
+    auto& e = expected[(h >> 32) % 3];
+    e += (e.empty() ? "" : " ") + std::to_string(i);
+  }
+  s.core->on_data(0, ints(xs, hashes));
+  s.core->on_flush();
+  BOOST_TEST(s.io.take() == (lines{"out 0: [" + expected[0] + "]", "out 1: [" + expected[1] + "]",
+                                   "out 2: [" + expected[2] + "]"}));
+}

@@ -1,0 +1,145 @@
+// The stage actor's channel protocol, run one message at a time by CAF's test_coordinator:
+// credit exhaustion, signal order, and end-of-stream behind blocked outputs.
+#define BOOST_TEST_MODULE stage_protocol
+#include <boost/test/unit_test.hpp>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <caf/send.hpp>
+
+#include "messages.hpp"
+#include "stage_actor.hpp"
+
+using namespace tidemark;
+using namespace tidemark::detail;
+
+namespace {
+
+using lines = std::vector<std::string>;
+
+/// An actor that writes every protocol message it receives as one line.
+caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<lines> log) {
+  return {
+      [log](data_msg& m) {
+        std::string line = "data [";
+        const auto& xs = static_cast<batch<int>&>(*m.batch.ptr).values;
+        for (std::size_t i = 0; i < xs.size(); ++i) line += (i ? " " : "") + std::to_string(xs[i]);
+        log->push_back(line + "]");
+      },
+      [log](signal_msg& m) {
+        static const char* names[] = {"watermark", "idle", "active", "eos"};
+        std::string line = names[static_cast<int>(m.kind)];
+        if (m.kind == signal_kind::watermark) line += " " + std::to_string(m.wm);
+        log->push_back(line);
+      },
+      [log](credit_msg& m) { log->push_back("credit " + std::to_string(m.n)); },
+      [log](done_msg&) { log->push_back("done"); },
+      [log](failed_msg& m) { log->push_back("failed: " + m.what); },
+  };
+}
+
+struct pass_through final : operator_logic {
+  void process(std::size_t, batch_ptr in, emitter& out) override { out.emit(std::move(in)); }
+};
+
+struct testing_config : caf::actor_system_config {
+  testing_config() { set("scheduler.policy", caf::atom("testing")); }
+};
+
+/// upstream -> stage (one pass_through operator) -> downstream; the driver gets done/failed.
+struct fixture {
+  testing_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scheduler::test_coordinator& sched =
+      dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+  std::shared_ptr<lines> upstream_log = std::make_shared<lines>();
+  std::shared_ptr<lines> downstream_log = std::make_shared<lines>();
+  std::shared_ptr<lines> driver_log = std::make_shared<lines>();
+  caf::actor upstream = sys.spawn(recorder, upstream_log);
+  caf::actor downstream = sys.spawn(recorder, downstream_log);
+  caf::actor driver = sys.spawn(recorder, driver_log);
+  logical_node node;
+  caf::actor stage;
+
+  void spawn(std::size_t batch_size, std::uint32_t credit) {
+    node.name = "pass";
+    node.op = "pass_through";
+    stage_setup setup;
+    auto& c = setup.core;
+    c.nodes = {&node};
+    c.tree = {{0, 0, 0}};
+    c.ops.push_back(std::make_unique<pass_through>());
+    c.input_ports = {0};
+    c.outputs = 1;
+    c.edges = {output_edge{partitioning::forward, 0, 0, {0}}};
+    c.opts.batch_size = batch_size;
+    c.opts.credit = credit;
+    setup.outputs = {{downstream, 0}};
+    setup.driver = driver;
+    stage = spawn_stage(sys, std::move(setup));
+    sched.run();
+  }
+
+  void data(std::vector<int> xs) {
+    caf::send_as(upstream, stage,
+                 data_msg{0, 0, batch_holder{std::make_unique<batch<int>>(std::move(xs))}});
+  }
+  void signal(signal_kind k, event_time wm = 0) { caf::send_as(upstream, stage, signal_msg{0, k, wm}); }
+  void credit(std::uint32_t n) { caf::send_as(downstream, stage, credit_msg{0, n}); }
+
+  ~fixture() {
+    for (auto& a : {upstream, downstream, driver, stage}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sched.run();
+  }
+};
+
+const std::string end_watermark = "watermark " + std::to_string(end_of_time);
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(no_batch_goes_out_without_credit, fixture) {
+  spawn(1, 2);
+  for (int i = 0; i < 4; ++i) data({i});
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [0]", "data [1]"}));
+  // the stage took three batches (the third waits for credit), so it returned three credits
+  BOOST_TEST(*upstream_log == (lines{"credit 1", "credit 1", "credit 1"}));
+  credit(1);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [0]", "data [1]", "data [2]"}));
+  credit(5);
+  sched.run();
+  BOOST_TEST(downstream_log->back() == "data [3]");
+  BOOST_TEST(upstream_log->size() == 4u);
+}
+
+BOOST_FIXTURE_TEST_CASE(no_element_overtakes_a_watermark, fixture) {
+  spawn(100, 8);
+  data({1, 2});
+  signal(signal_kind::watermark, 5);
+  data({3});
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [1 2]", "watermark 5"}));
+  // the last batch waits for the linger time
+  BOOST_TEST(sched.has_pending_timeout());
+  sched.trigger_timeouts();
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [1 2]", "watermark 5", "data [3]"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(end_of_stream_waits_behind_blocked_outputs, fixture) {
+  spawn(1, 1);
+  data({1});
+  data({2});
+  signal(signal_kind::eos, end_of_time);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [1]"}));
+  BOOST_TEST(driver_log->empty());  // not done while a batch waits for credit
+  credit(1);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [1]", "data [2]", end_watermark, "eos"}));
+  BOOST_TEST(*driver_log == (lines{"done"}));
+}
