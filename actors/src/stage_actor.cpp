@@ -15,7 +15,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// Thrown through the chain once a user function failed; carries the final message.
+/// Thrown through the stage once a user function failed; carries the final message.
 struct operator_failure {
   std::string what;
 };
@@ -31,6 +31,7 @@ struct out_state {
   caf::actor target;
   std::uint32_t in = 0;
   std::uint32_t credit = 0;
+  bool idle = false;                    // the last idle/active signal sent was idle
   batch_ptr buffer;                     // partly filled batch
   event_time buffered_wm = start_of_time;  // watermark to send right after `buffer`
   std::deque<ready_item> ready;         // sealed, waiting for credit
@@ -56,9 +57,9 @@ struct inbox_item {
 
 class stage_actor;
 
-class chain_link final : public emitter {
+class operator_output final : public emitter {
  public:
-  chain_link(stage_actor& s, std::size_t pos) : s_(s), pos_(pos) {}
+  operator_output(stage_actor& s, std::size_t pos) : s_(s), pos_(pos) {}
   void emit_watermark(event_time wm) override;
   void emit_idle(bool idle) override;
   void flush() override;
@@ -77,7 +78,7 @@ class stage_actor final : public caf::event_based_actor {
       : caf::event_based_actor(cfg), s_(std::move(setup)) {
     offset_ = s_.source ? 1 : 0;
     for (std::size_t p = 0; p < s_.nodes.size(); ++p) {
-      links_.push_back(std::make_unique<chain_link>(*this, p));
+      links_.push_back(std::make_unique<operator_output>(*this, p));
       auto& m = metrics_.operators.emplace_back();
       m.name = s_.nodes[p]->name;
       m.op = s_.nodes[p]->op;
@@ -85,7 +86,8 @@ class stage_actor final : public caf::event_based_actor {
     }
     metrics_.stage = s_.stage;
     metrics_.instance = s_.instance;
-    for (auto& o : s_.outputs) outs_.push_back({o.target, o.in, s_.opts.credit, nullptr, start_of_time, {}});
+    for (auto& o : s_.outputs) outs_.push_back({o.target, o.in, s_.opts.credit, false, nullptr, start_of_time, {}});
+    build_routes();
     for (auto port : s_.input_ports) {
       in_state in;
       in.port = port;
@@ -188,23 +190,27 @@ class stage_actor final : public caf::event_based_actor {
     };
   }
 
-  // ---- chain ---------------------------------------------------------------------------------
+  // ---- the operator tree ---------------------------------------------------------------------
 
-  void emit_from(std::size_t pos, batch_ptr b) {
+  /// A batch emitted on `port` of the operator at `pos` goes to the fused operators and the output
+  /// edges that read that port; a port nobody reads drops it.
+  void emit_from(std::size_t pos, std::uint32_t port, batch_ptr b) {
     auto& m = metrics_.operators[pos];
     m.events_out += b->size();
     ++m.batches_out;
-    if (pos + 1 < s_.nodes.size())
-      deliver(pos + 1, 0, std::move(b));
-    else
-      route(std::move(b));
+    if (port >= routes_[pos].size()) return;
+    const auto& r = routes_[pos][port];
+    // every reader but the last gets a copy (fusion makes a single reader the common case)
+    auto left = r.fused.size() + r.edges.size();
+    auto take = [&] { return --left == 0 ? std::move(b) : b->clone(); };
+    for (auto c : r.fused) deliver(c, 0, take());
+    for (auto e : r.edges) route(e, take());
   }
 
+  /// Signals hold for every port: they reach every fused reader and every output edge of `pos`.
   void watermark_from(std::size_t pos, event_time wm) {
-    if (pos + 1 < s_.nodes.size())
-      call(pos + 1, [&] { op(pos + 1).on_watermark(wm, *links_[pos + 1]); });
-    else
-      for (auto& o : outs_) signal(o, signal_msg::watermark, wm);
+    for (auto c : readers_[pos]) call(c, [&] { op(c).on_watermark(wm, *links_[c]); });
+    for (auto o : signal_outs_[pos]) signal(outs_[o], signal_msg::watermark, wm);
   }
 
   /// A partly filled output batch goes out now (after a synchronizer admitted a slice).
@@ -212,14 +218,50 @@ class stage_actor final : public caf::event_based_actor {
     for (auto& o : outs_) seal(o);
   }
 
-  void idle_from(bool idle) {
-    if (idle == output_idle_) return;
-    output_idle_ = idle;
-    for (auto& o : outs_) signal(o, idle ? signal_msg::idle : signal_msg::active, 0);
+  /// Operators do not handle idleness, so it passes through the fused readers of `pos`: every
+  /// output below `pos` in the tree learns it.
+  void idle_from(std::size_t pos, bool idle) {
+    for (auto k : idle_outs_[pos]) {
+      auto& o = outs_[k];
+      if (o.idle == idle) continue;
+      o.idle = idle;
+      signal(o, idle ? signal_msg::idle : signal_msg::active, 0);
+    }
   }
 
  private:
   operator_logic& op(std::size_t pos) { return *s_.ops[pos - offset_]; }
+
+  /// Where the batches and signals of each operator go, from the stage's tree and edges.
+  void build_routes() {
+    const auto n = s_.nodes.size();
+    routes_.resize(n);
+    readers_.resize(n);
+    signal_outs_.resize(n);
+    idle_outs_.resize(n);
+    auto port_route = [&](std::size_t pos, std::uint32_t port) -> port_readers& {
+      auto& ports = routes_[pos];
+      if (ports.size() <= port) ports.resize(port + 1);
+      return ports[port];
+    };
+    for (std::size_t c = 1; c < n; ++c) {
+      const auto& f = s_.tree[c];
+      port_route(f.from, f.port).fused.push_back(static_cast<std::uint32_t>(c));
+      readers_[f.from].push_back(static_cast<std::uint32_t>(c));
+    }
+    for (std::size_t e = 0; e < s_.edges.size(); ++e) {
+      const auto& edge = s_.edges[e];
+      port_route(edge.from_op, edge.port).edges.push_back(static_cast<std::uint32_t>(e));
+      auto& outs = signal_outs_[edge.from_op];
+      outs.insert(outs.end(), edge.slots.begin(), edge.slots.end());
+    }
+    // positions follow their readers' positions, so walking backwards sees every reader first
+    for (auto pos = n; pos-- > 0;) {
+      auto& outs = idle_outs_[pos];
+      outs = signal_outs_[pos];
+      for (auto c : readers_[pos]) outs.insert(outs.end(), idle_outs_[c].begin(), idle_outs_[c].end());
+    }
+  }
 
   template <class F>
   void call(std::size_t pos, F&& f) {
@@ -331,10 +373,10 @@ class stage_actor final : public caf::event_based_actor {
       low = std::min(low, in.wm);
     }
     if (!any_active) {
-      idle_from(true);
+      idle_from(0, true);
       return;
     }
-    idle_from(false);
+    idle_from(0, false);
     if (low > input_wm_) {
       input_wm_ = low;
       call(0, [&] { op(0).on_watermark(low, *links_[0]); });
@@ -369,7 +411,7 @@ class stage_actor final : public caf::event_based_actor {
     delayed_send(this, std::chrono::milliseconds(timer_period_), timer_atom::value);
   }
 
-  /// All inputs ended (or the source is exhausted): finish the chain, then end every output.
+  /// All inputs ended (or the source is exhausted): finish the operators, then end every output.
   void finish() {
     if (finished_) return;
     finished_ = true;
@@ -377,8 +419,8 @@ class stage_actor final : public caf::event_based_actor {
     continue_finish();
   }
 
-  /// Finishes the operators in chain order; an operator with pending asynchronous work holds
-  /// back the rest of the chain and the end of the outputs until a wakeup completes it.
+  /// Finishes the operators in plan (topological) order; an operator with pending asynchronous
+  /// work holds back the rest of the stage and the end of the outputs until a wakeup completes it.
   void continue_finish() {
     while (finish_next_ < s_.nodes.size()) {
       auto p = finish_next_;
@@ -417,31 +459,29 @@ class stage_actor final : public caf::event_based_actor {
     return false;
   }
 
-  /// An operator of the chain takes no more input for now (async queue or synchronizer full).
+  /// An operator of the stage takes no more input for now (async queue or synchronizer full).
   bool held() const {
     for (auto& op : s_.ops)
       if (op->saturated()) return true;
     return false;
   }
 
-  void route(batch_ptr b) {
-    for (std::size_t e = 0; e < s_.edges.size(); ++e) {
-      const auto& edge = s_.edges[e];
-      auto mine = e + 1 == s_.edges.size() ? std::move(b) : b->clone();
-      const auto n = edge.slots.size();
-      switch (edge.part) {
-        case partitioning::forward:
-        case partitioning::rebalance:
-          append(outs_[edge.slots[n == 1 ? 0 : next_rr(e, n)]], std::move(mine));
-          break;
-        case partitioning::broadcast:
-          for (std::size_t i = 0; i < n; ++i)
-            append(outs_[edge.slots[i]], i + 1 == n ? std::move(mine) : mine->clone());
-          break;
-        case partitioning::key_hash:
-          scatter(edge, std::move(mine));
-          break;
-      }
+  /// Sends `b` over output edge `e`, partitioned as the edge says.
+  void route(std::size_t e, batch_ptr b) {
+    const auto& edge = s_.edges[e];
+    const auto n = edge.slots.size();
+    switch (edge.part) {
+      case partitioning::forward:
+      case partitioning::rebalance:
+        append(outs_[edge.slots[n == 1 ? 0 : next_rr(e, n)]], std::move(b));
+        break;
+      case partitioning::broadcast:
+        for (std::size_t i = 0; i < n; ++i)
+          append(outs_[edge.slots[i]], i + 1 == n ? std::move(b) : b->clone());
+        break;
+      case partitioning::key_hash:
+        scatter(edge, std::move(b));
+        break;
     }
   }
 
@@ -519,9 +559,19 @@ class stage_actor final : public caf::event_based_actor {
     }
   }
 
+  /// The readers of one output port of one operator.
+  struct port_readers {
+    std::vector<std::uint32_t> fused;  // positions of the fused operators that read it
+    std::vector<std::uint32_t> edges;  // indices into s_.edges
+  };
+
   stage_setup s_;
   std::size_t offset_ = 0;
-  std::vector<std::unique_ptr<chain_link>> links_;
+  std::vector<std::unique_ptr<operator_output>> links_;
+  std::vector<std::vector<port_readers>> routes_;               // per position, per port
+  std::vector<std::vector<std::uint32_t>> readers_;      // per position: fused readers, any port
+  std::vector<std::vector<std::uint32_t>> signal_outs_;  // per position: its output slots
+  std::vector<std::vector<std::uint32_t>> idle_outs_;    // per position: output slots below it
   std::vector<out_state> outs_;
   std::vector<in_state> ins_;
   std::deque<inbox_item> inbox_;
@@ -533,11 +583,10 @@ class stage_actor final : public caf::event_based_actor {
   std::uint32_t grant_ = 1;
   std::int64_t timer_period_ = 0;
   event_time input_wm_ = start_of_time;
-  bool output_idle_ = false;
   bool pump_scheduled_ = false;
   bool flush_scheduled_ = false;
   bool finished_ = false;
-  std::size_t finish_next_ = 0;  // the chain position being finished
+  std::size_t finish_next_ = 0;  // the position being finished
   bool finish_called_ = false;   // finish() of finish_next_ has run
   bool eos_sent_ = false;
   bool failed_ = false;
@@ -545,13 +594,12 @@ class stage_actor final : public caf::event_based_actor {
   clock::time_point busy_since_;  // start of the message handler that is running
 };
 
-void chain_link::emit_on(std::uint32_t port, batch_ptr b) {
-  // side outputs are routed once stages carry ports (core-surface work in progress)
-  if (port == 0 && b && !b->empty()) s_.emit_from(pos_, std::move(b));
+void operator_output::emit_on(std::uint32_t port, batch_ptr b) {
+  if (b && !b->empty()) s_.emit_from(pos_, port, std::move(b));
 }
-void chain_link::emit_watermark(event_time wm) { s_.watermark_from(pos_, wm); }
-void chain_link::emit_idle(bool idle) { s_.idle_from(idle); }
-void chain_link::flush() { s_.flush_outputs(); }
+void operator_output::emit_watermark(event_time wm) { s_.watermark_from(pos_, wm); }
+void operator_output::emit_idle(bool idle) { s_.idle_from(pos_, idle); }
+void operator_output::flush() { s_.flush_outputs(); }
 
 }  // namespace
 

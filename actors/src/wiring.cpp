@@ -21,13 +21,15 @@ wiring wire(const physical_plan& p) {
     for (std::uint32_t a = 0; a < senders; ++a) {
       output_edge edge;
       edge.part = e.part;
+      edge.from_op = e.from_op;
+      edge.port = e.port;
       for (std::uint32_t b = 0; b < receivers; ++b) {
         if (one_to_one && a != b) continue;
         auto& ports = w.input_ports[e.to][b];
         auto slot = static_cast<std::uint32_t>(ports.size());
         ports.push_back(e.input);
         edge.slots.push_back(static_cast<std::uint32_t>(w.outputs[e.from][a].size()));
-        w.outputs[e.from][a].push_back({{e.to, b}, slot});
+        w.outputs[e.from][a].push_back({{e.to, b}, slot, e.from_op, e.port});
       }
       w.edges[e.from][a].push_back(std::move(edge));
     }
@@ -56,9 +58,10 @@ stage_setup make_stage_setup(const logical_graph& g, const physical_plan& p, con
   setup.instance = i;
   setup.parallelism = st.parallelism;
   setup.opts = opts;
-  for (auto id : st.chain) {
-    const auto& n = g.node(id);
+  for (const auto& op : st.ops) {
+    const auto& n = g.node(op.node);
     setup.nodes.push_back(&n);
+    setup.tree.push_back(op);
     instance_info info{n.name, i, st.parallelism, opts.batch_size, opts.state_storage};
     if (n.kind == node_kind::source) {
       setup.source = n.make_source(info);

@@ -22,7 +22,9 @@ struct wiring {
   };
   struct out_channel {
     endpoint to;
-    std::uint32_t slot;  ///< the receiver's input slot
+    std::uint32_t slot;     ///< the receiver's input slot
+    std::uint32_t from_op;  ///< the sending operator (position in its stage)
+    std::uint32_t port;     ///< and its output port
   };
   // per stage, per instance: input ports of its slots
   std::vector<std::vector<std::vector<std::uint32_t>>> input_ports;

@@ -12,30 +12,46 @@ std::size_t physical_plan::channel_count() const {
   return n;
 }
 
+namespace {
+
+/// Edges that read output `port` of `id` (a node reading it twice counts twice).
+std::size_t readers(const logical_graph& g, node_id id, std::uint32_t port) {
+  std::size_t n = 0;
+  for (const auto& c : g.nodes())
+    for (const auto& e : c.inputs) n += e.from == id && e.port == port;
+  return n;
+}
+
+}  // namespace
+
 physical_plan compile(const logical_graph& g, const plan_options& opts) {
   physical_plan p;
   auto order = g.topological_order();
   if (!order) return p;
+  // where each node runs: its stage and its position in that stage
   std::vector<std::uint32_t> stage_of(g.nodes().size());
+  std::vector<std::uint32_t> pos_of(g.nodes().size());
   for (auto id : *order) {
     const auto& n = g.node(id);
-    bool fused = false;
     if (opts.fuse && n.inputs.size() == 1) {
       const auto& in = n.inputs[0];
       const auto& up = g.node(in.from);
-      auto& s = p.stages[stage_of[in.from]];
-      fused = in.part == partitioning::forward && up.parallelism == n.parallelism &&
-              up.kind != node_kind::sink && s.chain.back() == in.from && g.consumers(in.from).size() == 1;
-      if (fused) {
-        s.chain.push_back(id);
+      if (!in.feedback && in.part == partitioning::forward && up.parallelism == n.parallelism &&
+          up.kind != node_kind::sink && readers(g, in.from, in.port) == 1) {
+        auto& s = p.stages[stage_of[in.from]];
         stage_of[id] = stage_of[in.from];
+        pos_of[id] = static_cast<std::uint32_t>(s.ops.size());
+        s.ops.push_back({id, pos_of[in.from], in.port});
+        continue;
       }
     }
-    if (fused) continue;
     stage_of[id] = static_cast<std::uint32_t>(p.stages.size());
-    p.stages.push_back({{id}, n.parallelism});
-    for (std::uint32_t i = 0; i < n.inputs.size(); ++i)
-      p.edges.push_back({stage_of[n.inputs[i].from], stage_of[id], i, n.inputs[i].part});
+    pos_of[id] = 0;
+    p.stages.push_back({{{id, 0, 0}}, n.parallelism});
+    for (std::uint32_t i = 0; i < n.inputs.size(); ++i) {
+      const auto& in = n.inputs[i];
+      p.edges.push_back({stage_of[in.from], pos_of[in.from], in.port, stage_of[id], i, in.part});
+    }
   }
   return p;
 }
@@ -48,6 +64,12 @@ std::string describe_op(const logical_node& n) {
   return n.op + ", delayed, concurrency " + std::to_string(n.concurrency);
 }
 
+/// "w" for the main output of w, "w:late" for its side output named "late".
+std::string describe_output(const logical_node& n, std::uint32_t port) {
+  if (port == 0) return n.name;
+  return n.name + ":" + (port < n.outputs.size() ? n.outputs[port].name : std::to_string(port));
+}
+
 }  // namespace
 
 std::string to_text(const logical_graph& g, const physical_plan& p) {
@@ -55,12 +77,22 @@ std::string to_text(const logical_graph& g, const physical_plan& p) {
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const auto& st = p.stages[s];
     out << "stage " << s << " x" << st.parallelism << ": ";
-    for (std::size_t i = 0; i < st.chain.size(); ++i) {
-      const auto& n = g.node(st.chain[i]);
+    for (std::size_t i = 0; i < st.ops.size(); ++i) {
+      const auto& op = st.ops[i];
+      const auto& n = g.node(op.node);
+      // a chain reads as a => b => c; a branch names what it reads
+      if (i > 0 && (op.from + 1 != i || op.port != 0))
+        out << ", " << describe_output(g.node(st.ops[op.from].node), op.port);
       out << (i ? " => " : "") << n.name << " (" << describe_op(n) << ")";
     }
-    for (const auto& e : p.edges)
-      if (e.to == s) out << "  <- stage " << e.from << " [" << to_string(e.part) << "]";
+    for (const auto& e : p.edges) {
+      if (e.to != s) continue;
+      out << "  <- stage " << e.from;
+      const auto& from = p.stages[e.from];
+      if (e.from_op + 1 != from.ops.size() || e.port != 0)
+        out << " " << describe_output(g.node(from.ops[e.from_op].node), e.port);
+      out << " [" << to_string(e.part) << "]";
+    }
     out << '\n';
   }
   out << "(=> fused into one actor per instance; <- channels between stages)\n";
@@ -70,21 +102,31 @@ std::string to_text(const logical_graph& g, const physical_plan& p) {
 std::string to_dot(const logical_graph& g, const physical_plan& p) {
   std::ostringstream out;
   out << "digraph plan {\n  rankdir=LR;\n  node [shape=box];\n";
+  auto port_label = [&](node_id id, std::uint32_t port) {
+    const auto& n = g.node(id);
+    return port < n.outputs.size() ? n.outputs[port].name : std::to_string(port);
+  };
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const auto& st = p.stages[s];
     out << "  subgraph cluster_" << s << " {\n    label=\"stage " << s << " x" << st.parallelism
         << "\";\n";
-    for (auto id : st.chain)
-      out << "    n" << id << " [label=\"" << g.node(id).name << "\\n" << describe_op(g.node(id))
-          << "\"];\n";
-    for (std::size_t i = 1; i < st.chain.size(); ++i)
-      out << "    n" << st.chain[i - 1] << " -> n" << st.chain[i] << " [style=bold];\n";
+    for (const auto& op : st.ops)
+      out << "    n" << op.node << " [label=\"" << g.node(op.node).name << "\\n"
+          << describe_op(g.node(op.node)) << "\"];\n";
+    for (std::size_t i = 1; i < st.ops.size(); ++i) {
+      auto from = st.ops[st.ops[i].from].node;
+      out << "    n" << from << " -> n" << st.ops[i].node << " [style=bold";
+      if (st.ops[i].port != 0) out << ", label=\"" << port_label(from, st.ops[i].port) << "\"";
+      out << "];\n";
+    }
     out << "  }\n";
   }
   for (const auto& e : p.edges) {
-    auto to = p.stages[e.to].chain.front();
-    out << "  n" << p.stages[e.from].chain.back() << " -> n" << to << " [label=\""
-        << to_string(e.part) << "\"];\n";
+    auto from = p.stages[e.from].ops[e.from_op].node;
+    out << "  n" << from << " -> n" << p.stages[e.to].ops.front().node << " [label=\""
+        << to_string(e.part);
+    if (e.port != 0) out << ", " << port_label(from, e.port);
+    out << "\"];\n";
   }
   out << "}\n";
   return out.str();

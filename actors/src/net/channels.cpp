@@ -11,7 +11,7 @@ std::vector<channel> enumerate_channels(const logical_graph& g, const physical_p
       const auto& outs = w.outputs[s][i];
       for (std::uint32_t k = 0; k < outs.size(); ++k)
         result.push_back({s, i, k, outs[k].to.stage, outs[k].to.instance, outs[k].slot,
-                          &g.node(p.stages[s].chain.back())});
+                          &g.node(p.stages[s].ops[outs[k].from_op].node), outs[k].port});
     }
   return result;
 }
@@ -31,8 +31,8 @@ void check_codecs(const std::vector<channel>& chans, const std::vector<std::uint
   for (const auto& c : chans) {
     auto from = placement.at(offsets[c.from_stage] + c.from_instance);
     auto to = placement.at(offsets[c.to_stage] + c.to_instance);
-    if (from == to || c.producer->outputs[0].codec) continue;
-    throw job_error("operator '" + c.producer->name + "' emits " + c.producer->outputs[0].value_type +
+    if (from == to || c.output().codec) continue;
+    throw job_error("operator '" + c.producer->name + "' emits " + c.output().value_type +
                     ", which has no tidemark::codec, but its output goes from node '" + ids[from] +
                     "' to node '" + ids[to] +
                     "': list the type's fields with TIDEMARK_FIELDS(...), specialize "

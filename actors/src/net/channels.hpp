@@ -15,7 +15,10 @@ namespace tidemark::net {
 struct channel {
   std::uint32_t from_stage, from_instance, out_slot;
   std::uint32_t to_stage, to_instance, in_slot;
-  const logical_node* producer;  ///< the tail operator of the sending stage
+  const logical_node* producer;  ///< the operator of the sending stage the channel reads
+  std::uint32_t port;            ///< and the output port it reads
+  /// What the channel carries: value type and codec.
+  const output_port& output() const { return producer->outputs.at(port); }
 };
 
 std::vector<channel> enumerate_channels(const logical_graph& g, const physical_plan& p,

@@ -84,8 +84,8 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
   std::uint32_t next = 0;
   for (const auto& st : p.stages) {
     std::optional<std::uint32_t> pin;
-    for (auto id : st.chain)
-      if (auto it = pinned.find(g.node(id).name); it != pinned.end()) pin = it->second;
+    for (const auto& op : st.ops)
+      if (auto it = pinned.find(g.node(op.node).name); it != pinned.end()) pin = it->second;
     for (std::uint32_t i = 0; i < st.parallelism; ++i)
       placement.push_back(pin ? *pin : next++ % cluster.nodes.size());
   }

@@ -97,9 +97,9 @@ std::string hosted(const logical_graph& g, const physical_plan& p,
     if (mine.empty()) continue;
     std::string list;
     for (auto i : mine) list += (list.empty() ? "" : ", ") + std::to_string(i);
-    for (auto id : st.chain) {
+    for (const auto& op : st.ops) {
       if (!out.empty()) out += ", ";
-      out += g.node(id).name + (mine.size() == 1 ? " (instance " : " (instances ") + list + ")";
+      out += g.node(op.node).name + (mine.size() == 1 ? " (instance " : " (instances ") + list + ")";
     }
   }
   return out.empty() ? "no operators" : out;

@@ -377,7 +377,7 @@ struct node_server::impl {
             setup.outputs.push_back({stages[to.stage][to.instance], outs[k].slot});
           } else {
             auto proxy = net::spawn_outbound(*x.sys, out, c, x.node_of(to.stage, to.instance),
-                                             x.channels[c].producer->outputs[0].codec);
+                                             x.channels[c].output().codec);
             x.actors.push_back(proxy);
             setup.outputs.push_back({proxy, outs[k].slot});
           }
@@ -456,7 +456,7 @@ struct node_server::impl {
         batch_ptr b;
         try {
           const auto* p = f.payload();
-          b = ch.producer->outputs[0].codec->decode_values(p ? p->data() : nullptr, p ? p->size() : 0);
+          b = ch.output().codec->decode_values(p ? p->data() : nullptr, p ? p->size() : 0);
         } catch (const wire_error& e) {
           bad_frame(payload, "channel " + std::to_string(c) + ": " + e.what());
           return;

@@ -1,4 +1,4 @@
-// The physical plan: the logical graph compiled into stages (chains of fused operators that
+// The physical plan: the logical graph compiled into stages (small trees of fused operators that
 // run in one actor per instance), their parallelism, and the edges between stages.
 #pragma once
 
@@ -11,20 +11,35 @@
 namespace tidemark {
 
 struct plan_options {
-  /// Fuse chains of operators joined by forward edges with equal parallelism into one actor.
+  /// Fuse operators joined by forward edges with equal parallelism into one actor.
   bool fuse = true;
 };
 
-/// Operators that run together, one actor per instance.
+/// One operator of a stage and the operator of the same stage it reads from.
+struct fused_operator {
+  node_id node = 0;
+  /// Position in the stage of the operator whose output this one reads, and the output port it
+  /// reads; unused for position 0, the head, which reads the stage's input channels.
+  std::uint32_t from = 0;
+  std::uint32_t port = 0;
+};
+
+/// Operators that run together, one actor per instance: a tree rooted at ops[0] (which may be a
+/// source). A node joins the stage of its input when it has exactly one input, the edge is
+/// forward, the parallelism is equal, the input is not a sink and nothing else reads the same
+/// (operator, port); so a window whose results and late events each have one forward reader
+/// runs with both readers, and no batch is copied.
 struct stage {
-  std::vector<node_id> chain;  ///< in data-flow order; chain[0] may be a source
+  std::vector<fused_operator> ops;  ///< every operator follows the one it reads from
   std::uint32_t parallelism = 1;
 };
 
 struct stage_edge {
-  std::uint32_t from = 0;  ///< stage index
-  std::uint32_t to = 0;    ///< stage index
-  std::uint32_t input = 0;  ///< input index of the receiving operator
+  std::uint32_t from = 0;      ///< stage index
+  std::uint32_t from_op = 0;   ///< position in the sending stage of the operator it reads
+  std::uint32_t port = 0;      ///< the output port of that operator it reads
+  std::uint32_t to = 0;        ///< stage index; the edge feeds that stage's head
+  std::uint32_t input = 0;     ///< input index of the receiving operator
   partitioning part = partitioning::forward;
 };
 
@@ -38,9 +53,12 @@ struct physical_plan {
 /// Compiles a valid graph (see validate) into a physical plan.
 physical_plan compile(const logical_graph& g, const plan_options& opts = {});
 
-/// Human-readable plan: one line per stage with its operators, parallelism and inputs.
+/// Human-readable plan: one line per stage with its operators, parallelism and inputs; an
+/// operator that reads a side output or not the operator before it names what it reads
+/// (`, w:late => late_sink (sink)`).
 std::string to_text(const logical_graph& g, const physical_plan& p);
-/// Graphviz DOT: operators as nodes, fused chains as clusters, edges labelled by partitioning.
+/// Graphviz DOT: operators as nodes, stages as clusters, edges labelled by partitioning (and by
+/// the port when it is a side output).
 std::string to_dot(const logical_graph& g, const physical_plan& p);
 
 /// A forward edge only pairs instance i with instance i when both sides have equal parallelism.

@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(three_nodes_give_the_embedded_results) {
   std::size_t at = 0;
   for (const auto& st : plan.stages) {
     for (std::uint32_t i = 0; i < st.parallelism; ++i, ++at)
-      if (j.graph().node(st.chain[0]).op == "window") window_nodes.insert(placement[at]);
+      if (j.graph().node(st.ops[0].node).op == "window") window_nodes.insert(placement[at]);
   }
   BOOST_TEST(window_nodes.size() == 3u);
 

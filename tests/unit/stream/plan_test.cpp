@@ -15,8 +15,8 @@ BOOST_AUTO_TEST_CASE(forward_chains_fuse_and_key_by_splits_stages) {
   BOOST_TEST(!validate(j.graph()));
   auto p = compile(j.graph());
   BOOST_REQUIRE(p.stages.size() == 2u);
-  BOOST_TEST(p.stages[0].chain.size() == 4u);  // src => m => f => k
-  BOOST_TEST(p.stages[1].chain.size() == 2u);  // agg => sink
+  BOOST_TEST(p.stages[0].ops.size() == 4u);  // src => m => f => k
+  BOOST_TEST(p.stages[1].ops.size() == 2u);  // agg => sink
   BOOST_REQUIRE(p.edges.size() == 1u);
   BOOST_TEST((p.edges[0].part == partitioning::key_hash));
   BOOST_TEST(to_text(j.graph(), p) ==
@@ -37,7 +37,7 @@ BOOST_AUTO_TEST_CASE(parallelism_change_and_fan_out_break_fusion) {
   auto p = compile(j.graph());
   BOOST_TEST(p.stages.size() == 4u);  // src | m | a | b => c: m has two consumers
   BOOST_TEST(p.stages[2].parallelism == 3u);  // a sink takes the parallelism of its input
-  BOOST_TEST(p.stages[3].chain.size() == 2u);
+  BOOST_TEST(p.stages[3].ops.size() == 2u);
   // src(1) -> m(3): forward with different parallelism is all-to-all: 3 channels;
   // m(3) -> a(3): pointwise, 3; m(3) -> b(2): rebalance, 6
   BOOST_TEST(p.channel_count() == 12u);
@@ -78,6 +78,84 @@ BOOST_AUTO_TEST_CASE(key_by_runs_in_its_input_instances) {
   m.key_by([](int x) { return x; }, "k").fold(0, [](int a, int) { return a; }, "agg").count("sink");
   auto p = compile(j.graph());
   BOOST_REQUIRE(p.stages.size() == 3u);       // src | m => k | agg => sink
-  BOOST_TEST(p.stages[1].chain.size() == 2u);  // the hashing is fused with its input
+  BOOST_TEST(p.stages[1].ops.size() == 2u);  // the hashing is fused with its input
   BOOST_TEST(p.stages[1].parallelism == 3u);
+}
+
+namespace {
+
+/// src => w, where w has a main output and a side output "late"; readers are added by the tests.
+logical_graph window_with_late_output() {
+  logical_graph g;
+  logical_node src;
+  src.name = "src";
+  src.op = "source";
+  src.kind = node_kind::source;
+  g.add(src);
+  logical_node w;
+  w.name = "w";
+  w.op = "window";
+  w.inputs = {{0, partitioning::forward}};
+  w.outputs.push_back({"late", nullptr, "int"});
+  g.add(w);
+  return g;
+}
+
+node_id add_sink(logical_graph& g, const std::string& name, node_id from, std::uint32_t port,
+                 partitioning part = partitioning::forward) {
+  logical_node n;
+  n.name = name;
+  n.op = "sink";
+  n.kind = node_kind::sink;
+  n.inputs = {{from, part, false, port}};
+  return g.add(n);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(each_port_with_one_forward_reader_fuses_into_a_tree) {
+  auto g = window_with_late_output();
+  add_sink(g, "results", 1, 0);
+  add_sink(g, "lates", 1, 1);
+  BOOST_REQUIRE(!validate(g));
+  auto p = compile(g);
+  BOOST_REQUIRE(p.stages.size() == 1u);
+  const auto& ops = p.stages[0].ops;
+  BOOST_REQUIRE(ops.size() == 4u);
+  BOOST_TEST(ops[1].node == 1u);
+  BOOST_TEST((ops[2].node == 2u && ops[2].from == 1u && ops[2].port == 0u));
+  BOOST_TEST((ops[3].node == 3u && ops[3].from == 1u && ops[3].port == 1u));
+  BOOST_TEST(p.edges.empty());
+  BOOST_TEST(to_text(g, p) ==
+             "stage 0 x1: src (source) => w (window) => results (sink), w:late => lates (sink)\n"
+             "(=> fused into one actor per instance; <- channels between stages)\n");
+  BOOST_TEST(to_dot(g, p).find("n1 -> n3 [style=bold, label=\"late\"]") != std::string::npos);
+
+  auto unfused = compile(g, {false});
+  BOOST_REQUIRE(unfused.stages.size() == 4u);
+  BOOST_REQUIRE(unfused.edges.size() == 3u);
+  const auto& late = unfused.edges[2];
+  BOOST_TEST((late.from == 1u && late.from_op == 0u && late.port == 1u && late.to == 3u));
+  BOOST_TEST(to_text(g, unfused).find("stage 3 x1: lates (sink)  <- stage 1 w:late [forward]") !=
+             std::string::npos);
+  BOOST_TEST(to_dot(g, unfused).find("n1 -> n3 [label=\"forward, late\"]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_port_with_two_readers_or_a_partitioned_reader_leaves_the_stage) {
+  auto g = window_with_late_output();
+  add_sink(g, "results", 1, 0);
+  add_sink(g, "late_a", 1, 1);
+  add_sink(g, "late_b", 1, 1);
+  add_sink(g, "late_keyed", 1, 1, partitioning::key_hash);
+  auto p = compile(g);
+  // the main output keeps its single reader fused; the late port has three readers
+  BOOST_REQUIRE(p.stages.size() == 4u);
+  BOOST_TEST(p.stages[0].ops.size() == 3u);  // src => w => results
+  BOOST_REQUIRE(p.edges.size() == 3u);
+  for (const auto& e : p.edges) {
+    BOOST_TEST(e.from == 0u);
+    BOOST_TEST(e.from_op == 1u);  // the window, not the stage's last operator
+    BOOST_TEST(e.port == 1u);
+  }
+  BOOST_TEST((p.edges[2].part == partitioning::key_hash));
 }
