@@ -10,6 +10,7 @@
 
 #include "harness.hpp"
 #include "tidemark/job.hpp"
+#include "tidemark/plan.hpp"
 
 using namespace tidemark;
 using tidemark::test::make_batch;
@@ -169,4 +170,12 @@ BOOST_AUTO_TEST_CASE(results_and_late_are_ports_of_the_window_node_so_they_fuse_
       (port_read_by == std::map<std::string, std::uint32_t>{{"results", 0}, {"late", late_port}}));
   for (const auto& n : g.nodes())
     if (n.kind == node_kind::sink) BOOST_TEST(n.parallelism == 2u);
+  // one stage holds the window and both readers: no channel, no copy between them
+  auto p = compile(g);
+  BOOST_REQUIRE(p.stages.size() == 2u);  // source => timestamps => key_by | sums => both sinks
+  std::vector<node_id> window_stage;
+  for (const auto& op : p.stages[1].ops) window_stage.push_back(op.node);
+  std::sort(window_stage.begin(), window_stage.end());
+  BOOST_TEST(window_stage.size() == 3u);
+  BOOST_TEST(window_stage.front() == window.id);
 }
