@@ -134,7 +134,9 @@ class collector {
 /// Wraps `make(const instance_info&)`, which returns the function object of one operator instance:
 /// pass `per_instance(make)` instead of a function to map, filter, flat_map, for_each or a keyed
 /// or window process, so that each parallel instance builds its own state (a parser, a client,
-/// a model) once, from its own instance_info.
+/// a model) once, from its own instance_info. `make` runs once per instance before the instance
+/// starts, maybe on another thread and beside the make of other instances: it should only read
+/// what it captured (or synchronize).
 template <class Make>
 struct instance_factory {
   Make make;
@@ -282,7 +284,7 @@ class flat_map_logic final : public collecting_logic {
     collector<U> c{result->values, &side_};
     const bool timed = !src.times.empty();
     for (std::size_t i = 0; i < src.values.size(); ++i) {
-      if (timed) side_.set_time(src.times[i]);
+      side_.set_time(timed ? std::optional<event_time>{src.times[i]} : std::nullopt);
       emit_guarded(result->values, side_, [&] { f_(src.values[i], c); });
       if (timed) result->times.resize(result->values.size(), src.times[i]);
     }
@@ -384,7 +386,7 @@ class keyed_process_logic final : public collecting_logic {
     collector<Out> c{result->values, &side_};
     const bool timed = !b.times.empty();
     for (std::size_t i = 0; i < b.values.size(); ++i) {
-      if (timed) side_.set_time(b.times[i]);
+      side_.set_time(timed ? std::optional<event_time>{b.times[i]} : std::nullopt);
       emit_guarded(result->values, side_, [&] {
         const K k = key_(b.values[i]);
         auto [state, added] = states_.find_or_add(b.hashes[i], k);
