@@ -94,7 +94,7 @@ struct average {
   }
 };
 using fn_type = ops::process_function<reading, int, average>;
-using output = window_output<int, double, reading>;
+using result = window_result<int, double>;
 
 struct cleanup_options {
   event_time window_ms = 20'000;
@@ -122,10 +122,10 @@ cleanup_run run_cleanup(const cleanup_options& o, window_config cfg) {
       "average");
   struct sink final : emitter {
     cleanup_run* r;
-    void emit_on(std::uint32_t, batch_ptr b) override {
-      for (const auto& o : static_cast<batch<output>&>(*b).values)
-        if (auto* res = std::get_if<0>(&o); res && res->final)
-          r->finals[{res->window.start, res->key}] = res->value;
+    void emit_on(std::uint32_t port, batch_ptr b) override {
+      if (port != 0) return;  // late events
+      for (const auto& res : static_cast<batch<result>&>(*b).values)
+        if (res.final) r->finals[{res.window.start, res.key}] = res.value;
     }
     void emit_watermark(event_time) override {}
     void emit_idle(bool) override {}

@@ -4,6 +4,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <string>
 
 #include "tidemark/runtime.hpp"
@@ -39,6 +41,30 @@ BOOST_AUTO_TEST_CASE(files_and_bad_input) {
   BOOST_TEST(*std::min_element(times.values().begin(), times.values().end()) == 1422748800000LL);
 }
 
+BOOST_AUTO_TEST_CASE(side_outputs) {
+  //! [side_outputs]
+  const tidemark::output_tag<std::string> bad_lines{"bad-lines"};  // port 1 of the operator
+  tidemark::job job{"side_outputs"};
+  auto parsed = job.from_container(std::vector<std::string>{"12", "x7", "30"})
+                    .flat_map<long>(
+                        [bad_lines](const std::string& line, tidemark::collector<long>& out) {
+                          if (line.find_first_not_of("0123456789") == std::string::npos)
+                            out(std::stol(line));
+                          else
+                            out.side(bad_lines, line);  // keeps the element's event time
+                        },
+                        "parse");
+  auto numbers = parsed.collect();
+  auto rejected = parsed.side_output(bad_lines).collect();
+  tidemark::run(job);
+  // numbers.values(): 12 and 30; rejected.values(): "x7"
+  //! [side_outputs]
+  auto got = numbers.values();
+  std::sort(got.begin(), got.end());
+  BOOST_TEST(got == (std::vector<long>{12, 30}));
+  BOOST_TEST(rejected.values() == std::vector<std::string>{"x7"});
+}
+
 BOOST_AUTO_TEST_CASE(keyed_state) {
   //! [keyed_state]
   struct reading {
@@ -69,6 +95,59 @@ BOOST_AUTO_TEST_CASE(keyed_state) {
   BOOST_TEST(running_max.values().size() == 6u);
   auto counts = readings_per_sensor.values();
   BOOST_TEST(std::count(counts.begin(), counts.end(), std::pair<std::string, int>{"a", 3}) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(keyed_process) {
+  //! [keyed_process]
+  struct reading {
+    std::string sensor;
+    double celsius;
+  };
+  struct trend {  // one per sensor, kept in place between its readings
+    int rising = 0;
+    double last = 0;
+  };
+  tidemark::job job{"keyed_process"};
+  auto alerts =
+      job.from_container(std::vector<reading>{{"a", 20}, {"a", 21}, {"b", 5}, {"a", 23}, {"a", 22}})
+          .key_by([](const reading& r) { return r.sensor; })
+          .process<std::string>(
+              [] { return trend{}; },  // the state of a new key
+              [](trend& t, const reading& r, tidemark::collector<std::string>& out) {
+                t.rising = r.celsius > t.last ? t.rising + 1 : 0;
+                t.last = r.celsius;
+                if (t.rising == 3) out(r.sensor + " rose three times");
+              },
+              "rising")
+          .collect();
+  tidemark::run(job);
+  // alerts.values(): "a rose three times" (at 23; b has one reading)
+  //! [keyed_process]
+  BOOST_TEST(alerts.values() == std::vector<std::string>{"a rose three times"});
+}
+
+BOOST_AUTO_TEST_CASE(per_instance_and_sinks) {
+  //! [per_instance_and_sinks]
+  tidemark::job job{"per_instance"};
+  auto words = job.from_container(std::vector<std::string>{"a", "bb", "ccc"});
+  // Each instance builds its own function object (a client, a parser with its buffers) once.
+  auto labelled = words
+                      .map(tidemark::per_instance([](const tidemark::instance_info& info) {
+                             return [prefix = "#" + std::to_string(info.index) +
+                                              " "](const std::string& w) { return prefix + w; };
+                           }),
+                           "label")
+                      .parallelism(2);
+  // A user sink: make returns a function, or a std::unique_ptr<tidemark::operator_logic> for
+  // sinks that flush at the end or report metrics.
+  auto letters = std::make_shared<std::atomic<std::size_t>>(0);
+  labelled.sink("count_letters", [letters](const tidemark::instance_info&) {
+    return [letters](const std::string& w) { *letters += w.size(); };
+  });
+  tidemark::run(job);
+  // *letters == 15: "#0 " or "#1 " before each of the 6 letters
+  //! [per_instance_and_sinks]
+  BOOST_TEST(letters->load() == 15u);
 }
 
 BOOST_AUTO_TEST_CASE(shapes_and_plans) {

@@ -275,37 +275,54 @@ class stream {
     return s;
   }
 
+  /// Adds `f(const T&) -> U` per element. `f` may be per_instance(make): each instance runs the
+  /// function object its make(info) returns.
   template <class F>
   auto map(F f, std::string name = "") const {
-    static_assert(std::is_invocable_v<F&, const T&>,
-                  "map(f): f must be callable as f(const T&) with the stream's element type T");
-    using U = std::decay_t<std::invoke_result_t<F&, const T&>>;
+    using Fn = detail::instance_fn_t<F>;
+    static_assert(std::is_invocable_v<Fn&, const T&>,
+                  "map(f): f (or what per_instance's make returns) must be callable as f(const T&) "
+                  "with the stream's element type T");
+    using U = std::decay_t<std::invoke_result_t<Fn&, const T&>>;
     static_assert(!std::is_void_v<U>,
                   "map(f): f must return the new element; use a sink for side effects");
-    return then<U>("map", std::move(name), [f](const instance_info&) {
-      return std::make_unique<ops::map_logic<T, U, F>>(f);
+    return then<U>("map", std::move(name), [f](const instance_info& info) {
+      return std::make_unique<ops::map_logic<T, U, Fn>>(detail::instance_fn<F>::make(f, info));
     });
   }
 
+  /// Keeps the elements for which `f(const T&)` is true (f may be per_instance(make)).
   template <class F>
   stream<T> filter(F f, std::string name = "") const {
-    static_assert(std::is_invocable_v<F&, const T&>,
-                  "filter(f): f must be callable as f(const T&) with the stream's element type T");
-    static_assert(std::is_convertible_v<std::invoke_result_t<F&, const T&>, bool>,
+    using Fn = detail::instance_fn_t<F>;
+    static_assert(std::is_invocable_v<Fn&, const T&>,
+                  "filter(f): f (or what per_instance's make returns) must be callable as "
+                  "f(const T&) with the stream's element type T");
+    static_assert(std::is_convertible_v<std::invoke_result_t<Fn&, const T&>, bool>,
                   "filter(f): f must return bool (true keeps the element)");
-    return then<T>("filter", std::move(name), [f](const instance_info&) {
-      return std::make_unique<ops::filter_logic<T, F>>(f);
+    return then<T>("filter", std::move(name), [f](const instance_info& info) {
+      return std::make_unique<ops::filter_logic<T, Fn>>(detail::instance_fn<F>::make(f, info));
     });
   }
 
-  /// f(const T&, collector<U>&) emits any number of U per element.
+  /// `f(const T&, collector<U>&)` emits any number of U per element, and side outputs with
+  /// `collector::side(tag, x)` (read them with side_output(tag)). f may be per_instance(make).
   template <class U, class F>
   stream<U> flat_map(F f, std::string name = "") const {
-    static_assert(std::is_invocable_v<F&, const T&, collector<U>&>,
-                  "flat_map<U>(f): f must be callable as f(const T&, tidemark::collector<U>&)");
-    return then<U>("flat_map", std::move(name), [f](const instance_info&) {
-      return std::make_unique<ops::flat_map_logic<T, U, F>>(f);
+    using Fn = detail::instance_fn_t<F>;
+    static_assert(std::is_invocable_v<Fn&, const T&, collector<U>&>,
+                  "flat_map<U>(f): f (or what per_instance's make returns) must be callable as "
+                  "f(const T&, tidemark::collector<U>&)");
+    return then<U>("flat_map", std::move(name), [f](const instance_info& info) {
+      return std::make_unique<ops::flat_map_logic<T, U, Fn>>(detail::instance_fn<F>::make(f, info));
     });
+  }
+
+  /// The side output `tag` of the operator that produces this stream: what its function emitted
+  /// with `collector::side(tag, x)` (or its logic on port tag.port()), with event times.
+  template <class U>
+  stream<U> side_output(const output_tag<U>& tag) const {
+    return stream<U>{job_, id_, partitioning::forward, tag.port(), tag.name()};
   }
 
   /// Sets each element's event time to `ts(const T&)` and generates watermarks per `strategy`
@@ -380,13 +397,43 @@ class stream {
     return result;
   }
 
+  /// Calls `f(const T&)` for every element (f may be per_instance(make); instances run in
+  /// parallel, so a shared f must be thread-safe).
   template <class F>
   void for_each(F f, std::string name = "") const {
-    static_assert(std::is_invocable_v<F&, const T&>,
-                  "for_each(f): f must be callable as f(const T&)");
-    then_sink("for_each", std::move(name), [f](const instance_info&) {
-      return std::make_unique<ops::for_each_sink<T, F>>(f);
+    using Fn = detail::instance_fn_t<F>;
+    static_assert(
+        std::is_invocable_v<Fn&, const T&>,
+        "for_each(f): f (or what per_instance's make returns) must be callable as f(const T&)");
+    then_sink("for_each", std::move(name), [f](const instance_info& info) {
+      return std::make_unique<ops::for_each_sink<T, Fn>>(detail::instance_fn<F>::make(f, info));
     });
+  }
+
+  /// Ends the stream in a user sink named by `op` (plans and metrics show it). `make(const
+  /// instance_info&)` is called once per instance and returns either a std::unique_ptr to an
+  /// operator_logic (process() gets batch<T>; finish() runs when the input ended; add_metrics()
+  /// reports), or a function object called as f(const T&) per element.
+  template <class Make>
+  void sink(std::string op, Make make, std::string name = "") const {
+    static_assert(std::is_invocable_v<const Make&, const instance_info&>,
+                  "sink(op, make): make must be callable as make(const tidemark::instance_info&)");
+    using R = std::invoke_result_t<const Make&, const instance_info&>;
+    if constexpr (std::is_convertible_v<R, std::unique_ptr<operator_logic>>) {
+      then_sink(std::move(op), std::move(name),
+                [make](const instance_info& info) -> std::unique_ptr<operator_logic> {
+                  return make(info);
+                });
+    } else {
+      using Fn = std::decay_t<R>;
+      static_assert(
+          std::is_invocable_v<Fn&, const T&>,
+          "sink(op, make): make must return std::unique_ptr<tidemark::operator_logic> or a "
+          "function object callable as f(const T&) with the stream's element type T");
+      then_sink(std::move(op), std::move(name), [make](const instance_info& info) {
+        return std::make_unique<ops::for_each_sink<T, Fn>>(make(info));
+      });
+    }
   }
 
   /// Prints one line per element to standard output (needs operator<<).
@@ -434,20 +481,34 @@ class stream {
   template <class>
   friend class feedback_loop;
 
-  stream(job j, node_id id, partitioning next = partitioning::forward)
-      : job_(std::move(j)), id_(id), next_(next) {
+  /// The stream on output `port` of operator `id`; `port_name` names a side output (port >= 1).
+  stream(job j, node_id id, partitioning next = partitioning::forward, std::uint32_t port = 0,
+         std::string port_name = "main")
+      : job_(std::move(j)), id_(id), next_(next), port_(port) {
     // whether this stream crosses a process boundary is decided at deployment (placement comes
     // from the cluster file), so the codec is looked up here and checked there
-    auto& out = node().outputs[0];
+    auto& outputs = node().outputs;
+    if (outputs.size() <= port) outputs.resize(port + 1, output_port{"unused", nullptr, ""});
+    auto& out = outputs[port];
+    auto type = detail::demangle(typeid(T).name());
     if (out.value_type.empty()) {
+      out.name = std::move(port_name);
       out.codec = batch_codec_for<T>();
-      out.value_type = detail::demangle(typeid(T).name());
+      out.value_type = std::move(type);
+    } else if (out.value_type != type || (port > 0 && out.name != port_name)) {
+      throw job_error("operator '" + node().name + "': output port " + std::to_string(port) +
+                      " is '" + out.name + "' carrying " + out.value_type + ", not '" + port_name +
+                      "' carrying " + type + ": give each side output of an operator its own port");
     }
   }
 
   logical_node& node() { return job_.state_->graph.node(id_); }
-  logical_edge edge() const { return {id_, next_}; }
-  stream with_partitioning(partitioning p) const { return stream{job_, id_, p}; }
+  logical_edge edge() const { return {id_, next_, false, port_}; }
+  stream with_partitioning(partitioning p) const {
+    stream s{*this};
+    s.next_ = p;
+    return s;
+  }
 
   template <class U, class Make>
   stream<U> then(std::string op, std::string name, Make make) const {
@@ -472,6 +533,7 @@ class stream {
   mutable job job_;  // shares the job's state
   node_id id_;
   partitioning next_;
+  std::uint32_t port_ = 0;  // the output port of id_ this stream reads
 };
 
 /// A stream partitioned by key K (computed by KeyFn); keyed operators keep state per key.
@@ -501,6 +563,34 @@ class keyed_stream {
                   "window(a): a must be tumbling(...), sliding(...), session(...), "
                   "count_tumbling(...) or count_sliding(...)");
     return {*this, std::move(a)};
+  }
+
+  /// Per-key state: `f(State& state, const T& x, collector<Out>& out)` runs for every element with
+  /// its key's state, made by `make_state()` or `make_state(const K&)` on the key's first element,
+  /// and emits any number of Out (and side outputs). f may be per_instance(make). The state stays
+  /// in the instance that owns the key, in place: no allocation per element.
+  template <class Out, class MakeState, class F>
+  stream<Out> process(MakeState make_state, F f, std::string name = "") const {
+    constexpr bool by_key = std::is_invocable_v<const MakeState&, const K&>;
+    static_assert(by_key || std::is_invocable_v<const MakeState&>,
+                  "process<Out>(make_state, f): make_state must be callable as make_state() or "
+                  "make_state(const K& key) and return the initial state of a key");
+    using State = std::decay_t<
+        typename std::conditional_t<by_key, std::invoke_result<const MakeState&, const K&>,
+                                    std::invoke_result<const MakeState&>>::type>;
+    static_assert(!std::is_void_v<State> && std::is_default_constructible_v<State> &&
+                      std::is_move_assignable_v<State>,
+                  "process<Out>(make_state, f): the state type must be default-constructible and "
+                  "move-assignable (keyed state lives in a table of slots)");
+    using Fn = detail::instance_fn_t<F>;
+    static_assert(std::is_invocable_v<Fn&, State&, const T&, collector<Out>&>,
+                  "process<Out>(make_state, f): f (or what per_instance's make returns) must be "
+                  "callable as f(State& state, const T& element, tidemark::collector<Out>& out)");
+    return keyed_then<Out>(
+        "keyed_process", std::move(name), [key = key_, make_state, f](const instance_info& info) {
+          return std::make_unique<ops::keyed_process_logic<T, K, Out, KeyFn, State, MakeState, Fn>>(
+              key, make_state, detail::instance_fn<F>::make(f, info));
+        });
   }
 
   /// Running fold per key: emits (key, acc = f(acc, x)) for each element; acc starts at `init`.
@@ -602,18 +692,23 @@ class windowed_stream {
   }
 
   /// Full-window function `f(const K&, const window_id&, window_events<T>&) -> R`, called with
-  /// all events of the (window, key) each time it fires.
+  /// all events of the (window, key) each time it fires (f may be per_instance(make)).
   template <class F>
   auto process(F f, std::string name = "") const {
-    static_assert(std::is_invocable_v<F&, const K&, const window_id&, window_events<T>&>,
-                  "process(f): f must be callable as f(const K& key, const tidemark::window_id&, "
-                  "tidemark::window_events<T>& events) and return the window's result");
-    using fn = ops::process_function<T, K, F>;
+    using Fn = detail::instance_fn_t<F>;
+    static_assert(std::is_invocable_v<Fn&, const K&, const window_id&, window_events<T>&>,
+                  "process(f): f (or what per_instance's make returns) must be callable as "
+                  "f(const K& key, const tidemark::window_id&, tidemark::window_events<T>& events) "
+                  "and return the window's result");
+    using fn = ops::process_function<T, K, Fn>;
     static_assert(!std::is_void_v<typename fn::value_type>, "process(f): f must return the result");
     auto make_store = make_store_;
-    return add(std::move(name), [f, make_store, lateness = cfg_.allowed_lateness](const instance_info& info) {
-      return fn{f, make_store ? make_store(info, lateness) : std::make_unique<memory_window_store<K, T>>()};
-    });
+    return add(std::move(name),
+               [f, make_store, lateness = cfg_.allowed_lateness](const instance_info& info) {
+                 return fn{detail::instance_fn<F>::make(f, info),
+                           make_store ? make_store(info, lateness)
+                                      : std::make_unique<memory_window_store<K, T>>()};
+               });
   }
 
  private:
@@ -622,11 +717,11 @@ class windowed_stream {
     using fn = std::invoke_result_t<MakeFn&, const instance_info&>;
     using R = typename fn::value_type;
     auto key = in_.key_;
-    auto out = in_.template keyed_then<window_output<K, R, T>>(
+    auto results = in_.template keyed_then<window_result<K, R>>(
         "window", std::move(name), [a = a_, key, cfg = cfg_, make_fn](const instance_info& info) {
           return ops::make_window_logic<T, K>(a, key, make_fn(info), cfg, info.name);
         });
-    return window_streams<K, R, T>{out};
+    return window_streams<K, R, T>{results};
   }
 
   keyed_stream<K, T, KeyFn> in_;
@@ -635,35 +730,32 @@ class windowed_stream {
   std::function<std::unique_ptr<window_store<K, T>>(const instance_info&, event_time)> make_store_;
 };
 
-/// The outputs of a window operator: results(), and late() for events that came after the
-/// allowed lateness of all their windows (each such event appears there exactly once).
+/// The outputs of a window operator: results() on its main port and late() on port late_port,
+/// for events that no window took (too late for all their windows, or in a gap between sliding
+/// windows; each such event appears there exactly once). Both read the window operator itself, so
+/// they fuse with it.
 template <class K, class R, class T>
 class window_streams {
  public:
-  explicit window_streams(stream<window_output<K, R, T>> out) : out_(std::move(out)) {}
+  explicit window_streams(stream<window_result<K, R>> results)
+      : results_(results),
+        late_(results.job_, results.id_, partitioning::forward, late_port, "late") {}
 
-  /// Parallel instances of the window operator (set it before results() and late()).
+  /// Parallel instances of the window operator (set it before adding sinks to results() or
+  /// late(): sinks take the parallelism of what they end).
   window_streams& parallelism(std::uint32_t n) {
-    out_.parallelism(n);
+    results_.parallelism(n);
     return *this;
   }
 
   /// One window_result per firing of a (window, key).
-  stream<window_result<K, R>> results() const { return pick<0, window_result<K, R>>("window_results"); }
-  /// The dropped late events, with their event times.
-  stream<T> late() const { return pick<1, T>("late_events"); }
+  stream<window_result<K, R>> results() const { return results_; }
+  /// The dropped events, with their event times.
+  stream<T> late() const { return late_; }
 
  private:
-  // Splitting runs beside each window instance (same parallelism, so the plan fuses it).
-  template <std::size_t I, class U>
-  stream<U> pick(const char* op) const {
-    auto s = out_.template then<U>(op, "", [](const instance_info&) {
-      return std::make_unique<ops::window_output_logic<K, R, T, I>>();
-    });
-    return s.parallelism(out_.job_.graph().node(out_.id_).parallelism);
-  }
-
-  stream<window_output<K, R, T>> out_;
+  stream<window_result<K, R>> results_;
+  stream<T> late_;
 };
 
 /// A loop under construction (job::iterate): read its stream, then close it with the loop's result.

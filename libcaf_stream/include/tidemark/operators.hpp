@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -17,16 +18,160 @@
 
 namespace tidemark {
 
-/// Passed to flat_map functions: call it once per output element.
+/// Names a side output: elements of U that an operator emits on output port `port` (>= 1; port 0
+/// is its main output) beside its main output. `stream.side_output(tag)` reads it; user functions
+/// emit to it with `collector::side(tag, x)`, operator logic with `out.emit(tag.port(), batch)`.
+/// Ports are per operator: two tags of one operator need different ports.
+template <class U>
+class output_tag {
+ public:
+  using value_type = U;
+
+  explicit output_tag(std::string name, std::uint32_t port = 1)
+      : name_(std::move(name)), port_(port) {
+    if (port_ == 0)
+      throw job_error("output_tag '" + name_ +
+                      "': port 0 is the main output; side outputs use ports >= 1");
+  }
+  const std::string& name() const noexcept { return name_; }
+  std::uint32_t port() const noexcept { return port_; }
+
+ private:
+  std::string name_;
+  std::uint32_t port_;
+};
+
+namespace detail {
+
+/// The side-output batches an operator fills while it processes one input batch, one per port.
+/// Side elements get the event time of the input element being processed (when it has one).
+class side_batches {
+ public:
+  /// The event time of the element being processed, or nullopt for untimed input.
+  void set_time(std::optional<event_time> t) noexcept { time_ = t; }
+
+  template <class U>
+  void push(const output_tag<U>& tag, U x) {
+    auto& b = of<U>(tag);
+    b.values.push_back(std::move(x));
+    if (time_) b.times.push_back(*time_);
+  }
+
+  /// Sizes of every batch, to undo what an element emitted when its function threw (skip policy).
+  std::vector<std::size_t> sizes() const {
+    std::vector<std::size_t> n;
+    for (const auto& s : slots_) n.push_back(s.b ? s.b->size() : 0);
+    return n;
+  }
+  void truncate(const std::vector<std::size_t>& sizes) {
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].b) slots_[i].truncate(*slots_[i].b, i < sizes.size() ? sizes[i] : 0);
+  }
+
+  /// Emits every non-empty batch on its port.
+  void emit(emitter& out) {
+    for (auto& s : slots_)
+      if (s.b && !s.b->empty()) out.emit(s.port, std::move(s.b));
+  }
+
+ private:
+  struct slot {
+    std::uint32_t port;
+    const std::type_info* type;
+    batch_ptr b;
+    void (*truncate)(batch_base&, std::size_t);
+  };
+
+  template <class U>
+  batch<U>& of(const output_tag<U>& tag) {
+    for (auto& s : slots_)
+      if (s.port == tag.port()) {
+        if (*s.type != typeid(U))
+          throw job_error(
+              "side output '" + tag.name() + "': port " + std::to_string(tag.port()) +
+              " already carries another type in this operator; give each tag its own port");
+        if (!s.b) s.b = std::make_unique<batch<U>>();
+        return static_cast<batch<U>&>(*s.b);
+      }
+    auto truncate = [](batch_base& b, std::size_t n) {
+      auto& typed = static_cast<batch<U>&>(b);
+      typed.values.erase(typed.values.begin() + static_cast<std::ptrdiff_t>(n), typed.values.end());
+      if (!typed.times.empty()) typed.times.resize(n);
+    };
+    slots_.push_back({tag.port(), &typeid(U), std::make_unique<batch<U>>(), truncate});
+    return static_cast<batch<U>&>(*slots_.back().b);
+  }
+
+  std::vector<slot> slots_;
+  std::optional<event_time> time_;
+};
+
+}  // namespace detail
+
+/// Passed to flat_map and process functions: call it once per output element; `side(tag, x)`
+/// emits on a side output instead.
 template <class U>
 class collector {
  public:
-  explicit collector(std::vector<U>& out) : out_(out) {}
+  explicit collector(std::vector<U>& out, detail::side_batches* side = nullptr)
+      : out_(out), side_(side) {}
   void operator()(U x) { out_.push_back(std::move(x)); }
+
+  /// Emits `x` on the side output `tag` (read it with stream::side_output(tag)); it keeps the
+  /// event time of the element being processed.
+  template <class V>
+  void side(const output_tag<V>& tag, typename output_tag<V>::value_type x) {
+    if (!side_)
+      throw job_error("side output '" + tag.name() + "': this collector has no side outputs");
+    side_->push(tag, std::move(x));
+  }
 
  private:
   std::vector<U>& out_;
+  detail::side_batches* side_;
 };
+
+/// Wraps `make(const instance_info&)`, which returns the function object of one operator instance:
+/// pass `per_instance(make)` instead of a function to map, filter, flat_map, for_each or a keyed
+/// or window process, so that each parallel instance builds its own state (a parser, a client,
+/// a model) once, from its own instance_info. `make` runs once per instance before the instance
+/// starts, maybe on another thread and beside the make of other instances: it should only read
+/// what it captured (or synchronize).
+template <class Make>
+struct instance_factory {
+  Make make;
+};
+
+template <class Make>
+instance_factory<Make> per_instance(Make make) {
+  static_assert(std::is_invocable_v<const Make&, const instance_info&>,
+                "per_instance(make): make must be callable as make(const tidemark::instance_info&) "
+                "(and not be a mutable lambda) and return the function object of one instance");
+  static_assert(!std::is_void_v<std::invoke_result_t<const Make&, const instance_info&>>,
+                "per_instance(make): make must return the function object of one instance");
+  return {std::move(make)};
+}
+
+namespace detail {
+
+/// The function object an operator instance runs: a copy of `f`, or what per_instance's make
+/// returns for the instance.
+template <class F>
+struct instance_fn {
+  using type = F;
+  static F make(const F& f, const instance_info&) { return f; }
+};
+template <class Make>
+struct instance_fn<instance_factory<Make>> {
+  using type = std::decay_t<std::invoke_result_t<const Make&, const instance_info&>>;
+  static type make(const instance_factory<Make>& f, const instance_info& info) {
+    return f.make(info);
+  }
+};
+template <class F>
+using instance_fn_t = typename instance_fn<F>::type;
+
+}  // namespace detail
 
 namespace ops {
 
@@ -43,6 +188,26 @@ inline void compact_columns(batch_base& b, const std::vector<std::uint8_t>& keep
   compact(b.times);
   compact(b.hashes);
 }
+
+/// Base of operators whose user function emits through a collector (flat_map, keyed process).
+class collecting_logic : public operator_logic {
+ protected:
+  /// Runs `f` for one element under the error policy; when the element is skipped, what it
+  /// emitted to `main` and `side` is dropped too.
+  template <class U, class F>
+  void emit_guarded(std::vector<U>& main, detail::side_batches& side, F&& f) {
+    if (on_error == error_policy::fail) {
+      f();
+      return;
+    }
+    const auto before = main.size();
+    const auto side_before = side.sizes();
+    if (!guarded(f)) {
+      main.erase(main.begin() + static_cast<std::ptrdiff_t>(before), main.end());
+      side.truncate(side_before);
+    }
+  }
+};
 
 template <class T, class U, class F>
 class map_logic final : public operator_logic {
@@ -105,8 +270,10 @@ class filter_logic final : public operator_logic {
   F f_;
 };
 
+/// Runs `f(const T&, collector<U>&)` per element; what an element emits (main and side outputs)
+/// keeps its event time. Under the skip policy, a throwing element's outputs are dropped.
 template <class T, class U, class F>
-class flat_map_logic final : public operator_logic {
+class flat_map_logic final : public collecting_logic {
  public:
   explicit flat_map_logic(F f) : f_(std::move(f)) {}
 
@@ -114,18 +281,20 @@ class flat_map_logic final : public operator_logic {
     auto& src = static_cast<batch<T>&>(*in);
     auto result = std::make_unique<batch<U>>();
     result->values.reserve(src.values.size());
-    collector<U> c{result->values};
+    collector<U> c{result->values, &side_};
     const bool timed = !src.times.empty();
     for (std::size_t i = 0; i < src.values.size(); ++i) {
-      auto before = result->values.size();
-      if (!guarded([&] { f_(src.values[i], c); })) result->values.resize(before);
+      side_.set_time(timed ? std::optional<event_time>{src.times[i]} : std::nullopt);
+      emit_guarded(result->values, side_, [&] { f_(src.values[i], c); });
       if (timed) result->times.resize(result->values.size(), src.times[i]);
     }
     if (!result->values.empty()) out.emit(std::move(result));
+    side_.emit(out);
   }
 
  private:
   F f_;
+  detail::side_batches side_;
 };
 
 /// Computes each element's key hash once; the edge after it partitions by that hash.
@@ -198,6 +367,53 @@ class fold_logic final : public operator_logic {
   F f_;
   Project project_;
   detail::flat_hash_map<K, A> state_;
+};
+
+/// Per-key stateful process: for every element, `f(state, x, out)` with the state of its key
+/// (made by `make_state()` or `make_state(key)` on the key's first element), emitting any number
+/// of Out and side outputs. State lives in one open-addressing table per instance, looked up by
+/// the hash key_by computed; outputs keep their element's event time.
+template <class T, class K, class Out, class KeyFn, class State, class MakeState, class F>
+class keyed_process_logic final : public collecting_logic {
+ public:
+  keyed_process_logic(KeyFn key, MakeState make_state, F f)
+      : key_(std::move(key)), make_state_(std::move(make_state)), f_(std::move(f)) {}
+
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    auto& b = static_cast<batch<T>&>(*in);
+    auto result = std::make_unique<batch<Out>>();
+    result->values.reserve(b.values.size());
+    collector<Out> c{result->values, &side_};
+    const bool timed = !b.times.empty();
+    for (std::size_t i = 0; i < b.values.size(); ++i) {
+      side_.set_time(timed ? std::optional<event_time>{b.times[i]} : std::nullopt);
+      emit_guarded(result->values, side_, [&] {
+        const K k = key_(b.values[i]);
+        auto [state, added] = states_.find_or_add(b.hashes[i], k);
+        if (added) {
+          if constexpr (std::is_invocable_v<MakeState&, const K&>)
+            state = make_state_(k);
+          else
+            state = make_state_();
+        }
+        f_(state, b.values[i], c);
+      });
+      if (timed) result->times.resize(result->values.size(), b.times[i]);
+    }
+    if (!result->values.empty()) out.emit(std::move(result));
+    side_.emit(out);
+  }
+
+  void add_metrics(std::map<std::string, double>& out) const override {
+    out["keyed_states"] = static_cast<double>(states_.size());
+  }
+
+ private:
+  KeyFn key_;
+  MakeState make_state_;
+  F f_;
+  detail::flat_hash_map<K, State> states_;
+  detail::side_batches side_;
 };
 
 // ---- sources ---------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // The logic of window operators: aligned event-time windows (tumbling, sliding), per-key session
 // windows and count windows, over an incremental aggregate or a full-window process function.
 // Keyed window state lives in open-addressing tables keyed by the hash key_by computed; results
-// carry (window, key, revision, final); events too late for every window go to the late output.
+// carry (window, key, revision, final) on the main output; events that no window takes (too late
+// for all their windows, or in a gap between sliding windows) leave on the late port.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +14,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "tidemark/detail/flat_hash_map.hpp"
@@ -24,15 +24,9 @@
 
 namespace tidemark {
 
-/// An event dropped by a window operator because it came after its windows' allowed lateness.
-template <class T>
-struct late_event {
-  T value;
-};
-
-/// What a window operator emits: results, and dropped late events (split by window_streams).
-template <class K, class R, class T>
-using window_output = std::variant<window_result<K, R>, late_event<T>>;
+/// The output port of a window operator that carries the events no window took (late() reads
+/// it); results leave on the main port 0.
+inline constexpr std::uint32_t late_port = 1;
 
 /// Lateness and triggers of one window operator.
 struct window_config {
@@ -120,13 +114,13 @@ struct process_function {
 };
 
 /// What every window operator shares: result emission with revisions, triggers, lateness
-/// bookkeeping, the late output and metrics. Fn is aggregate_function or process_function.
+/// bookkeeping, the late output (port late_port) and metrics. Fn is aggregate_function or
+/// process_function.
 template <class T, class K, class KeyFn, class Fn>
 class window_logic_base : public operator_logic {
  public:
   using value_type = typename Fn::value_type;
   using result_type = window_result<K, value_type>;
-  using output_type = window_output<K, value_type, T>;
 
   void add_metrics(std::map<std::string, double>& out) const override {
     out["watermark"] = static_cast<double>(wm_);
@@ -134,6 +128,7 @@ class window_logic_base : public operator_logic {
         wm_ == start_of_time || max_seen_ < wm_ ? 0.0 : static_cast<double>(max_seen_ - wm_);
     out["late_events_accepted"] = static_cast<double>(late_accepted_);
     out["late_events_dropped"] = static_cast<double>(late_dropped_);
+    out["gap_events_dropped"] = static_cast<double>(gap_dropped_);
     out["window_results"] = static_cast<double>(results_);
     out["window_panes"] = static_cast<double>(panes_);
     out["window_state_bytes"] = static_cast<double>(table_bytes() + fn_.memory_bytes());
@@ -209,8 +204,8 @@ class window_logic_base : public operator_logic {
     guarded([&] {
       result_type r{w, k, p.state.revision, final, timing, fn_.result(p.data, w, state, h, k)};
       r.incomplete = fn_.incomplete();
-      out_->values.emplace_back(std::in_place_index<0>, std::move(r));
-      if (timed_) out_->times.push_back(w.end - 1);
+      results_out_->values.push_back(std::move(r));
+      if (timed_) results_out_->times.push_back(w.end - 1);
       ++results_;
     });
     ++p.state.revision;
@@ -218,10 +213,12 @@ class window_logic_base : public operator_logic {
     p.state.last_fire_ms = now_ms_;
   }
 
-  void emit_late_event(T&& x, event_time t) {
-    ++late_dropped_;
-    out_->values.emplace_back(std::in_place_index<1>, late_event<T>{std::move(x)});
-    out_->times.push_back(t);
+  /// Sends an event that no window takes to the late output: `in_gap` when no window contains
+  /// its time (sliding windows with slide > size), otherwise it is too late for all of them.
+  void drop_event(T&& x, event_time t, bool in_gap) {
+    ++(in_gap ? gap_dropped_ : late_dropped_);
+    late_out_->values.push_back(std::move(x));
+    late_out_->times.push_back(t);
   }
 
   /// Adds x to pane p of window w (stored under `state`); `expired` says whether w already
@@ -309,9 +306,14 @@ class window_logic_base : public operator_logic {
   }
 
   void flush(emitter& out) {
-    if (out_->values.empty()) return;
-    out.emit(std::move(out_));
-    out_ = std::make_unique<batch<output_type>>();
+    if (!results_out_->values.empty()) {
+      out.emit(std::move(results_out_));
+      results_out_ = std::make_unique<batch<result_type>>();
+    }
+    if (!late_out_->values.empty()) {
+      out.emit(late_port, std::move(late_out_));
+      late_out_ = std::make_unique<batch<T>>();
+    }
   }
 
   KeyFn key_;
@@ -324,6 +326,7 @@ class window_logic_base : public operator_logic {
   std::int64_t now_ms_ = 0;
   std::uint64_t late_accepted_ = 0;
   std::uint64_t late_dropped_ = 0;
+  std::uint64_t gap_dropped_ = 0;
   std::uint64_t results_ = 0;
   std::uint64_t panes_ = 0;
   lateness_estimator estimator_;
@@ -332,7 +335,8 @@ class window_logic_base : public operator_logic {
   late_schedule_cache schedules_;
   event_time purged_end_ = start_of_time;  // latest end of a purged window
   event_time first_wm_ = start_of_time;    // the first watermark: lateness is observed since
-  std::unique_ptr<batch<output_type>> out_ = std::make_unique<batch<output_type>>();
+  std::unique_ptr<batch<result_type>> results_out_ = std::make_unique<batch<result_type>>();
+  std::unique_ptr<batch<T>> late_out_ = std::make_unique<batch<T>>();
 };
 
 /// Tumbling and sliding windows: the same windows for every key, ordered by start (all windows
@@ -365,9 +369,12 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
           }
         }
         if (t >= this->wm_) {  // no window of t has passed its end
+          bool in_gap = true;
           assigner_.assign(t, [&](const window_id& w) {
+            in_gap = false;
             this->add(w, w, h, k, pane_of(entry(w), h, k), b.values[i], false);
           });
+          if (in_gap) this->drop_event(std::move(b.values[i]), t, true);
         } else {
           add_late(b.values[i], t, h, k);
         }
@@ -438,7 +445,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
       late |= e.expired;
       this->add(w, w, h, k, pane_of(e, h, k), x, e.expired);
     });
-    if (!accepted) this->emit_late_event(std::move(x), t);
+    if (!accepted) this->drop_event(std::move(x), t, first);  // first: no window contains t
     this->late_accepted_ += late;
   }
 
@@ -541,7 +548,7 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     if (first == last) {
       const auto lateness = this->new_window_lateness();
       if (!this->may_open(own, lateness)) {
-        this->emit_late_event(std::move(x), t);
+        this->drop_event(std::move(x), t, false);
         return;
       }
       auto& s = *list.insert(
@@ -696,29 +703,6 @@ std::unique_ptr<operator_logic> make_window_logic(const Assigner& a, KeyFn key, 
     return std::make_unique<aligned_window_logic<T, K, KeyFn, Fn, Assigner>>(
         a, std::move(key), std::move(fn), std::move(cfg), std::move(name));
 }
-
-/// Splits a window operator's output: I = 0 keeps the results, I = 1 the late events.
-template <class K, class R, class T, std::size_t I>
-class window_output_logic final : public operator_logic {
- public:
-  using out_type = std::conditional_t<I == 0, window_result<K, R>, T>;
-
-  void process(std::size_t, batch_ptr in, emitter& out) override {
-    auto& b = static_cast<batch<window_output<K, R, T>>&>(*in);
-    auto result = std::make_unique<batch<out_type>>();
-    const bool timed = !b.times.empty();
-    for (std::size_t i = 0; i < b.values.size(); ++i) {
-      auto* x = std::get_if<I>(&b.values[i]);
-      if (!x) continue;
-      if constexpr (I == 0)
-        result->values.push_back(std::move(*x));
-      else
-        result->values.push_back(std::move(x->value));
-      if (timed) result->times.push_back(b.times[i]);
-    }
-    if (!result->values.empty()) out.emit(std::move(result));
-  }
-};
 
 }  // namespace ops
 }  // namespace tidemark

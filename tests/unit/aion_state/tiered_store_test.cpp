@@ -253,8 +253,8 @@ BOOST_AUTO_TEST_CASE(a_window_operator_with_a_periodic_late_trigger_prestages_be
   });
   op->on_timer(1050, out);  // the re-execution
   std::vector<std::pair<pane_timing, std::int64_t>> results;
-  for (const auto& o : out.values<window_output<int, std::int64_t, std::int64_t>>())
-    if (auto* r = std::get_if<0>(&o)) results.emplace_back(r->timing, r->value);
+  for (const auto& r : out.values<window_result<int, std::int64_t>>())
+    results.emplace_back(r.timing, r.value);
   BOOST_TEST(results.size() == 2u);
   BOOST_TEST(results.back().second == 5950);
   BOOST_TEST(static_cast<int>(results.back().first) == static_cast<int>(pane_timing::late));

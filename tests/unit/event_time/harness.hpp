@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "tidemark/operator.hpp"
@@ -28,12 +27,12 @@ class recording_emitter final : public emitter {
   }
   void emit_idle(bool idle) override { log.push_back({emitted::kind::idle, nullptr, 0, idle}); }
 
-  /// All values of every emitted batch<T>, in order.
+  /// All values of every batch<T> emitted on `port`, in order.
   template <class T>
-  std::vector<T> values() const {
+  std::vector<T> values(std::uint32_t port = 0) const {
     std::vector<T> xs;
     for (const auto& e : log)
-      if (e.k == emitted::kind::batch)
+      if (e.k == emitted::kind::batch && e.port == port)
         for (const auto& x : static_cast<const batch<T>&>(*e.b).values) xs.push_back(x);
     return xs;
   }

@@ -48,7 +48,7 @@ batch_ptr readings(std::vector<element> es) {
 }
 
 using sum_fn = ops::aggregate_function<reading, int, agg::sum_of<v_of>>;
-using output = window_output<int, std::int64_t, reading>;
+using result = window_result<int, std::int64_t>;
 
 /// Drives one window operator and renders its output as lines.
 struct harness {
@@ -60,17 +60,17 @@ struct harness {
   void watermark(event_time wm) { logic->on_watermark(wm, out); }
   void tick(std::int64_t now) { logic->on_timer(now, out); }
 
-  /// Output since the last call, one line per result ("late v=..." for dropped events).
+  /// Output since the last call, one line per result, then one per dropped event ("late v=...",
+  /// from the late port).
   std::vector<std::string> take() {
     std::vector<std::string> lines;
-    for (const auto& o : out.values<output>()) {
+    for (const auto& r : out.values<result>()) {
       std::ostringstream s;
-      if (auto* r = std::get_if<0>(&o))
-        s << *r;
-      else
-        s << "late v=" << std::get<1>(o).value.v;
+      s << r;
       lines.push_back(s.str());
     }
+    for (const auto& x : out.values<reading>(late_port))
+      lines.push_back("late v=" + std::to_string(x.v));
     out.log.clear();
     return lines;
   }
@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(late_events_make_revisions_and_the_end_of_lateness_makes_th
   h.watermark(30);
   BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=3 final late 113"});
   h.feed({{1, 2, 1000}, {2, 15, 5}});  // too late for [0,10); within lateness for [10,20)
-  BOOST_TEST(h.take() == (lines{"late v=1000", "[10,20) key=2 rev=1 late 12"}));
+  BOOST_TEST(h.take() == (lines{"[10,20) key=2 rev=1 late 12", "late v=1000"}));
   h.logic->finish(h.out);
   BOOST_TEST(h.take() == lines{"[10,20) key=2 rev=2 final late 12"});
   auto m = h.metrics();
@@ -360,10 +360,9 @@ BOOST_AUTO_TEST_CASE(process_functions_see_every_event_of_the_window_again_on_ea
   logic->process(0, readings({{1, 3, 3}}), out);
   logic->on_watermark(20, out);
   std::vector<std::string> got;
-  for (const auto& o : out.values<window_output<int, std::string, reading>>()) {
-    const auto& r = std::get<0>(o);
+  BOOST_TEST(out.values<reading>(late_port).empty());
+  for (const auto& r : out.values<window_result<int, std::string>>())
     got.push_back(r.value + (r.final ? " final" : ""));
-  }
   BOOST_REQUIRE_EQUAL(got.size(), 5u);
   std::sort(got.begin(), got.begin() + 2);  // two keys fire together, in table order
   std::sort(got.begin() + 3, got.end());

@@ -123,12 +123,8 @@ run_output<R> drive(const scenario& sc, operator_logic& window, std::mt19937_64&
   }
   window.finish(out);
   run_output<R> result;
-  for (const auto& o : out.values<window_output<int, R, ev>>()) {
-    if (auto* r = std::get_if<0>(&o))
-      result.results.push_back(*r);
-    else
-      result.late_ids.push_back(std::get<1>(o).value.id);
-  }
+  result.results = out.values<window_result<int, R>>();
+  for (const auto& e : out.values<ev>(late_port)) result.late_ids.push_back(e.id);
   result.arrival_watermarks = into_window.arrival_watermarks;
   BOOST_REQUIRE_EQUAL(result.arrival_watermarks.size(), sc.events.size());
   return result;

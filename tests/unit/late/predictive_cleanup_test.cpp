@@ -31,7 +31,7 @@ struct count_events {
 };
 
 using fn_type = ops::process_function<reading, int, count_events>;
-using output = window_output<int, std::int64_t, reading>;
+using result = window_result<int, std::int64_t>;
 
 constexpr event_time window = 100;
 constexpr event_time conservative = 100'000;
@@ -57,9 +57,8 @@ run_result run(window_config cfg) {
   std::vector<event_time> ts;
   std::vector<std::uint64_t> hs;
   auto collect = [&] {
-    for (const auto& o : out.values<output>())
-      if (auto* res = std::get_if<0>(&o); res && res->final)
-        r.finals[{res->window.start, res->key}] = res->value;
+    for (const auto& res : out.values<result>())
+      if (res.final) r.finals[{res.window.start, res.key}] = res.value;
     out.log.clear();
   };
   event_time wm = 0;

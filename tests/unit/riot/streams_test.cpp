@@ -60,6 +60,36 @@ BOOST_AUTO_TEST_CASE(senml_parse_range_filter_block_average_through_run) {
   for (auto& o : result.values()) BOOST_TEST(o.obs_type == "AVG");
 }
 
+BOOST_AUTO_TEST_CASE(senml_parser_sends_the_lines_it_rejects_to_its_side_output) {
+  auto input = riot_test::lines("SYS_sample_data_senml.csv");
+  const std::string cut = "1422748800000,{\"e\":[{\"n\":\"source\"";
+  const std::string unknown = R"({"bt":1,"e":[{"n":"source","sv":"x"},{"n":"colour","sv":"red"}]})";
+  input.insert(input.begin() + 3, cut);
+  input.insert(input.begin() + 30, unknown);
+  tidemark::job j("riot_rejected_test");
+  error_sink errors;
+  auto parsed =
+      parse_senml(j.from_container(input),
+                  senml_fanout_config::for_dataset(dataset::city, riot_test::data_dir()), errors);
+  auto rejected = parsed.side_output(senml_rejected).collect();
+  auto observations = parsed.count();
+  tidemark::run(j);
+
+  BOOST_REQUIRE_EQUAL(rejected.values().size(), 2u);
+  std::vector<std::string> lines, reasons;
+  for (const auto& r : rejected.values()) {
+    lines.push_back(r.line);
+    reasons.push_back(r.reason);
+  }
+  std::sort(lines.begin(), lines.end());
+  BOOST_TEST(lines == (std::vector<std::string>{cut, unknown}));  // '1' sorts before '{'
+  auto messages = errors.messages();  // the error sink still counts them
+  std::sort(reasons.begin(), reasons.end());
+  std::sort(messages.begin(), messages.end());
+  BOOST_TEST(reasons == messages);
+  BOOST_TEST(observations.value() == 5 * (input.size() - 2));  // CITY: 5 observables per line
+}
+
 BOOST_AUTO_TEST_CASE(kalman_and_interpolation_streams_match_the_plain_tasks) {
   auto obs = riot_test::observations(dataset::city, "SYS_sample_data_senml.csv");
   for (std::size_t i = 0; i < obs.size(); i += 7) obs[i].missing = true;  // injected gaps

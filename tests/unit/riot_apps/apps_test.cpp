@@ -84,7 +84,7 @@ BOOST_FIXTURE_TEST_CASE(etl_on_city_annotates_archives_and_publishes_every_messa
   BOOST_TEST(ops["replay"].events_out == 1000u);
   BOOST_TEST(ops["senml_parse"].events_out == 5000u);  // 5 observables per message
   BOOST_TEST(ops["range_filter"].events_out == 5000u);
-  BOOST_TEST(ops["interpolation_emit"].events_out == 5000u);
+  BOOST_TEST(ops["interpolation"].events_out == 5000u);
   BOOST_TEST(ops["join"].events_out == 1000u);
   BOOST_TEST(ops["annotate"].events_out == 1000u);
   BOOST_TEST(ops["csv_to_senml"].events_out == 1000u);
@@ -153,7 +153,7 @@ BOOST_FIXTURE_TEST_CASE(stats_on_city_plots_zips_and_stores_every_window, fixtur
   BOOST_TEST(ops["senml_parse"].events_out == 25000u);
   BOOST_TEST(ops["distinct_count"].events_out == 5000u);  // one estimate per message
   // each sensor's field has 5 c values (c = its messages in the sample): c blocks of 5
-  BOOST_TEST(ops["block_average_emit"].events_out == 5000u);
+  BOOST_TEST(ops["block_average"].events_out == 5000u);
   // the regression emits once more than 10 values arrived: sum over sensors of 5 * max(0, 5c - 10)
   std::map<std::string, int> per_sensor;
   std::ifstream in(default_data_dir() + "/SYS_sample_data_senml.csv");
@@ -163,7 +163,7 @@ BOOST_FIXTURE_TEST_CASE(stats_on_city_plots_zips_and_stores_every_window, fixtur
   }
   std::uint64_t slr = 0;
   for (auto& [s, c] : per_sensor) slr += 5 * static_cast<std::uint64_t>(std::max(0, 5 * c - 10));
-  BOOST_TEST(ops["sliding_regression_emit"].events_out == slr);
+  BOOST_TEST(ops["sliding_regression"].events_out == slr);
   auto accumulated = 5000u + 5000u + slr;
   BOOST_TEST(ops["accumulate"].events_in == accumulated);
   BOOST_TEST(ops["accumulate"].events_out == accumulated / 20);  // CITY's window of 20

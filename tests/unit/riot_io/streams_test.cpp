@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(a_job_inserts_parsed_city_rows_into_the_table_store) {
                   .parallelism(2);
   // 1000 rows over two instances in batches of 64: each instance ends with a partial batch that
   // only the end-of-stream flush writes.
-  insert_into_table(j, rows, conn, {"city", ts_then_source, 64}, "store");
+  insert_into_table(rows, conn, {"city", ts_then_source, 64}, "store");
   auto result = run(j);
 
   persistence::table_store table{conn, "city"};
@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(bad_rows_are_counted_in_the_job_report_and_good_rows_stored
   auto conn = wt_connection::open(dir / "", "log=(enabled=true)");
   job j{"bad_rows"};
   auto rows = j.from_container<std::string>({"1,a,x", "one,b,y", "2,c,z", "3"});
-  insert_into_table(j, rows, conn, {"t", ts_then_source, 10}, "store");
+  insert_into_table(rows, conn, {"t", ts_then_source, 10}, "store");
   auto result = run(j);
   BOOST_TEST(metrics_of(result.per_operator(), "store").extra.at("task_errors") == 2.0);
   table_range_scan scan{conn, {"t"}};
@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(a_zip_sink_writes_full_archives_and_the_rest_at_the_end) {
   std::vector<zip_entry> entries;
   for (int i = 0; i < 7; ++i) entries.push_back({"chart-" + std::to_string(i) + ".svg", std::string(100 + i, 's')});
   job j{"zip"};
-  zip_entries(j, j.from_container(entries), {dir / "out", "stats", 3});
+  zip_entries(j.from_container(entries), {dir / "out", "stats", 3});
   run(j);
   std::size_t total = 0;
   for (const auto* name : {"stats-0-0.zip", "stats-0-1.zip", "stats-0-2.zip"}) {

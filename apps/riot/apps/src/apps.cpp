@@ -81,8 +81,8 @@ std::uint64_t archive_rows(const app_options& options) {
   auto metrics = std::make_shared<run_metrics>(0);
   auto rows = detail::etl_rows(detail::replay(j, fast, metrics), fast, metrics->errors());
   auto n = rows.map([](const detail::tagged& r) { return r.text; }, "row_text");
-  io::insert_into_table(j, n, detail::store_of(options), detail::archive_table(detail::layout_of(options)),
-                        "table_insert");
+  io::insert_into_table(n, detail::store_of(options),
+                        detail::archive_table(detail::layout_of(options)), "table_insert");
   auto count = rows.count("rows");
   tidemark::run(j);
   metrics->stop();

@@ -156,18 +156,21 @@ stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o
   auto checked = bloom_filter_marks(range_filter_marks(obs, range_filter_config::for_dataset(d), errors), bloom);
   auto filled = interpolate(checked, interpolation_config::for_dataset(d));
   auto rows = filled.flat_map<tagged>(
-      [fan, layout, join = riot::detail::per_instance<message_join>()](const observation& x, collector<tagged>& out) mutable {
-        join.get([&] { return message_join(fan, layout); }).process(x, out);
-      },
+      per_instance([fan, layout](const instance_info&) {
+        return [join = message_join(fan, layout)](
+                   const observation& x, collector<tagged>& out) mutable { join.process(x, out); };
+      }),
       "join");
   if (!ann) return rows;
-  return rows.flat_map<tagged>(
-      [config = *ann, errors, task = riot::detail::per_instance<annotate>()](const tagged& row, collector<tagged>& out) mutable {
-        auto r = task.get([&] { return annotate(config); }).process(row.text);
-        if (!r) return errors.report(r.error());
-        out(tagged{row.msg_id, std::move(*r)});
-      },
-      "annotate");
+  return rows.flat_map<tagged>(per_instance([config = *ann, errors](const instance_info&) {
+                                 return [task = annotate(config), errors](
+                                            const tagged& row, collector<tagged>& out) mutable {
+                                   auto r = task.process(row.text);
+                                   if (!r) return errors.report(r.error());
+                                   out(tagged{row.msg_id, std::move(*r)});
+                                 };
+                               }),
+                               "annotate");
 }
 
 app_job build_etl(const app_options& o) {
@@ -175,17 +178,22 @@ app_job build_etl(const app_options& o) {
   a.metrics = new_metrics(o, replay_schedule(o.replay).size());
   auto rows = etl_rows(replay(a.job, o, a.metrics), o, a.metrics->errors());
   auto layout = layout_of(o);
-  io::insert_into_table(a.job, measured(rows, a.metrics, "table"), store_of(o), archive_table(layout), "table_insert");
+  io::insert_into_table(measured(rows, a.metrics, "table"), store_of(o), archive_table(layout),
+                        "table_insert");
   auto senml = rows.flat_map<tagged>(
-      [config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir), errors = a.metrics->errors(),
-       task = riot::detail::per_instance<senml_writer>()](const tagged& row, collector<tagged>& out) mutable {
-        auto r = task.get([&] { return senml_writer(config); }).process(row.text);
-        if (!r) return errors.report(r.error());
-        out(tagged{row.msg_id, std::move(*r)});
-      },
+      per_instance([config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir),
+                    errors = a.metrics->errors()](const instance_info&) {
+        return [task = senml_writer(config), errors](const tagged& row,
+                                                     collector<tagged>& out) mutable {
+          auto r = task.process(row.text);
+          if (!r) return errors.report(r.error());
+          out(tagged{row.msg_id, std::move(*r)});
+        };
+      }),
       "csv_to_senml");
-  io::publish_to_mqtt(a.job, measured(senml, a.metrics, primary_output_of(app::etl)),
-                      io::mqtt_publish_config{broker_of(o.broker), etl_topic(o.replay.dataset)}, "mqtt_publish");
+  io::publish_to_mqtt(measured(senml, a.metrics, primary_output_of(app::etl)),
+                      io::mqtt_publish_config{broker_of(o.broker), etl_topic(o.replay.dataset)},
+                      "mqtt_publish");
   return a;
 }
 

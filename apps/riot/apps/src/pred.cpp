@@ -146,25 +146,29 @@ app_job build_pred(const app_options& o) {
   a.metrics = new_metrics(o, replay_schedule(o.replay).size());
   auto broker = broker_of(o.broker);
   auto id_field = senml_fanout_config::for_dataset(d, o.replay.data_dir).id_field;
-  auto rows = replay(a.job, o, a.metrics)
-                  .flat_map<pred_row>(
-                      [columns, id_field, errors = a.metrics->errors(), parse = riot::detail::per_instance<senml_parse>()](
-                          const numbered_line& l, collector<pred_row>& out) mutable {
-                        auto rec = parse.get([] { return senml_parse(); }).process(senml_payload(l.line));
-                        if (!rec) return errors.report(rec.error());
-                        pred_row in{l.msg_id, {}, {}};
-                        if (const auto* id = rec->find(id_field)) in.sensor = id->text;
-                        for (std::size_t i = 0; i < columns.size(); ++i) {
-                          const auto* f = rec->find(columns[i]);
-                          if (!f || !f->numeric)
-                            return errors.report(error{"pred_parse: message " + std::to_string(l.msg_id) + ": no numeric '" +
-                                                            columns[i] + "'"});
-                          if (i) in.row.push_back(',');
-                          in.row += f->text;
-                        }
-                        out(std::move(in));
-                      },
-                      "pred_parse");
+  auto rows =
+      replay(a.job, o, a.metrics)
+          .flat_map<pred_row>(
+              per_instance([columns, id_field, errors = a.metrics->errors()](const instance_info&) {
+                return [parse = senml_parse(), columns, id_field, errors](
+                           const numbered_line& l, collector<pred_row>& out) mutable {
+                  auto rec = parse.process(senml_payload(l.line));
+                  if (!rec) return errors.report(rec.error());
+                  pred_row in{l.msg_id, {}, {}};
+                  if (const auto* id = rec->find(id_field)) in.sensor = id->text;
+                  for (std::size_t i = 0; i < columns.size(); ++i) {
+                    const auto* f = rec->find(columns[i]);
+                    if (!f || !f->numeric)
+                      return errors.report(error{"pred_parse: message " +
+                                                      std::to_string(l.msg_id) + ": no numeric '" +
+                                                      columns[i] + "'"});
+                    if (i) in.row.push_back(',');
+                    in.row += f->text;
+                  }
+                  out(std::move(in));
+                };
+              }),
+              "pred_parse");
 
   // initial models, trained on the dataset's data (deterministic); later ones come from TRAIN
   auto batch = std::make_shared<const std::string>(initial_training_batch(o, columns));
@@ -190,8 +194,9 @@ app_job build_pred(const app_options& o) {
             notices, blobs, errors);
       },
       "linear_regression_predict");
-  io::publish_to_mqtt(a.job, measured(classified.merge(predicted), a.metrics, primary_output_of(app::pred)),
-                      io::mqtt_publish_config{broker, pred_topic(d)}, "mqtt_publish");
+  io::publish_to_mqtt(
+      measured(classified.merge(predicted), a.metrics, primary_output_of(app::pred)),
+      io::mqtt_publish_config{broker, pred_topic(d)}, "mqtt_publish");
   return a;
 }
 

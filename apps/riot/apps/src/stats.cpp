@@ -67,63 +67,71 @@ app_job build_stats(const app_options& o) {
   auto trends = sliding_regression_of(kalman(obs, kalman_config::for_dataset(d)), sliding_regression_config::for_dataset(d));
   // DAC over sensor ids, one estimate per message (on its first observable)
   auto distinct = obs.flat_map<observation>(
-      [first = fan.observables.front(), config = distinct_count_config::for_dataset(d),
-       task = riot::detail::per_instance<distinct_count>()](const observation& x, collector<observation>& out) mutable {
-        auto& dac = task.get([&] { return distinct_count(config); });
-        if (x.obs_type != first) return;
-        observation e;
-        e.msg_id = x.msg_id;
-        e.timestamp = x.timestamp;
-        e.sensor_id = "all-sensors";
-        e.meta = "distinct_sensors";
-        e.obs_type = "DAC";
-        set_value(e, dac.process(x.sensor_id));
-        out(std::move(e));
-      },
+      per_instance([first = fan.observables.front(),
+                    config = distinct_count_config::for_dataset(d)](const instance_info&) {
+        return [first, dac = distinct_count(config)](const observation& x,
+                                                     collector<observation>& out) mutable {
+          if (x.obs_type != first) return;
+          observation e;
+          e.msg_id = x.msg_id;
+          e.timestamp = x.timestamp;
+          e.sensor_id = "all-sensors";
+          e.meta = "distinct_sensors";
+          e.obs_type = "DAC";
+          set_value(e, dac.process(x.sensor_id));
+          out(std::move(e));
+        };
+      }),
       "distinct_count");
 
   auto acc_config = accumulator_config::for_dataset(d);
   if (o.stats_window) acc_config.window_size = o.stats_window;
-  auto windows = averages.merge(trends, distinct)
-                     .flat_map<window_of_values>(
-                         [acc_config, errors = a.metrics->errors(), task = riot::detail::per_instance<accumulator>()](
-                             const observation& x, collector<window_of_values>& out) mutable {
-                           auto r = task.get([&] { return accumulator(acc_config); }).process(x);
-                           if (!r) return errors.report(r.error());
-                           if (*r) out({x.msg_id, std::make_shared<const accumulated>(std::move(**r))});
-                         },
-                         "accumulate");
+  auto windows =
+      averages.merge(trends, distinct)
+          .flat_map<window_of_values>(
+              per_instance([acc_config, errors = a.metrics->errors()](const instance_info&) {
+                return [task = accumulator(acc_config), errors](
+                           const observation& x, collector<window_of_values>& out) mutable {
+                  auto r = task.process(x);
+                  if (!r) return errors.report(r.error());
+                  if (*r) out({x.msg_id, std::make_shared<const accumulated>(std::move(**r))});
+                };
+              }),
+              "accumulate");
   // One chart per window, a line per statistic and field (e.g. "AVG temperature") over all the
   // window's sensors in time order. The original drew a chart per sensor; at the paper's rates
   // that is thousands of charts per second, far beyond a plotting library's ~800 per core.
   auto charts = windows.flat_map<chart>(
-      [plot = riot::detail::per_instance<io::multi_line_plot>()](const window_of_values& w, collector<chart>& out) mutable {
-        auto& plt = plot.get([] { return io::multi_line_plot(io::plot_config{}); });
-        std::map<std::string, std::vector<timed_value>> lines;
-        std::int64_t t0 = INT64_MAX;
-        for (const auto& [key, fields] : *w.values) {
-          std::string statistic = "value";  // the accumulator's key is sensor id + obs type
-          for (const char* type : {"AVG", "SLR", "DAC"})
-            if (key.size() >= 3 && key.compare(key.size() - 3, 3, type) == 0) statistic = type;
-          for (const auto& [field, values] : fields) {
-            auto& line = lines[statistic + " " + field];
-            line.insert(line.end(), values.begin(), values.end());
-            for (const auto& v : values) t0 = std::min(t0, v.time);
+      per_instance([](const instance_info&) {
+        return [plt = io::multi_line_plot(io::plot_config{})](const window_of_values& w,
+                                                              collector<chart>& out) mutable {
+          std::map<std::string, std::vector<timed_value>> lines;
+          std::int64_t t0 = INT64_MAX;
+          for (const auto& [key, fields] : *w.values) {
+            std::string statistic = "value";  // the accumulator's key is sensor id + obs type
+            for (const char* type : {"AVG", "SLR", "DAC"})
+              if (key.size() >= 3 && key.compare(key.size() - 3, 3, type) == 0) statistic = type;
+            for (const auto& [field, values] : fields) {
+              auto& line = lines[statistic + " " + field];
+              line.insert(line.end(), values.begin(), values.end());
+              for (const auto& v : values) t0 = std::min(t0, v.time);
+            }
           }
-        }
-        std::vector<io::plot_series> series;
-        for (auto& [name, values] : lines) {
-          std::stable_sort(values.begin(), values.end(), [](auto& a, auto& b) { return a.time < b.time; });
-          io::plot_series s{name, {}, {}};
-          for (const auto& v : values) {
-            s.x.push_back(static_cast<double>(v.time - t0));
-            s.y.push_back(v.value);
+          std::vector<io::plot_series> series;
+          for (auto& [name, values] : lines) {
+            std::stable_sort(values.begin(), values.end(),
+                             [](auto& a, auto& b) { return a.time < b.time; });
+            io::plot_series s{name, {}, {}};
+            for (const auto& v : values) {
+              s.x.push_back(static_cast<double>(v.time - t0));
+              s.y.push_back(v.value);
+            }
+            series.push_back(std::move(s));
           }
-          series.push_back(std::move(s));
-        }
-        if (auto svg = plt.process("window of message " + std::to_string(w.msg_id), series))
-          out({w.msg_id, {"window-" + std::to_string(w.msg_id) + ".svg", std::move(*svg)}});
-      },
+          if (auto svg = plt.process("window of message " + std::to_string(w.msg_id), series))
+            out({w.msg_id, {"window-" + std::to_string(w.msg_id) + ".svg", std::move(*svg)}});
+        };
+      }),
       "plot");
   io::zip_batch_config zip{o.out_dir + "/charts", "stats", 10, {}, 1};
   auto archives = charts.transform<tagged>(
@@ -134,8 +142,9 @@ app_job build_stats(const app_options& o) {
         return std::make_unique<zip_stage>(mine);
       },
       "zip");
-  io::upload_blobs(a.job, measured(archives, a.metrics, primary_output_of(app::stats)),
-                   io::blob_upload_config{io::directory_blobs{blob_dir(o), false}, "stats-"}, "blob_upload");
+  io::upload_blobs(measured(archives, a.metrics, primary_output_of(app::stats)),
+                   io::blob_upload_config{io::directory_blobs{blob_dir(o), false}, "stats-"},
+                   "blob_upload");
   return a;
 }
 

@@ -60,16 +60,19 @@ template <class Task, class Config>
 stream<tagged> train_models(const stream<train_batch>& in, Config config, std::string prefix, std::string dir,
                             error_sink errors, const std::string& name) {
   return in.template flat_map<tagged>(
-      [config, prefix, dir, errors, task = riot::detail::per_instance<Task>()](const train_batch& b,
-                                                                               collector<tagged>& out) mutable {
-        if (b.count < 10) return;  // too few rows to train on (an empty range, or the archive's end)
-        auto model = task.get([&] { return Task(config); }).process(b.rows);
-        if (!model) return errors.report(model.error());
-        std::filesystem::create_directories(dir);
-        auto path = dir + "/" + prefix + std::to_string(b.end) + ".model";
-        std::ofstream(path, std::ios::binary) << *model;
-        out({b.id, path});
-      },
+      per_instance([config, prefix, dir, errors](const instance_info&) {
+        return [task = Task(config), prefix, dir, errors](const train_batch& b,
+                                                          collector<tagged>& out) mutable {
+          if (b.count < 10)
+            return;  // too few rows to train on (an empty range, or the archive's end)
+          auto model = task.process(b.rows);
+          if (!model) return errors.report(model.error());
+          std::filesystem::create_directories(dir);
+          auto path = dir + "/" + prefix + std::to_string(b.end) + ".model";
+          std::ofstream(path, std::ios::binary) << *model;
+          out({b.id, path});
+        };
+      }),
       name);
 }
 
@@ -106,25 +109,27 @@ app_job build_train(const app_options& o) {
   std::vector<std::size_t> projected;
   for (const auto& c : columns) projected.push_back(layout.index_of(c));
   auto conn = store_of(o);
-  auto batches = tick.map(
-      [conn, projected, scan = std::shared_ptr<io::table_range_scan>{}](const train_tick& t) mutable {
-        if (!scan) scan = std::make_shared<io::table_range_scan>(conn, io::table_range_scan_config{"archive"});
-        auto rows = scan->process(t.start, t.end);
-        train_batch b{t.id, t.end, {}, 0};
-        std::size_t start = 0;
-        while (start < rows.size()) {
-          auto nl = rows.find('\n', start);
-          if (nl == std::string::npos) nl = rows.size();
-          auto p = project(std::string_view(rows).substr(start, nl - start), projected);
-          if (!p.empty()) {
-            if (b.count++) b.rows.push_back('\n');
-            b.rows += p;
-          }
-          start = nl + 1;
-        }
-        return b;
-      },
-      "range_scan");
+  auto batches =
+      tick.map(per_instance([conn, projected](const instance_info&) {
+                 return [scan = io::table_range_scan(conn, io::table_range_scan_config{"archive"}),
+                         projected](const train_tick& t) mutable {
+                   auto rows = scan.process(t.start, t.end);
+                   train_batch b{t.id, t.end, {}, 0};
+                   std::size_t start = 0;
+                   while (start < rows.size()) {
+                     auto nl = rows.find('\n', start);
+                     if (nl == std::string::npos) nl = rows.size();
+                     auto p = project(std::string_view(rows).substr(start, nl - start), projected);
+                     if (!p.empty()) {
+                       if (b.count++) b.rows.push_back('\n');
+                       b.rows += p;
+                     }
+                     start = nl + 1;
+                   }
+                   return b;
+                 };
+               }),
+               "range_scan");
   std::string ds{riot::to_string(d)};
   auto models_dir = o.out_dir + "/models";
   auto mlr = train_models<linear_regression_train>(batches, linear_regression_config::for_dataset(d), ds + "-MLR-",
@@ -132,13 +137,16 @@ app_job build_train(const app_options& o) {
   auto dtc = train_models<decision_tree_train>(batches, decision_tree_config::for_dataset(d), ds + "-DTC-", models_dir,
                                                a.metrics->errors(), "decision_tree_train");
   auto uploaded = mlr.merge(dtc).flat_map<tagged>(
-      [config = io::blob_upload_config{io::directory_blobs{blob_dir(o), false}, ""},
-       task = riot::detail::per_instance<io::blob_upload>()](const tagged& model, collector<tagged>& out) mutable {
-        if (auto name = task.get([&] { return io::blob_upload(config); }).process(model.text)) out({model.msg_id, *name});
-      },
+      per_instance([config = io::blob_upload_config{io::directory_blobs{blob_dir(o), false}, ""}](
+                       const instance_info&) {
+        return
+            [task = io::blob_upload(config)](const tagged& model, collector<tagged>& out) mutable {
+              if (auto name = task.process(model.text)) out({model.msg_id, *name});
+            };
+      }),
       "blob_upload");
-  io::publish_to_mqtt(a.job, measured(uploaded, a.metrics, primary_output_of(app::train)), io::mqtt_publish_config{broker_of(o.broker), model_topic(d)},
-                      "model_notice");
+  io::publish_to_mqtt(measured(uploaded, a.metrics, primary_output_of(app::train)),
+                      io::mqtt_publish_config{broker_of(o.broker), model_topic(d)}, "model_notice");
   return a;
 }
 

@@ -1,7 +1,8 @@
 // Thin adapters that put the RIoTBench tasks on tidemark::stream<T>: stateless tasks become map /
-// flat_map operators (one task object per operator instance), per-sensor stateful tasks become
-// key_by(sensor id + field).fold over the task's own state. Rejected inputs go to an error_sink
-// (counted, first messages kept) instead of downstream.
+// flat_map operators (one task object per operator instance, built by per_instance), per-sensor
+// stateful tasks become key_by(sensor id + field).process over the task's own state. Rejected
+// inputs go to an error_sink (counted, first messages kept) instead of downstream; the
+// SenML parser also sends the lines it rejects to its side output senml_rejected.
 #pragma once
 
 #include <atomic>
@@ -21,52 +22,18 @@ namespace tidemark::riot {
 
 namespace detail {
 
-/// A task object owned by one operator instance: copying the operator's function (once per
-/// instance) yields an empty holder, and the task is made on first use.
-template <class T>
-class per_instance {
- public:
-  per_instance() = default;
-  per_instance(const per_instance&) {}
-  per_instance& operator=(const per_instance&) {
-    task_.reset();
-    return *this;
-  }
-  template <class Make>
-  T& get(const Make& make) {
-    if (!task_) task_ = std::make_unique<T>(make());
-    return *task_;
-  }
+/// Keys observations by sensor id and field, as the RIoTBench bolts kept their state.
+inline auto by_sensor_field(const stream<observation>& in, const std::string& name) {
+  return in.key_by([](const observation& o) { return sensor_field_key(o); }, name + "_by_sensor");
+}
 
- private:
-  std::unique_ptr<T> task_;
-};
-
-/// key_by(sensor, field).fold over `Task::state`, emitting what `task.process(state, obs)` returns.
-/// The fold emits (key, accumulator) per element, so the accumulator holds the state and the
-/// output behind pointers: the per-element copy is two pointer copies, not a window of values.
+/// `task`'s per-key step for keyed_stream::process: task.process(state, o) may emit one
+/// observation.
 template <class Task>
-stream<observation> keyed_task(const stream<observation>& in, std::shared_ptr<const Task> task,
-                               const std::string& name) {
-  using state = typename Task::state;
-  struct acc {
-    std::shared_ptr<state> s;
-    std::shared_ptr<const observation> out;
+auto step_of(std::shared_ptr<const Task> task) {
+  return [task](typename Task::state& s, const observation& o, collector<observation>& out) {
+    if (auto r = task->process(s, o)) out(std::move(*r));
   };
-  return in.key_by([](const observation& o) { return sensor_field_key(o); }, name + "_by_sensor")
-      .fold(acc{},
-            [task](acc a, const observation& o) {
-              if (!a.s) a.s = std::make_shared<state>(task->initial());
-              auto out = task->process(*a.s, o);
-              a.out = out ? std::make_shared<const observation>(std::move(*out)) : nullptr;
-              return a;
-            },
-            name)
-      .template flat_map<observation>(
-          [](const std::pair<std::string, acc>& kv, collector<observation>& out) {
-            if (kv.second.out) out(*kv.second.out);
-          },
-          name + "_emit");
 }
 
 }  // namespace detail
@@ -75,17 +42,18 @@ stream<observation> keyed_task(const stream<observation>& in, std::shared_ptr<co
 /// expected<Out>; values go downstream, errors to `errors`.
 template <class Out, class In, class Make>
 stream<Out> apply_task(const stream<In>& in, Make make, error_sink errors, const std::string& name) {
-  using task_type = std::decay_t<decltype(make())>;
-  return in.template flat_map<Out>(
-      [make, errors, task = detail::per_instance<task_type>()](const In& x, collector<Out>& out) mutable {
-        auto r = task.get(make).process(x);
-        if (r) {
-          out(std::move(*r));
-        } else {
-          errors.report(r.error());
-        }
-      },
-      name);
+  return in.template flat_map<Out>(per_instance([make, errors](const instance_info&) {
+                                     return [task = make(), errors](const In& x,
+                                                                    collector<Out>& out) mutable {
+                                       auto r = task.process(x);
+                                       if (r) {
+                                         out(std::move(*r));
+                                       } else {
+                                         errors.report(r.error());
+                                       }
+                                     };
+                                   }),
+                                   name);
 }
 
 /// A SenML line with the message id its source gave it (so outputs can be traced to inputs).
@@ -94,6 +62,16 @@ struct numbered_line {
   std::string line;
 };
 
+/// A line the SenML parser rejected, and why.
+struct rejected_line {
+  std::string line;
+  std::string reason;
+};
+
+/// The side output of parse_senml with the lines it rejected (also counted in its error_sink):
+/// `parse_senml(...).side_output(senml_rejected)`.
+inline const output_tag<rejected_line> senml_rejected{"senml_rejected", 1};
+
 namespace detail {
 
 /// SML + fan-out over lines whose message id `id_of(x)` and text `line_of(x)` come from `In`.
@@ -101,18 +79,22 @@ template <class In, class IdOf, class LineOf>
 stream<observation> parse_senml_lines(const stream<In>& lines, senml_fanout_config config, error_sink errors,
                                       IdOf id_of, LineOf line_of) {
   return lines.template flat_map<observation>(
-      [config = std::move(config), errors, id_of, line_of, parse = per_instance<senml_parse>(),
-       fanout = per_instance<senml_fanout>(), scratch = std::vector<observation>()](
-          const In& x, collector<observation>& out) mutable {
-        auto& p = parse.get([] { return senml_parse(); });
-        auto& f = fanout.get([&] { return senml_fanout(config); });
-        auto rec = p.process(senml_payload(line_of(x)));
-        if (!rec) return errors.report(rec.error());
-        scratch.clear();
-        auto n = f.process(*rec, id_of(x), scratch);
-        if (!n) return errors.report(n.error());
-        for (auto& o : scratch) out(std::move(o));
-      },
+      per_instance([config = std::move(config), errors, id_of, line_of](const instance_info&) {
+        return [parse = senml_parse(), fanout = senml_fanout(config),
+                scratch = std::vector<observation>(), errors, id_of,
+                line_of](const In& x, collector<observation>& out) mutable {
+          auto reject = [&](const error& e) {
+            errors.report(e);
+            out.side(senml_rejected, rejected_line{std::string{line_of(x)}, e.message});
+          };
+          auto rec = parse.process(senml_payload(line_of(x)));
+          if (!rec) return reject(rec.error());
+          scratch.clear();
+          auto n = fanout.process(*rec, id_of(x), scratch);
+          if (!n) return reject(n.error());
+          for (auto& o : scratch) out(std::move(o));
+        };
+      }),
       "senml_parse");
 }
 
@@ -139,13 +121,14 @@ inline stream<observation> parse_senml(const stream<numbered_line>& lines, senml
 /// RGF: marks out-of-range values missing (they stay in the stream for interpolation).
 inline stream<observation> range_filter_marks(const stream<observation>& in, range_filter_config config,
                                               error_sink errors) {
-  return in.map(
-      [config = std::move(config), errors, task = detail::per_instance<range_filter>()](observation o) mutable {
-        auto r = task.get([&] { return range_filter(config); }).process(o);
-        if (!r) errors.report(r.error());
-        return o;
-      },
-      "range_filter");
+  return in.map(per_instance([config = std::move(config), errors](const instance_info&) {
+                  return [task = range_filter(config), errors](observation o) mutable {
+                    auto r = task.process(o);
+                    if (!r) errors.report(r.error());
+                    return o;
+                  };
+                }),
+                "range_filter");
 }
 
 /// BLF: marks observations of unknown sensors missing; the filter is shared by all instances.
@@ -161,33 +144,44 @@ inline stream<observation> bloom_filter_marks(const stream<observation>& in,
 
 /// INP, keyed per sensor and field: missing values of the configured fields filled in.
 inline stream<observation> interpolate(const stream<observation>& in, interpolation_config config) {
-  return detail::keyed_task(in, std::make_shared<const interpolation>(std::move(config)), "interpolation");
+  auto task = std::make_shared<const interpolation>(std::move(config));
+  return detail::by_sensor_field(in, "interpolation")
+      .process<observation>([task] { return task->initial(); }, detail::step_of(task),
+                            "interpolation");
 }
 
 /// KAL, keyed per sensor and field: the configured fields, smoothed.
 inline stream<observation> kalman(const stream<observation>& in, kalman_config config) {
-  return detail::keyed_task(in, std::make_shared<const kalman_filter>(std::move(config)), "kalman");
+  auto task = std::make_shared<const kalman_filter>(std::move(config));
+  return detail::by_sensor_field(in, "kalman")
+      .process<observation>([task] { return task->initial(); }, detail::step_of(task), "kalman");
 }
 
 /// AVG, keyed per sensor and field: one "AVG" observation per completed block.
 inline stream<observation> block_average_of(const stream<observation>& in, block_average_config config) {
-  return detail::keyed_task(in, std::make_shared<const block_average>(std::move(config)), "block_average");
+  auto task = std::make_shared<const block_average>(std::move(config));
+  return detail::by_sensor_field(in, "block_average")
+      .process<observation>([task] { return task->initial(); }, detail::step_of(task),
+                            "block_average");
 }
 
 /// SLR, keyed per sensor and field: one "SLR" observation per input once the window is full.
 inline stream<observation> sliding_regression_of(const stream<observation>& in, sliding_regression_config config) {
-  return detail::keyed_task(in, std::make_shared<const sliding_regression>(std::move(config)),
+  auto task = std::make_shared<const sliding_regression>(std::move(config));
+  return detail::by_sensor_field(in, "sliding_regression")
+      .process<observation>([task] { return task->initial(); }, detail::step_of(task),
                             "sliding_regression");
 }
 
 /// DAC over the sensor ids: each instance estimates the distinct sensors it sees (run it with
 /// parallelism 1, or after a key_by, for a global count).
 inline stream<double> distinct_sensors(const stream<observation>& in, distinct_count_config config) {
-  return in.map(
-      [config, task = detail::per_instance<distinct_count>()](const observation& o) mutable {
-        return task.get([&] { return distinct_count(config); }).process(o.sensor_id);
-      },
-      "distinct_count");
+  return in.map(per_instance([config](const instance_info&) {
+                  return [task = distinct_count(config)](const observation& o) mutable {
+                    return task.process(o.sensor_id);
+                  };
+                }),
+                "distinct_count");
 }
 
 }  // namespace tidemark::riot

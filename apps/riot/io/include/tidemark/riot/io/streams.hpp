@@ -40,67 +40,69 @@ class task_sink final : public operator_logic {
   End end_;
 };
 
-/// Adds a sink reading `in` (forward, same parallelism) whose instances run `make(info)`'s task.
-template <class T, class Task, class Make, class Apply, class End>
-void add_task_sink(job& j, const stream<T>& in, const char* op, std::string name, Make make,
-                   Apply apply, End end) {
-  logical_node n;
-  n.op = op;
-  n.kind = node_kind::sink;
-  n.parallelism = j.graph().node(in.id()).parallelism;
-  n.inputs = {logical_edge{in.id(), partitioning::forward}};
-  n.make_operator = [make, apply, end](const instance_info& info) -> std::unique_ptr<operator_logic> {
-    return std::make_unique<task_sink<T, Task, Apply, End>>(make(info), apply, end);
+/// What stream::sink needs to run `make_task(info)`'s task in each instance.
+template <class T, class Task, class MakeTask, class Apply, class End>
+auto task_sinks(MakeTask make_task, Apply apply, End end) {
+  return [make_task, apply, end](const instance_info& info) {
+    return std::make_unique<task_sink<T, Task, Apply, End>>(make_task(info), apply, end);
   };
-  auto id = j.graph().add(std::move(n));
-  j.graph().node(id).name = name.empty() ? std::string{op} + "_" + std::to_string(id) : std::move(name);
 }
 
 }  // namespace detail
 
 /// Sink: stores each CSV row of `rows` in the table (table_insert), flushing the last batch at
-/// the end of the stream. `rows` must belong to `j`.
-inline void insert_into_table(job& j, const stream<std::string>& rows,
+/// the end of the stream.
+inline void insert_into_table(const stream<std::string>& rows,
                               std::shared_ptr<persistence::wt_connection> conn,
                               table_insert_config config, std::string name = "") {
-  detail::add_task_sink<std::string, table_insert>(
-      j, rows, "table_insert", std::move(name),
-      [conn, config](const instance_info&) { return std::make_unique<table_insert>(conn, config); },
-      [](table_insert& t, const std::string& row) { t.process(row); },
-      [](table_insert& t) { t.flush(); });
+  rows.sink("table_insert",
+            detail::task_sinks<std::string, table_insert>(
+                [conn, config](const instance_info&) {
+                  return std::make_unique<table_insert>(conn, config);
+                },
+                [](table_insert& t, const std::string& row) { t.process(row); },
+                [](table_insert& t) { t.flush(); }),
+            std::move(name));
 }
 
 /// Sink: publishes each payload to the broker (mqtt_publish).
-inline void publish_to_mqtt(job& j, const stream<std::string>& payloads, mqtt_publish_config config,
+inline void publish_to_mqtt(const stream<std::string>& payloads, mqtt_publish_config config,
                             std::string name = "") {
-  detail::add_task_sink<std::string, mqtt_publish>(
-      j, payloads, "mqtt_publish", std::move(name),
-      [config](const instance_info&) { return std::make_unique<mqtt_publish>(config); },
-      [](mqtt_publish& t, const std::string& payload) { t.process(payload); }, [](mqtt_publish&) {});
+  payloads.sink(
+      "mqtt_publish",
+      detail::task_sinks<std::string, mqtt_publish>(
+          [config](const instance_info&) { return std::make_unique<mqtt_publish>(config); },
+          [](mqtt_publish& t, const std::string& payload) { t.process(payload); },
+          [](mqtt_publish&) {}),
+      std::move(name));
 }
 
 /// Sink: uploads each named local file as a blob (blob_upload).
-inline void upload_blobs(job& j, const stream<std::string>& file_paths, blob_upload_config config,
+inline void upload_blobs(const stream<std::string>& file_paths, blob_upload_config config,
                          std::string name = "") {
-  detail::add_task_sink<std::string, blob_upload>(
-      j, file_paths, "blob_upload", std::move(name),
-      [config](const instance_info&) { return std::make_unique<blob_upload>(config); },
-      [](blob_upload& t, const std::string& path) { t.process(path); }, [](blob_upload&) {});
+  file_paths.sink(
+      "blob_upload",
+      detail::task_sinks<std::string, blob_upload>(
+          [config](const instance_info&) { return std::make_unique<blob_upload>(config); },
+          [](blob_upload& t, const std::string& path) { t.process(path); }, [](blob_upload&) {}),
+      std::move(name));
 }
 
 /// Sink: gathers entries into zip archives (zip_batch); instance i names its archives
 /// "<archive_prefix>-i-<n>.zip" so parallel instances never collide; the last, shorter archive
 /// is written at the end of the stream.
-inline void zip_entries(job& j, const stream<zip_entry>& entries, zip_batch_config config,
+inline void zip_entries(const stream<zip_entry>& entries, zip_batch_config config,
                         std::string name = "") {
-  detail::add_task_sink<zip_entry, zip_batch>(
-      j, entries, "zip_batch", std::move(name),
-      [config](const instance_info& info) {
-        auto mine = config;
-        mine.archive_prefix += "-" + std::to_string(info.index);
-        return std::make_unique<zip_batch>(mine);
-      },
-      [](zip_batch& t, const zip_entry& e) { t.process(e); }, [](zip_batch& t) { t.finish(); });
+  entries.sink(
+      "zip_batch",
+      detail::task_sinks<zip_entry, zip_batch>(
+          [config](const instance_info& info) {
+            auto mine = config;
+            mine.archive_prefix += "-" + std::to_string(info.index);
+            return std::make_unique<zip_batch>(mine);
+          },
+          [](zip_batch& t, const zip_entry& e) { t.process(e); }, [](zip_batch& t) { t.finish(); }),
+      std::move(name));
 }
 
 /// Operator: the stored row for each probe row (table_lookup), nullopt when absent or when the
@@ -109,14 +111,11 @@ inline stream<std::optional<std::string>> lookup_in_table(const stream<std::stri
                                                           std::shared_ptr<persistence::wt_connection> conn,
                                                           table_lookup_config config,
                                                           std::string name = "table_lookup") {
-  // Each instance gets its own copy of this function object before the first call, so the task
-  // built lazily on that call belongs to that instance alone.
-  return probes.map(
-      [conn, config, task = std::shared_ptr<table_lookup>{}](const std::string& probe) mutable {
-        if (!task) task = std::make_shared<table_lookup>(conn, config);
-        return task->process(probe);
-      },
-      std::move(name));
+  return probes.map(per_instance([conn, config](const instance_info&) {
+                      return [task = std::make_unique<table_lookup>(conn, config)](
+                                 const std::string& probe) { return task->process(probe); };
+                    }),
+                    std::move(name));
 }
 
 }  // namespace tidemark::riot::io

@@ -1,10 +1,12 @@
-// Per sensor-and-field state of the keyed RIoTBench tasks, looked up without allocating a key
+// Per sensor-and-field state of the keyed RIoTBench tasks, in the core's keyed-state table
+// (tidemark::detail::flat_hash_map, as keyed operators use), looked up without allocating a key
 // string per message.
 #pragma once
 
+#include <functional>
 #include <string>
-#include <unordered_map>
 
+#include "tidemark/detail/flat_hash_map.hpp"
 #include "tidemark/riot/observation.hpp"
 
 namespace tidemark::riot::detail {
@@ -12,18 +14,18 @@ namespace tidemark::riot::detail {
 template <class State>
 class keyed_states {
  public:
-  /// The state of `o`'s sensor and field, made by `init()` on first use.
+  /// The state of `o`'s sensor and field, made by `init()` on first use. The reference is valid
+  /// until the next call.
   template <class Init>
   State& get(const observation& o, Init&& init) {
     key_.assign(o.sensor_id).push_back('\x1f');
     key_ += o.obs_type;
-    auto it = states_.find(key_);
-    if (it == states_.end()) it = states_.emplace(key_, init()).first;
-    return it->second;
+    return states_.find_or_insert(tidemark::detail::mix_hash(std::hash<std::string>{}(key_)), key_,
+                                  init);
   }
 
  private:
-  std::unordered_map<std::string, State> states_;
+  tidemark::detail::flat_hash_map<std::string, State> states_;
   std::string key_;  // reused for every lookup
 };
 
