@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/tidemark.hpp"
 
 BOOST_AUTO_TEST_CASE(first_job) {
   //! [first_job]
