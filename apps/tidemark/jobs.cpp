@@ -1,7 +1,7 @@
 // One line per application library: its register function.
 #include "jobs.hpp"
 
-#include "example_jobs.hpp"
+#include "tidemark/examples/example_jobs.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
 #include "tidemark/aion/workloads.hpp"
 #include "tidemark/examples/figure1.hpp"

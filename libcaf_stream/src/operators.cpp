@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "tidemark/job.hpp"
 
@@ -18,6 +19,22 @@ void batch_gauge::created() noexcept {
 }
 
 namespace ops {
+namespace {
+
+/// Lines of a text file (without the newline); instance k of p reads lines k, k+p, k+2p, ...
+class text_file_source final : public source_logic {
+ public:
+  text_file_source(std::string path, const instance_info& info);
+  void open() override;
+  bool pull(std::size_t max, emitter& out) override;
+
+ private:
+  std::string path_;
+  std::uint32_t index_;
+  std::uint32_t parallelism_;
+  std::ifstream in_;
+  std::uint64_t line_ = 0;
+};
 
 text_file_source::text_file_source(std::string path, const instance_info& info)
     : path_(std::move(path)), index_(info.index), parallelism_(info.parallelism) {}
@@ -40,14 +57,7 @@ bool text_file_source::pull(std::size_t max, emitter& out) {
   return more;
 }
 
-void line_writer::open(const std::string& path, const std::string& op) {
-  file = std::make_unique<std::ofstream>(path);
-  if (!*file)
-    throw job_error("operator '" + op + "': cannot open '" + path + "' for writing: " +
-                    std::strerror(errno));
-  out = file.get();
-}
-
+}  // namespace
 }  // namespace ops
 
 stream<std::string> job::from_text_file(std::string path, std::string name) {

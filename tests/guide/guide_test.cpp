@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/tidemark.hpp"
 
 BOOST_AUTO_TEST_CASE(first_job) {
   //! [first_job]

@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tidemark/tiered_window_store.hpp"
+
 namespace tidemark {
 
 // ---- event types (tiered state writes them to disk with their codecs) ----------------------------

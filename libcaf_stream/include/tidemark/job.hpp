@@ -4,7 +4,6 @@
 #pragma once
 
 #include <atomic>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -19,7 +18,8 @@
 #include "tidemark/event_time.hpp"
 #include "tidemark/graph.hpp"
 #include "tidemark/operators.hpp"
-#include "tidemark/tiered_window_store.hpp"
+#include "tidemark/lines_sink.hpp"
+#include "tidemark/tiered_state.hpp"
 #include "tidemark/window_operators.hpp"
 
 namespace tidemark {
@@ -439,8 +439,7 @@ class stream {
   /// Prints one line per element to standard output (needs operator<<).
   void print(std::string name = "") const {
     static_assert(detail::is_printable<T>::value, "print(): T needs an operator<<(std::ostream&, const T&)");
-    auto writer = std::make_shared<ops::line_writer>();
-    writer->out = &std::cout;
+    auto writer = ops::line_writer::to_stdout();
     then_sink("print", std::move(name), [writer](const instance_info&) {
       return std::make_unique<ops::lines_sink<T, std::string (*)(const T&)>>(writer, &detail::to_line<T>);
     });
@@ -454,7 +453,7 @@ class stream {
                   "write_lines(path, f): f must be callable as f(const T&) and return std::string");
     auto writer = std::make_shared<ops::line_writer>();
     then_sink("write_lines", std::move(name), [writer, path, format](const instance_info& info) {
-      if (!writer->out) writer->open(path, info.name);
+      writer->open(path, info.name);
       return std::make_unique<ops::lines_sink<T, Format>>(writer, format);
     });
   }
@@ -673,8 +672,11 @@ class windowed_stream {
     return *this;
   }
   /// Keeps process() functions' events in the tiered (Aion) store on the node's storage service:
-  /// m-buckets in memory, p-buckets on disk, pre-staged before late re-executions.
+  /// m-buckets in memory, p-buckets on disk, pre-staged before late re-executions. The caller
+  /// includes tidemark/tiered_window_store.hpp (only jobs that use it pay for compiling it).
   windowed_stream& state(tiered t) {
+    static_assert(detail::is_complete<tiered_window_store<K, T>>::value,
+                  "state(tiered): include \"tidemark/tiered_window_store.hpp\" (the tiered store)");
     make_store_ = [t](const instance_info& info, event_time lateness) {
       return std::make_unique<tiered_window_store<K, T>>(t, info.storage, lateness);
     };

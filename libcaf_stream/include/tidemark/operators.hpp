@@ -2,7 +2,6 @@
 // through operator_logic / source_logic; tests may call them directly.
 #pragma once
 
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -473,21 +472,6 @@ class generator_source final : public source_logic {
   F f_;
 };
 
-/// Lines of a text file (without the newline); instance k of p reads lines k, k+p, k+2p, ...
-class text_file_source final : public source_logic {
- public:
-  text_file_source(std::string path, const instance_info& info);
-  void open() override;
-  bool pull(std::size_t max, emitter& out) override;
-
- private:
-  std::string path_;
-  std::uint32_t index_;
-  std::uint32_t parallelism_;
-  std::ifstream in_;
-  std::uint64_t line_ = 0;
-};
-
 // ---- sinks -----------------------------------------------------------------------------------
 
 /// Calls `f(const T&)` for every element (instances may call it concurrently).
@@ -543,41 +527,6 @@ class count_sink final : public operator_logic {
  private:
   std::shared_ptr<std::atomic<std::uint64_t>> total_;
   std::uint64_t n_ = 0;
-};
-
-/// Writes one line per element through `format(const T&) -> std::string` to a shared stream.
-struct line_writer {
-  std::mutex mutex;
-  std::ostream* out = nullptr;
-  std::unique_ptr<std::ofstream> file;
-  /// Opens `path` for writing; throws job_error naming `op` when it cannot.
-  void open(const std::string& path, const std::string& op);
-};
-
-template <class T, class Format>
-class lines_sink final : public operator_logic {
- public:
-  lines_sink(std::shared_ptr<line_writer> w, Format f) : writer_(std::move(w)), format_(std::move(f)) {}
-
-  void process(std::size_t, batch_ptr in, emitter&) override {
-    std::string text;
-    for (const auto& x : static_cast<batch<T>&>(*in).values)
-      guarded([&] {
-        text += format_(x);
-        text += '\n';
-      });
-    std::lock_guard<std::mutex> guard{writer_->mutex};
-    *writer_->out << text;
-  }
-
-  void finish(emitter&) override {
-    std::lock_guard<std::mutex> guard{writer_->mutex};
-    writer_->out->flush();
-  }
-
- private:
-  std::shared_ptr<line_writer> writer_;
-  Format format_;
 };
 
 /// Merges several inputs into one stream.

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "tidemark/windows.hpp"
 
@@ -40,6 +41,21 @@ struct tiered {
   /// Destage order under moderate node memory pressure.
   pressure_order order = pressure_order::largest_first;
 };
+
+/// The window store that keeps a window's events as `tiered` configures (defined in
+/// tidemark/tiered_window_store.hpp, which jobs using `.state(tiered{...})` include).
+template <class K, class T>
+class tiered_window_store;
+
+namespace detail {
+
+/// Whether T is complete where this is first asked (tiered_window_store is, once its header is in).
+template <class T, class = void>
+struct is_complete : std::false_type {};
+template <class T>
+struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
+
+}  // namespace detail
 
 /// Priority classes of the storage I/O thread, highest first.
 enum class io_class : std::uint8_t { prestage = 0, write = 1, destage = 2 };

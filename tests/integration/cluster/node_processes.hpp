@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "example_jobs.hpp"
+#include "tidemark/examples/example_jobs.hpp"
 #include "tidemark/cluster.hpp"
 
 extern char** environ;

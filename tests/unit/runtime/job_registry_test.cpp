@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "example_jobs.hpp"
+#include "tidemark/examples/example_jobs.hpp"
 #include "tidemark/job_registry.hpp"
 
 using namespace tidemark;

@@ -1,9 +1,11 @@
+// The run report of a job: totals per operator, the summary table and the JSON report.
+#include "tidemark/metrics.hpp"
+
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
-
-#include "tidemark/runtime.hpp"
 
 namespace tidemark {
 

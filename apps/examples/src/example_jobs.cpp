@@ -1,7 +1,7 @@
 // example-window-count: `events` readings spread over `keys` sensors, one every millisecond of
 // event time, counted per sensor in tumbling windows. The set of result lines is deterministic, so
 // any two runs (embedded or distributed, any parallelism) must agree once sorted.
-#include "example_jobs.hpp"
+#include "tidemark/examples/example_jobs.hpp"
 
 #include <chrono>
 #include <cstdio>

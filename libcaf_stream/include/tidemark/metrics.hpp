@@ -1,0 +1,51 @@
+// What a run reports: counters per operator instance and per stage instance, and the job's result
+// with its summary table and JSON report. Plain data, so tools (replication's measured annotations)
+// read run results without linking the runtime.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tidemark {
+
+/// Counters of one operator instance.
+struct operator_metrics {
+  std::string name;
+  std::string op;
+  std::uint32_t instance = 0;
+  std::uint64_t events_in = 0;
+  std::uint64_t events_out = 0;
+  std::uint64_t batches_in = 0;
+  std::uint64_t batches_out = 0;
+  std::uint64_t skipped = 0;
+  std::map<std::string, double> extra;  ///< operator-specific (operator_logic::add_metrics)
+};
+
+/// Counters of one stage instance (one actor running a fused chain of operators).
+struct instance_metrics {
+  std::uint32_t stage = 0;
+  std::uint32_t instance = 0;
+  std::vector<operator_metrics> operators;  ///< in chain order
+  std::int64_t busy_ns = 0;                 ///< time spent running operator code
+  std::uint64_t max_queued_batches = 0;     ///< most input batches waiting at once
+};
+
+struct job_result {
+  std::string job;
+  double seconds = 0;
+  std::string plan;  ///< to_text of the physical plan
+  std::vector<instance_metrics> instances;
+  /// Most batches alive in the process at once during the run (see batch_gauge).
+  std::int64_t peak_live_batches = 0;
+
+  /// Totals per operator name, summed over its instances, in plan order.
+  std::vector<operator_metrics> per_operator() const;
+  /// A readable table: per operator, instances, events in/out, batches, busy time, queue.
+  std::string summary() const;
+  /// The full report as JSON.
+  std::string to_json() const;
+};
+
+}  // namespace tidemark
