@@ -1,5 +1,5 @@
 // The job registry and option parsing behind `tidemark run JOB [options]`.
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 
 #include <algorithm>
 #include <cctype>

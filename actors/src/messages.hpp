@@ -10,8 +10,8 @@
 #include <caf/atom.hpp>
 
 #include "stage_core.hpp"
-#include "tidemark/batch.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/core/batch.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark::detail {
 

@@ -1,4 +1,4 @@
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 #include <malloc.h>
 

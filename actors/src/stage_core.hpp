@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/graph.hpp"
-#include "tidemark/plan.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/core/graph.hpp"
+#include "tidemark/core/plan.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark::detail {
 

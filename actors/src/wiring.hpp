@@ -9,9 +9,9 @@
 #include <caf/actor_system_config.hpp>
 
 #include "stage_actor.hpp"
-#include "tidemark/job.hpp"
-#include "tidemark/plan.hpp"
-#include "tidemark/synchronizer.hpp"
+#include "tidemark/core/job.hpp"
+#include "tidemark/core/plan.hpp"
+#include "tidemark/core/synchronizer.hpp"
 
 namespace tidemark::detail {
 

@@ -6,9 +6,9 @@
 #include <iostream>
 #include <memory>
 
-#include "tidemark/cluster.hpp"
-#include "tidemark/plan.hpp"
-#include "tidemark/synchronizer.hpp"
+#include "tidemark/runtime/cluster.hpp"
+#include "tidemark/core/plan.hpp"
+#include "tidemark/core/synchronizer.hpp"
 
 namespace tidemark {
 

@@ -3,7 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 
 namespace tidemark {
 

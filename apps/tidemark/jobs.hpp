@@ -1,7 +1,7 @@
 // Every job the `tidemark` tool and the node binary can run, registered by name.
 #pragma once
 
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 
 namespace tidemark {
 

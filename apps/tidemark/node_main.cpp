@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "jobs.hpp"
-#include "tidemark/cluster.hpp"
+#include "tidemark/runtime/cluster.hpp"
 
 namespace {
 std::atomic<bool> stop_requested{false};

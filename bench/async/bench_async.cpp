@@ -12,7 +12,7 @@
 
 #include "support/temp_dir.hpp"
 #include "tidemark/examples/figure1.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
 #include "tidemark/riot/io/local_broker.hpp"
 

@@ -26,7 +26,7 @@
 #include "tidemark/riot/senml.hpp"
 #include "tidemark/riot/statistics.hpp"
 #include "tidemark/riot/streams.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark::riot;
 using clock_type = std::chrono::steady_clock;

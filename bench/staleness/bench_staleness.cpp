@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "tidemark/detail/flat_hash_map.hpp"
-#include "tidemark/staleness.hpp"
-#include "tidemark/window_operators.hpp"
+#include "tidemark/core/detail/flat_hash_map.hpp"
+#include "tidemark/core/staleness.hpp"
+#include "tidemark/core/window_operators.hpp"
 
 using namespace tidemark;
 

@@ -1,5 +1,5 @@
 // The worker pool behind blocking async operators (async.hpp).
-#include "tidemark/async.hpp"
+#include "tidemark/core/async.hpp"
 
 #include <condition_variable>
 #include <thread>

@@ -1,5 +1,5 @@
 // Out-of-line helpers of tidemark::codec (see codec.hpp).
-#include "tidemark/codec.hpp"
+#include "tidemark/core/codec.hpp"
 
 #include <cxxabi.h>
 

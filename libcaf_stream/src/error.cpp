@@ -1,6 +1,6 @@
 // The shared state behind error_sink (see error.hpp); kept here so the header stays free of
 // <mutex> and <atomic>.
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 
 #include <atomic>
 #include <mutex>

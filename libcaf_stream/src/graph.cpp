@@ -1,4 +1,4 @@
-#include "tidemark/graph.hpp"
+#include "tidemark/core/graph.hpp"
 
 #include <algorithm>
 #include <sstream>

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/lateness.hpp"
-#include "tidemark/windows.hpp"
+#include "tidemark/core/lateness.hpp"
+#include "tidemark/core/windows.hpp"
 
 namespace tidemark {
 

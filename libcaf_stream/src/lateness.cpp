@@ -1,5 +1,5 @@
 // The lateness estimator (decaying log-bucketed histograms) and the allowed-lateness policies.
-#include "tidemark/lateness.hpp"
+#include "tidemark/core/lateness.hpp"
 
 #include <algorithm>
 #include <cmath>

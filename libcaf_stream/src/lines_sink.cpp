@@ -1,5 +1,5 @@
 // The output behind the lines sinks: standard output or one file shared by a sink's instances.
-#include "tidemark/lines_sink.hpp"
+#include "tidemark/core/lines_sink.hpp"
 
 #include <cerrno>
 #include <cstring>

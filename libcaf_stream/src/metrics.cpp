@@ -1,5 +1,5 @@
 // The run report of a job: totals per operator, the summary table and the JSON report.
-#include "tidemark/metrics.hpp"
+#include "tidemark/core/metrics.hpp"
 
 #include <algorithm>
 #include <cstdio>

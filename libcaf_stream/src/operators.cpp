@@ -1,10 +1,10 @@
-#include "tidemark/operators.hpp"
+#include "tidemark/core/operators.hpp"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
-#include "tidemark/job.hpp"
+#include "tidemark/core/job.hpp"
 
 namespace tidemark {
 

@@ -1,4 +1,4 @@
-#include "tidemark/plan.hpp"
+#include "tidemark/core/plan.hpp"
 
 #include <sstream>
 

@@ -1,9 +1,9 @@
 // Staleness-bounded schedules: greedy fewest executions, minimax by bisection on the bound,
 // balancing by coordinate descent, and the every-Δt / every-Δevents baselines.
-#include "tidemark/staleness.hpp"
+#include "tidemark/core/staleness.hpp"
 
-#include "tidemark/lateness.hpp"
-#include "tidemark/windows.hpp"
+#include "tidemark/core/lateness.hpp"
+#include "tidemark/core/windows.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Synchronizer gates, their coordinator, and the graph rewrite that places them.
-#include "tidemark/synchronizer.hpp"
+#include "tidemark/core/synchronizer.hpp"
 
 #include <algorithm>
 #include <sstream>

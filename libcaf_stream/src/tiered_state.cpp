@@ -1,5 +1,5 @@
 // Names of the tiered-state enums for metrics and messages.
-#include "tidemark/tiered_state.hpp"
+#include "tidemark/core/tiered_state.hpp"
 
 namespace tidemark {
 

@@ -1,5 +1,5 @@
 // Timezone analysis: downstream closures of delayed operators, their input edges and nesting.
-#include "tidemark/timezones.hpp"
+#include "tidemark/core/timezones.hpp"
 
 #include <algorithm>
 #include <sstream>

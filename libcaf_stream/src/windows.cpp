@@ -1,6 +1,6 @@
 // Non-template parts of windows.hpp: argument checks of assigners and triggers, and the built-in
 // late-trigger policies.
-#include "tidemark/windows.hpp"
+#include "tidemark/core/windows.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -2,7 +2,7 @@
 // one query per sink node, annotated costs and primary placement.
 #include "tidemark/replication/graph_adapter.hpp"
 
-#include "tidemark/metrics.hpp"
+#include "tidemark/core/metrics.hpp"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "net/frames.hpp"
-#include "tidemark/codec.hpp"
+#include "tidemark/core/codec.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "net/frames.hpp"
-#include "tidemark/codec.hpp"
+#include "tidemark/core/codec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 

@@ -3,5 +3,5 @@
 // needs less includes the module headers directly.
 #pragma once
 
-#include "tidemark/job.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/core/job.hpp"
+#include "tidemark/runtime/runtime.hpp"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "../wiring.hpp"
-#include "tidemark/codec.hpp"
+#include "tidemark/core/codec.hpp"
 
 namespace tidemark::net {
 

@@ -4,7 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "tidemark/cluster.hpp"
+#include "tidemark/runtime/cluster.hpp"
 
 namespace tidemark {
 namespace {

@@ -9,7 +9,7 @@
 #include "channels.hpp"
 #include "frames.hpp"
 #include "security.hpp"
-#include "tidemark/cluster.hpp"
+#include "tidemark/runtime/cluster.hpp"
 
 namespace tidemark {
 

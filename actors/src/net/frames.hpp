@@ -12,7 +12,7 @@
 
 #include "tidemark/wire/control_generated.h"
 #include "tidemark/wire/data_generated.h"
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark::net {
 

@@ -22,7 +22,7 @@
 #include "frames.hpp"
 #include "remote_channel.hpp"
 #include "security.hpp"
-#include "tidemark/cluster.hpp"
+#include "tidemark/runtime/cluster.hpp"
 
 namespace tidemark {
 

@@ -13,7 +13,7 @@
 #include <caf/actor_system.hpp>
 #include <zmq.hpp>
 
-#include "tidemark/codec.hpp"
+#include "tidemark/core/codec.hpp"
 
 namespace tidemark::net {
 

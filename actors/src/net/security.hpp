@@ -9,7 +9,7 @@
 
 #include <zmq.hpp>
 
-#include "tidemark/cluster.hpp"
+#include "tidemark/runtime/cluster.hpp"
 
 namespace tidemark::net {
 

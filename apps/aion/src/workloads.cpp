@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "tidemark/tiered_window_store.hpp"
+#include "tidemark/core/tiered_window_store.hpp"
 
 namespace tidemark {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tidemark/examples/example_jobs.hpp"
-#include "tidemark/cluster.hpp"
+#include "tidemark/runtime/cluster.hpp"
 
 extern char** environ;
 

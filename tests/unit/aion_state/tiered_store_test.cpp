@@ -12,8 +12,8 @@
 
 #include "harness.hpp"
 #include "tidemark/persistence/storage_service.hpp"
-#include "tidemark/tiered_window_store.hpp"
-#include "tidemark/window_operators.hpp"
+#include "tidemark/core/tiered_window_store.hpp"
+#include "tidemark/core/window_operators.hpp"
 
 using namespace tidemark;
 using persistence::storage_config;

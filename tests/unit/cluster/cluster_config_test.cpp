@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tidemark/cluster.hpp"
+#include "tidemark/runtime/cluster.hpp"
 
 using namespace tidemark;
 

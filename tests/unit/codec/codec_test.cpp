@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include "tidemark/codec.hpp"
-#include "tidemark/job.hpp"
+#include "tidemark/core/codec.hpp"
+#include "tidemark/core/job.hpp"
 
 using namespace tidemark;
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/operator.hpp"
+#include "tidemark/core/operator.hpp"
 
 namespace tidemark::test {
 

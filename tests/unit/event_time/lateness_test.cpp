@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "harness.hpp"
-#include "tidemark/window_operators.hpp"
+#include "tidemark/core/window_operators.hpp"
 
 using namespace tidemark;
 using tidemark::test::make_batch;

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "harness.hpp"
-#include "tidemark/event_time.hpp"
+#include "tidemark/core/event_time.hpp"
 
 using namespace tidemark;
 using tidemark::test::emitted;

@@ -9,7 +9,7 @@
 #include <map>
 #include <thread>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

@@ -9,8 +9,8 @@
 #include <random>
 
 #include "harness.hpp"
-#include "tidemark/job.hpp"
-#include "tidemark/plan.hpp"
+#include "tidemark/core/job.hpp"
+#include "tidemark/core/plan.hpp"
 
 using namespace tidemark;
 using tidemark::test::make_batch;

@@ -14,11 +14,11 @@
 #include <sstream>
 
 #include "harness.hpp"
-#include "tidemark/event_time.hpp"
-#include "tidemark/window_operators.hpp"
+#include "tidemark/core/event_time.hpp"
+#include "tidemark/core/window_operators.hpp"
 #ifdef TIDEMARK_TIERED_PROPERTY
 #include "tidemark/persistence/storage_service.hpp"
-#include "tidemark/tiered_window_store.hpp"
+#include "tidemark/core/tiered_window_store.hpp"
 #endif
 
 using namespace tidemark;

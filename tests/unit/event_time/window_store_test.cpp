@@ -6,7 +6,7 @@
 #include <random>
 #include <unordered_map>
 
-#include "tidemark/window_store.hpp"
+#include "tidemark/core/window_store.hpp"
 
 using namespace tidemark;
 

@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "tidemark/lateness.hpp"
-#include "tidemark/windows.hpp"
+#include "tidemark/core/lateness.hpp"
+#include "tidemark/core/windows.hpp"
 
 using namespace tidemark;
 

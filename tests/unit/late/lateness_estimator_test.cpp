@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "tidemark/lateness.hpp"
+#include "tidemark/core/lateness.hpp"
 
 using namespace tidemark;
 namespace tt = boost::test_tools;

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "../event_time/harness.hpp"
-#include "tidemark/window_operators.hpp"
+#include "tidemark/core/window_operators.hpp"
 
 using namespace tidemark;
 namespace tt = boost::test_tools;

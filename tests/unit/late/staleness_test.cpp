@@ -7,9 +7,9 @@
 #include <cmath>
 #include <random>
 
-#include "tidemark/lateness.hpp"
-#include "tidemark/staleness.hpp"
-#include "tidemark/windows.hpp"
+#include "tidemark/core/lateness.hpp"
+#include "tidemark/core/staleness.hpp"
+#include "tidemark/core/windows.hpp"
 
 using namespace tidemark;
 

@@ -6,7 +6,7 @@
 
 #include "tidemark/remote/remote_call.hpp"
 #include "tidemark/remote/test_service.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

@@ -5,7 +5,7 @@
 
 #include "model_builder.hpp"
 #include "tidemark/replication/graph_adapter.hpp"
-#include "tidemark/metrics.hpp"
+#include "tidemark/core/metrics.hpp"
 
 using namespace tidemark::replication;
 namespace tt = boost::test_tools;

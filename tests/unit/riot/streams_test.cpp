@@ -10,7 +10,7 @@
 #include "sample_data.hpp"
 #include "tidemark/riot/parse.hpp"
 #include "tidemark/riot/streams.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark::riot;
 

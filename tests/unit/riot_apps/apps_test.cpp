@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "../../support/mosquitto_broker.hpp"
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
 #include "tidemark/riot/io/blob_tasks.hpp"
 #include "tidemark/riot/io/mqtt_tasks.hpp"

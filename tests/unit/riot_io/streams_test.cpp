@@ -12,7 +12,7 @@
 #include "sample_data.hpp"
 #include "tidemark/riot/io/streams.hpp"
 #include "tidemark/riot/senml.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 using namespace tidemark::riot::io;

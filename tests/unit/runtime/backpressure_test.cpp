@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

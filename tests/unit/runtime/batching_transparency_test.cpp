@@ -11,7 +11,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

@@ -3,7 +3,7 @@
 #define BOOST_TEST_MODULE runtime errors
 #include <boost/test/unit_test.hpp>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

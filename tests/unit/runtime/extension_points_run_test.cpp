@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "tidemark/examples/example_jobs.hpp"
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 
 using namespace tidemark;
 

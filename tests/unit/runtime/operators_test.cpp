@@ -11,7 +11,7 @@
 #include <sstream>
 #include <numeric>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

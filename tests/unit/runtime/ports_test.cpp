@@ -7,7 +7,7 @@
 #include <mutex>
 #include <numeric>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

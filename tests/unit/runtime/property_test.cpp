@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <random>
 
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 
 using tidemark::error;
 using tidemark::error_sink;

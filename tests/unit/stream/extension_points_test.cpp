@@ -8,7 +8,7 @@
 #include <random>
 
 #include "../event_time/harness.hpp"
-#include "tidemark/job.hpp"
+#include "tidemark/core/job.hpp"
 
 using namespace tidemark;
 using tidemark::test::make_batch;

@@ -2,8 +2,8 @@
 #define BOOST_TEST_MODULE plan
 #include <boost/test/unit_test.hpp>
 
-#include "tidemark/job.hpp"
-#include "tidemark/plan.hpp"
+#include "tidemark/core/job.hpp"
+#include "tidemark/core/plan.hpp"
 
 using namespace tidemark;
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "../event_time/harness.hpp"
-#include "tidemark/job.hpp"
+#include "tidemark/core/job.hpp"
 
 using namespace tidemark;
 using tidemark::test::make_batch;

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "tidemark/job.hpp"
-#include "tidemark/synchronizer.hpp"
-#include "tidemark/timezones.hpp"
+#include "tidemark/core/job.hpp"
+#include "tidemark/core/synchronizer.hpp"
+#include "tidemark/core/timezones.hpp"
 
 using namespace tidemark;
 

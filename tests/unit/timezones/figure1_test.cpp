@@ -9,9 +9,9 @@
 
 #include "../../support/temp_dir.hpp"
 #include "tidemark/examples/figure1.hpp"
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/persistence/table_store.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 

@@ -5,7 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "../event_time/harness.hpp"
-#include "tidemark/synchronizer.hpp"
+#include "tidemark/core/synchronizer.hpp"
 
 using namespace tidemark;
 using tidemark::test::make_batch;

@@ -10,7 +10,7 @@
 
 #include "common.hpp"
 #include "tidemark/riot/io/streams.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark::riot::apps {
 

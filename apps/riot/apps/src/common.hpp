@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tidemark/job.hpp"
+#include "tidemark/core/job.hpp"
 #include "tidemark/persistence/wiredtiger.hpp"
 #include "tidemark/riot/apps/apps.hpp"
 #include "tidemark/riot/io/mqtt_tasks.hpp"

@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "common.hpp"
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
 #include "tidemark/riot/io/local_broker.hpp"
 

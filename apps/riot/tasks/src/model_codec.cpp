@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "tidemark/codec.hpp"
+#include "tidemark/core/codec.hpp"
 
 namespace tidemark::riot::model_codec {
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "tidemark/tiered_state.hpp"
+#include "tidemark/core/tiered_state.hpp"
 
 namespace tidemark::persistence {
 

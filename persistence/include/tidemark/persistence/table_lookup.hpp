@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "tidemark/job.hpp"
+#include "tidemark/core/job.hpp"
 #include "tidemark/persistence/table_store.hpp"
 
 namespace tidemark::persistence {

@@ -8,7 +8,7 @@
 #include <string>
 #include <type_traits>
 
-#include "tidemark/job.hpp"
+#include "tidemark/core/job.hpp"
 #include "tidemark/remote/client.hpp"
 
 namespace tidemark::remote {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/graph.hpp"
+#include "tidemark/core/graph.hpp"
 #include "tidemark/replication/model.hpp"
 
 namespace tidemark {

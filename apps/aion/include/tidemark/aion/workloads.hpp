@@ -7,9 +7,9 @@
 #include <random>
 #include <string>
 
-#include "tidemark/lateness.hpp"
+#include "tidemark/core/lateness.hpp"
 
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 
 namespace tidemark::aion {
 

@@ -2,7 +2,7 @@
 // what distributed tests use to compare cluster runs with embedded ones.
 #pragma once
 
-#include "tidemark/job_registry.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 
 namespace tidemark::examples {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/job.hpp"
-#include "tidemark/job_registry.hpp"
+#include "tidemark/core/job.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/persistence/wiredtiger.hpp"
 
 namespace tidemark::figure1 {

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/observation.hpp"
 #include "tidemark/riot/rejecting_task.hpp"

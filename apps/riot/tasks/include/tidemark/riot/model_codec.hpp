@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 #include "tidemark/riot/filter.hpp"
 #include "tidemark/riot/prediction.hpp"
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/rejecting_task.hpp"
 

@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tidemark/codec.hpp"
-#include "tidemark/error.hpp"
+#include "tidemark/core/codec.hpp"
+#include "tidemark/core/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/detail/keyed_states.hpp"
 #include "tidemark/riot/observation.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 
 namespace tidemark::riot {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/observation.hpp"
 #include "tidemark/riot/rejecting_task.hpp"

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/detail/keyed_states.hpp"
 #include "tidemark/riot/observation.hpp"

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/job.hpp"
+#include "tidemark/core/job.hpp"
 #include "tidemark/riot/filter.hpp"
 #include "tidemark/riot/observation.hpp"
 #include "tidemark/riot/prediction.hpp"

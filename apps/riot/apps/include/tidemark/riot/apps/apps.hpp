@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "tidemark/job.hpp"
+#include "tidemark/core/job.hpp"
 #include "tidemark/riot/apps/metrics.hpp"
 #include "tidemark/riot/apps/replay.hpp"
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 
 namespace tidemark::riot::apps {
 

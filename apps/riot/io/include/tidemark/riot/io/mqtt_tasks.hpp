@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 
 namespace tidemark::riot::io {
 

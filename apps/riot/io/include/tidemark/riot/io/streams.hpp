@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "tidemark/job.hpp"
+#include "tidemark/core/job.hpp"
 #include "tidemark/riot/io/blob_tasks.hpp"
 #include "tidemark/riot/io/mqtt_tasks.hpp"
 #include "tidemark/riot/io/table_tasks.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tidemark/persistence/table_store.hpp"
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 
 namespace tidemark::riot::io {
 

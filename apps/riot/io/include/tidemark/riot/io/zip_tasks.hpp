@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/error.hpp"
+#include "tidemark/core/error.hpp"
 
 namespace tidemark::riot::io {
 

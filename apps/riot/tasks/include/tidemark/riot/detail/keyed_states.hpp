@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "tidemark/detail/flat_hash_map.hpp"
+#include "tidemark/core/detail/flat_hash_map.hpp"
 #include "tidemark/riot/observation.hpp"
 
 namespace tidemark::riot::detail {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "tidemark/windows.hpp"
+#include "tidemark/core/windows.hpp"
 
 namespace tidemark {
 
@@ -43,7 +43,7 @@ struct tiered {
 };
 
 /// The window store that keeps a window's events as `tiered` configures (defined in
-/// tidemark/tiered_window_store.hpp, which jobs using `.state(tiered{...})` include).
+/// tidemark/core/tiered_window_store.hpp, which jobs using `.state(tiered{...})` include).
 template <class K, class T>
 class tiered_window_store;
 

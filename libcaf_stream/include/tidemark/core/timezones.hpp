@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/graph.hpp"
+#include "tidemark/core/graph.hpp"
 
 namespace tidemark {
 

@@ -1,6 +1,6 @@
 // The typed dataflow API: a job is built from sources, transformed as stream<T>, partitioned
 // with key_by / rebalance / broadcast, and ended by sinks. Building only records the logical
-// graph; tidemark::run (tidemark/runtime.hpp) validates and executes it.
+// graph; tidemark::run (tidemark/runtime/runtime.hpp) validates and executes it.
 #pragma once
 
 #include <atomic>
@@ -13,14 +13,14 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/async.hpp"
-#include "tidemark/codec.hpp"
-#include "tidemark/event_time.hpp"
-#include "tidemark/graph.hpp"
-#include "tidemark/operators.hpp"
-#include "tidemark/lines_sink.hpp"
-#include "tidemark/tiered_state.hpp"
-#include "tidemark/window_operators.hpp"
+#include "tidemark/core/async.hpp"
+#include "tidemark/core/codec.hpp"
+#include "tidemark/core/event_time.hpp"
+#include "tidemark/core/graph.hpp"
+#include "tidemark/core/operators.hpp"
+#include "tidemark/core/lines_sink.hpp"
+#include "tidemark/core/tiered_state.hpp"
+#include "tidemark/core/window_operators.hpp"
 
 namespace tidemark {
 
@@ -673,10 +673,10 @@ class windowed_stream {
   }
   /// Keeps process() functions' events in the tiered (Aion) store on the node's storage service:
   /// m-buckets in memory, p-buckets on disk, pre-staged before late re-executions. The caller
-  /// includes tidemark/tiered_window_store.hpp (only jobs that use it pay for compiling it).
+  /// includes tidemark/core/tiered_window_store.hpp (only jobs that use it pay for compiling it).
   windowed_stream& state(tiered t) {
     static_assert(detail::is_complete<tiered_window_store<K, T>>::value,
-                  "state(tiered): include \"tidemark/tiered_window_store.hpp\" (the tiered store)");
+                  "state(tiered): include \"tidemark/core/tiered_window_store.hpp\" (the tiered store)");
     make_store_ = [t](const instance_info& info, event_time lateness) {
       return std::make_unique<tiered_window_store<K, T>>(t, info.storage, lateness);
     };

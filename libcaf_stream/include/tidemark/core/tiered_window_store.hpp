@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/state_block.hpp"
-#include "tidemark/detail/flat_hash_map.hpp"
-#include "tidemark/operator.hpp"
-#include "tidemark/tiered_state.hpp"
-#include "tidemark/window_store.hpp"
+#include "tidemark/core/state_block.hpp"
+#include "tidemark/core/detail/flat_hash_map.hpp"
+#include "tidemark/core/operator.hpp"
+#include "tidemark/core/tiered_state.hpp"
+#include "tidemark/core/window_store.hpp"
 
 namespace tidemark {
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/codec.hpp"
+#include "tidemark/core/codec.hpp"
 
 namespace tidemark {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/job_registry.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/runtime/job_registry.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark {
 

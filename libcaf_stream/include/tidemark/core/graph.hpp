@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/operator.hpp"
+#include "tidemark/core/operator.hpp"
 
 namespace tidemark {
 

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/operator.hpp"
+#include "tidemark/core/operator.hpp"
 
 namespace tidemark {
 

@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "tidemark/batch.hpp"
+#include "tidemark/core/batch.hpp"
 
 namespace tidemark {
 

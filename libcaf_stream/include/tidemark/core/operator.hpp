@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tidemark/batch.hpp"
+#include "tidemark/core/batch.hpp"
 
 namespace tidemark {
 

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/job.hpp"
-#include "tidemark/metrics.hpp"
+#include "tidemark/core/job.hpp"
+#include "tidemark/core/metrics.hpp"
 #include "tidemark/persistence/storage_service.hpp"
-#include "tidemark/plan.hpp"
-#include "tidemark/synchronizer.hpp"
+#include "tidemark/core/plan.hpp"
+#include "tidemark/core/synchronizer.hpp"
 
 namespace tidemark {
 

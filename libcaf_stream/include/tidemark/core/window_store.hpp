@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/detail/flat_hash_map.hpp"
-#include "tidemark/windows.hpp"
+#include "tidemark/core/detail/flat_hash_map.hpp"
+#include "tidemark/core/windows.hpp"
 
 namespace tidemark {
 

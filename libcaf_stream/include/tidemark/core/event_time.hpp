@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/operators.hpp"
+#include "tidemark/core/operators.hpp"
 
 namespace tidemark {
 

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/batch.hpp"
-#include "tidemark/windows.hpp"
+#include "tidemark/core/batch.hpp"
+#include "tidemark/core/windows.hpp"
 
 namespace tidemark {
 

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/detail/flat_hash_map.hpp"
-#include "tidemark/operator.hpp"
+#include "tidemark/core/detail/flat_hash_map.hpp"
+#include "tidemark/core/operator.hpp"
 
 namespace tidemark {
 

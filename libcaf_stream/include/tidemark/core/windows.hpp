@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/batch.hpp"
+#include "tidemark/core/batch.hpp"
 
 namespace tidemark {
 

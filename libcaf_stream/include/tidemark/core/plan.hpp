@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/graph.hpp"
+#include "tidemark/core/graph.hpp"
 
 namespace tidemark {
 

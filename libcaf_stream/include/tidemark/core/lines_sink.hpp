@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "tidemark/operator.hpp"
+#include "tidemark/core/operator.hpp"
 
 namespace tidemark::ops {
 

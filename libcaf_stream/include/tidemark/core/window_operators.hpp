@@ -16,11 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "tidemark/detail/flat_hash_map.hpp"
-#include "tidemark/lateness.hpp"
-#include "tidemark/operator.hpp"
-#include "tidemark/window_store.hpp"
-#include "tidemark/windows.hpp"
+#include "tidemark/core/detail/flat_hash_map.hpp"
+#include "tidemark/core/lateness.hpp"
+#include "tidemark/core/operator.hpp"
+#include "tidemark/core/window_store.hpp"
+#include "tidemark/core/windows.hpp"
 
 namespace tidemark {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/job.hpp"
-#include "tidemark/runtime.hpp"
+#include "tidemark/core/job.hpp"
+#include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark {
 

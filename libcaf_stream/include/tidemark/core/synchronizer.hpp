@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "tidemark/graph.hpp"
-#include "tidemark/plan.hpp"
-#include "tidemark/timezones.hpp"
+#include "tidemark/core/graph.hpp"
+#include "tidemark/core/plan.hpp"
+#include "tidemark/core/timezones.hpp"
 
 namespace tidemark {
 
