@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_CASE(senml_parser_sends_the_lines_it_rejects_to_its_side_output)
   input.insert(input.begin() + 3, cut);
   input.insert(input.begin() + 30, unknown);
   tidemark::job j("riot_rejected_test");
-  error_sink errors;
+  tidemark::error_sink errors;
   auto parsed =
       parse_senml(j.from_container(input),
                   senml_fanout_config::for_dataset(dataset::city, riot_test::data_dir()), errors);
