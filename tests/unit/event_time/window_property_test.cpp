@@ -22,6 +22,7 @@
 #endif
 
 using namespace tidemark;
+using tidemark::test::key_of;
 using tidemark::test::make_batch;
 using tidemark::test::pipe_emitter;
 using tidemark::test::recording_emitter;
@@ -35,9 +36,6 @@ struct ev {
   int id = 0;
 };
 
-struct key_of {
-  int operator()(const ev& e) const { return e.key; }
-};
 struct value_of {
   std::int64_t operator()(const ev& e) const { return e.value; }
 };
