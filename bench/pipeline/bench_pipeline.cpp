@@ -1,8 +1,6 @@
 // Benchmark `pipeline`: N integer events through source -> map(x*2) -> filter(even key) ->
 // key_by(1000 keys) -> per-key running sum -> count sink, parallelism 1 per operator, against
 // the same computation as a plain single-threaded loop in the same process.
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/bench_support.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
@@ -33,18 +32,13 @@ struct measurement {
 measurement run_pipeline(std::uint64_t events, std::size_t batch_size, std::uint32_t credit) {
   job j{"pipeline"};
   std::uint64_t i = 0;
-  auto results = j.from_generator([i, events]() mutable -> std::optional<event> {
-                    if (i == events) return std::nullopt;
-                    auto e = event{static_cast<std::uint32_t>(i % 1000), static_cast<std::int64_t>(i)};
-                    ++i;
-                    return e;
-                  }, "source")
-                     .map([](event e) {
-                       e.value *= 2;
-                       return e;
-                     }, "double")
-                     .filter([](const event& e) { return e.key % 2 == 0; }, "even_keys")
-                     .key_by([](const event& e) { return e.key; }, "by_key")
+  auto source = j.from_generator([i, events]() mutable -> std::optional<event> {
+    if (i == events) return std::nullopt;
+    auto e = event{static_cast<std::uint32_t>(i % 1000), static_cast<std::int64_t>(i)};
+    ++i;
+    return e;
+  }, "source");
+  auto results = bench::doubled_even_keys<event>(std::move(source))
                      .reduce([](event acc, const event& e) {
                        acc.value += e.value;
                        return acc;
@@ -53,14 +47,9 @@ measurement run_pipeline(std::uint64_t events, std::size_t batch_size, std::uint
   run_options opts;
   opts.batch_size = batch_size;
   opts.credit = credit;
-  rusage before{}, after{};
-  getrusage(RUSAGE_SELF, &before);
+  const double cpu_before = bench::process_cpu_seconds();
   auto r = run(j, opts);
-  getrusage(RUSAGE_SELF, &after);
-  auto cpu = [](const rusage& u) {
-    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-  };
-  double cpu_seconds = cpu(after) - cpu(before);
+  const double cpu_seconds = bench::process_cpu_seconds() - cpu_before;
   if (results.value() != events / 2) {
     std::cerr << "wrong result count " << results.value() << '\n';
     std::exit(1);

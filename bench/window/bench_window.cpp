@@ -13,11 +13,10 @@
 #include <memory>
 #include <vector>
 
-#include <sys/resource.h>
-
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/bench_support.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
@@ -55,13 +54,6 @@ struct delay_log {
 };
 
 /// CPU seconds (user + system) this process used so far, over all threads.
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return secs(u.ru_utime) + secs(u.ru_stime);
-}
-
 /// The 1-minute load average: other processes on this machine slow every wall-clock number.
 double load_average() {
   double load = 0;
@@ -85,7 +77,7 @@ measurement run_pipeline(std::uint64_t events, std::size_t batch_size, bool read
   auto checksum = std::make_shared<std::int64_t>(0);
   job j{"window"};
   std::uint64_t i = 0;
-  auto windows_out =
+  auto timestamped =
       j.from_generator([i, events]() mutable -> std::optional<event> {
      if (i == events) return std::nullopt;
      return make_event(i++);
@@ -98,13 +90,8 @@ measurement run_pipeline(std::uint64_t events, std::size_t batch_size, bool read
                            if (closed == 0) closed = now_ns();
                            return true;
                          }),
-                         "timestamps")
-      .map([](event e) {
-        e.value *= 2;
-        return e;
-      }, "double")
-      .filter([](const event& e) { return e.key % 2 == 0; }, "even_keys")
-      .key_by([](const event& e) { return e.key; }, "by_key")
+                         "timestamps");
+  auto windows_out = bench::doubled_even_keys<event>(std::move(timestamped))
       .window(tumbling{window_size})
       .aggregate(agg::sum([](const event& e) { return e.value; }), "window_sum");
   if (read_late) windows_out.late().count("late");
@@ -120,11 +107,11 @@ measurement run_pipeline(std::uint64_t events, std::size_t batch_size, bool read
       }, "count");
   run_options opts;
   opts.batch_size = batch_size;
-  const auto cpu_before = cpu_seconds();
+  const auto cpu_before = bench::process_cpu_seconds();
   auto r = run(j, opts);
   measurement m;
   m.seconds = r.seconds;
-  m.cpu_seconds = cpu_seconds() - cpu_before;
+  m.cpu_seconds = bench::process_cpu_seconds() - cpu_before;
   m.results = *results;
   m.checksum = *checksum;
   // The last window closes at the end of the stream, not by a watermark from the source.
@@ -140,7 +127,7 @@ measurement run_plain_loop(std::uint64_t events) {
     event_time window = -1;
   };
   auto start = clock_type::now();
-  const auto cpu_before = cpu_seconds();
+  const auto cpu_before = bench::process_cpu_seconds();
   detail::flat_hash_map<std::uint32_t, pane> panes;
   std::hash<std::uint32_t> h;
   measurement m;
@@ -170,7 +157,7 @@ measurement run_plain_loop(std::uint64_t events) {
   }
   close();
   m.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-  m.cpu_seconds = cpu_seconds() - cpu_before;
+  m.cpu_seconds = bench::process_cpu_seconds() - cpu_before;
   return m;
 }
 

@@ -9,21 +9,14 @@
 #include <mutex>
 #include <thread>
 
+#include "../../support/wait_until.hpp"
 #include "tidemark/persistence/storage_service.hpp"
 
 using namespace tidemark;
 using namespace tidemark::persistence;
+using tidemark::test::wait_until;
 
 namespace {
-
-template <class F>
-void wait_until(F f) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!f()) {
-    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "timed out waiting");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
 
 storage_config manual() {
   storage_config cfg;

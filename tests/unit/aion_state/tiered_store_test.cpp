@@ -10,6 +10,7 @@
 #include <numeric>
 #include <thread>
 
+#include "../../support/wait_until.hpp"
 #include "harness.hpp"
 #include "tidemark/persistence/storage_service.hpp"
 #include "tidemark/core/tiered_window_store.hpp"
@@ -18,6 +19,7 @@
 using namespace tidemark;
 using persistence::storage_config;
 using persistence::storage_service;
+using tidemark::test::wait_until;
 
 namespace {
 
@@ -25,15 +27,6 @@ using store_t = tiered_window_store<int, std::int64_t>;
 const window_id w{0, 100};
 constexpr std::uint64_t h = 42;
 constexpr int k = 7;
-
-template <class F>
-void wait_until(F f) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!f()) {
-    BOOST_REQUIRE_MESSAGE(std::chrono::steady_clock::now() < deadline, "timed out waiting");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
 
 std::vector<std::int64_t> read_all(store_t& s, bool* complete = nullptr) {
   window_events<std::int64_t> events{s.events(w, h, k)};

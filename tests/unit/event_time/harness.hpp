@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "tidemark/core/detail/flat_hash_map.hpp"
 #include "tidemark/core/operator.hpp"
 
 namespace tidemark::test {
@@ -89,6 +91,37 @@ batch_ptr make_batch(std::vector<T> xs, std::vector<event_time> times = {},
   b->times = std::move(times);
   b->hashes = std::move(hashes);
   return b;
+}
+
+/// A keyed value at an event time: the element most window tests stream.
+struct reading {
+  int key = 0;
+  event_time t = 0;
+  std::int64_t v = 0;
+};
+
+/// The key of a reading (or of any element with an int `key`).
+struct key_of {
+  template <class T>
+  int operator()(const T& x) const {
+    return x.key;
+  }
+};
+
+/// The value of a reading.
+struct v_of {
+  std::int64_t operator()(const reading& r) const { return r.v; }
+};
+
+/// `rs` as one batch with their event times and the key hashes key_by would give them.
+inline batch_ptr readings(std::vector<reading> rs) {
+  std::vector<event_time> ts;
+  std::vector<std::uint64_t> hs;
+  for (const auto& r : rs) {
+    ts.push_back(r.t);
+    hs.push_back(detail::mix_hash(std::hash<int>{}(r.key)));
+  }
+  return make_batch(std::move(rs), std::move(ts), std::move(hs));
 }
 
 }  // namespace tidemark::test

@@ -12,40 +12,9 @@
 #include "tidemark/core/window_operators.hpp"
 
 using namespace tidemark;
-using tidemark::test::make_batch;
-using tidemark::test::recording_emitter;
+using namespace tidemark::test;
 
 namespace {
-
-struct reading {
-  int key = 0;
-  std::int64_t v = 0;
-};
-
-struct key_of {
-  int operator()(const reading& r) const { return r.key; }
-};
-struct v_of {
-  std::int64_t operator()(const reading& r) const { return r.v; }
-};
-
-struct element {
-  int key;
-  event_time t;
-  std::int64_t v;
-};
-
-batch_ptr readings(std::vector<element> es) {
-  std::vector<reading> xs;
-  std::vector<event_time> ts;
-  std::vector<std::uint64_t> hs;
-  for (const auto& e : es) {
-    xs.push_back({e.key, e.v});
-    ts.push_back(e.t);
-    hs.push_back(detail::mix_hash(std::hash<int>{}(e.key)));
-  }
-  return make_batch(std::move(xs), std::move(ts), std::move(hs));
-}
 
 using sum_fn = ops::aggregate_function<reading, int, agg::sum_of<v_of>>;
 using result = window_result<int, std::int64_t>;
@@ -56,7 +25,7 @@ struct harness {
   harness(Assigner a, window_config cfg)
       : logic(ops::make_window_logic<reading, int>(a, key_of{}, sum_fn{agg::sum(v_of{})}, cfg, "w")) {}
 
-  void feed(std::vector<element> es) { logic->process(0, readings(std::move(es)), out); }
+  void feed(std::vector<reading> es) { logic->process(0, readings(std::move(es)), out); }
   void watermark(event_time wm) { logic->on_watermark(wm, out); }
   void tick(std::int64_t now) { logic->on_timer(now, out); }
 
@@ -227,7 +196,7 @@ BOOST_AUTO_TEST_CASE(predictive_lateness_gives_new_windows_the_learned_bound_and
   h.watermark(200);     // watched for 300: the bound may adapt from now on
   BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=0 on_time 1"});
   // 64 events for [190,200), all at its end: after-end lateness 0.
-  std::vector<element> late(64, element{2, 195, 1});
+  std::vector<reading> late(64, reading{2, 195, 1});
   h.feed(late);
   h.take();
   BOOST_TEST(h.metrics()["lateness_after_end_p99"] == 0.0);
@@ -254,7 +223,7 @@ BOOST_AUTO_TEST_CASE(a_purged_window_never_reopens_when_the_predictive_bound_gro
   BOOST_TEST(h.take() == lines{"[0,10) key=1 rev=0 final on_time 1"});
   h.watermark(60);
   // 64 events 150 after their window's end: beyond the bound, dropped, but observed.
-  h.feed(std::vector<element>(64, element{2, -95, 1}));
+  h.feed(std::vector<reading>(64, reading{2, -95, 1}));
   BOOST_TEST(h.take() == lines(64, "late v=1"));
   BOOST_TEST(h.metrics()["allowed_lateness"] == 150.0);
   // [0,10) would be within the new bound, but it was purged: its events stay late.
@@ -373,7 +342,7 @@ BOOST_AUTO_TEST_CASE(process_functions_see_every_event_of_the_window_again_on_ea
 
 BOOST_AUTO_TEST_CASE(elements_without_event_time_fail_with_a_message_naming_the_operator) {
   harness h{tumbling{10}, window_config{}};
-  auto b = make_batch<reading>({{1, 1}}, {}, {7});
+  auto b = make_batch<reading>({{1, 0, 1}}, {}, {7});
   BOOST_CHECK_EXCEPTION(h.logic->process(0, std::move(b), h.out), job_error, [](const job_error& e) {
     return std::string{e.what()}.find("window operator 'w'") != std::string::npos &&
            std::string{e.what()}.find("assign_timestamps") != std::string::npos;

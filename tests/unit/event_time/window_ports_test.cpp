@@ -13,35 +13,11 @@
 #include "tidemark/core/plan.hpp"
 
 using namespace tidemark;
-using tidemark::test::make_batch;
-using tidemark::test::recording_emitter;
+using namespace tidemark::test;
 
 namespace {
 
-struct reading {
-  int key = 0;
-  event_time t = 0;
-  std::int64_t v = 0;
-};
-
-struct key_of {
-  int operator()(const reading& r) const { return r.key; }
-};
-struct v_of {
-  std::int64_t operator()(const reading& r) const { return r.v; }
-};
-
 using result = window_result<int, std::int64_t>;
-
-batch_ptr readings(const std::vector<reading>& rs) {
-  std::vector<event_time> ts;
-  std::vector<std::uint64_t> hs;
-  for (const auto& r : rs) {
-    ts.push_back(r.t);
-    hs.push_back(detail::mix_hash(std::hash<int>{}(r.key)));
-  }
-  return make_batch(rs, std::move(ts), std::move(hs));
-}
 
 template <class Assigner>
 std::unique_ptr<operator_logic> sum_window(Assigner a, event_time lateness = 0) {
@@ -157,7 +133,7 @@ BOOST_AUTO_TEST_CASE(results_and_late_are_ports_of_the_window_node_so_they_fuse_
   BOOST_TEST(window.name == "sums");
   BOOST_REQUIRE_EQUAL(window.outputs.size(), 2u);
   BOOST_TEST(window.outputs[late_port].name == "late");
-  BOOST_TEST(window.outputs[late_port].value_type == "(anonymous namespace)::reading");
+  BOOST_TEST(window.outputs[late_port].value_type == "tidemark::test::reading");  // the input type
   BOOST_TEST(window.outputs[0].value_type.find("window_result") != std::string::npos);
   std::map<std::string, std::uint32_t> port_read_by;
   for (const auto& n : g.nodes()) {

@@ -22,6 +22,7 @@
 #endif
 
 using namespace tidemark;
+using tidemark::test::key_of;
 using tidemark::test::make_batch;
 using tidemark::test::pipe_emitter;
 using tidemark::test::recording_emitter;
@@ -35,9 +36,6 @@ struct ev {
   int id = 0;
 };
 
-struct key_of {
-  int operator()(const ev& e) const { return e.key; }
-};
 struct value_of {
   std::int64_t operator()(const ev& e) const { return e.value; }
 };
@@ -304,32 +302,30 @@ coverage property(std::uint64_t seed, MakeAssigner make_assigner, Reference make
   return cov;
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(tumbling_windows_match_the_reference) {
-  auto cov = property(
-      1, [](auto& rng, const scenario&) { return tumbling{static_cast<event_time>(10 + rng() % 200)}; },
-      [](const scenario& sc, const tumbling& a, const auto& wm, auto& dropped) {
-        return aligned_reference(sc, a, wm, dropped);
-      });
+/// property() for the window types aligned_reference describes (tumbling, sliding); their random
+/// runs must drop events and give late and early results.
+template <class MakeAssigner>
+void aligned_property(std::uint64_t seed, MakeAssigner make_assigner) {
+  auto cov = property(seed, make_assigner, [](const scenario& sc, const auto& a, const auto& wm, auto& dropped) {
+    return aligned_reference(sc, a, wm, dropped);
+  });
   BOOST_TEST(cov.dropped > 0u);
   BOOST_TEST(cov.late() > 0u);
   BOOST_TEST(cov.early() > 0u);
 }
 
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tumbling_windows_match_the_reference) {
+  aligned_property(
+      1, [](auto& rng, const scenario&) { return tumbling{static_cast<event_time>(10 + rng() % 200)}; });
+}
+
 BOOST_AUTO_TEST_CASE(sliding_windows_match_the_reference) {
-  auto cov = property(
-      2,
-      [](auto& rng, const scenario&) {
-        auto slide = static_cast<event_time>(5 + rng() % 50);
-        return sliding{slide * static_cast<event_time>(1 + rng() % 4) + static_cast<event_time>(rng() % 3), slide};
-      },
-      [](const scenario& sc, const sliding& a, const auto& wm, auto& dropped) {
-        return aligned_reference(sc, a, wm, dropped);
-      });
-  BOOST_TEST(cov.dropped > 0u);
-  BOOST_TEST(cov.late() > 0u);
-  BOOST_TEST(cov.early() > 0u);
+  aligned_property(2, [](auto& rng, const scenario&) {
+    auto slide = static_cast<event_time>(5 + rng() % 50);
+    return sliding{slide * static_cast<event_time>(1 + rng() % 4) + static_cast<event_time>(rng() % 3), slide};
+  });
 }
 
 BOOST_AUTO_TEST_CASE(session_windows_match_the_reference_including_merges) {

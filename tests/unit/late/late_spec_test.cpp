@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../../support/thrown.hpp"
 #include "tidemark/core/lateness.hpp"
 #include "tidemark/core/windows.hpp"
 
@@ -15,12 +16,7 @@ namespace {
 // The message of the std::invalid_argument that f throws ("" when it throws none).
 template <class F>
 std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
+  return test::thrown<std::invalid_argument>(f);
 }
 
 }  // namespace

@@ -24,6 +24,16 @@ replication_model chain(double s_load = 0.1, double d_load = 0.3) {
   return b.build();
 }
 
+// S on h0 feeding D1 on h1 and D2 on h2: one query that needs all three.
+replication_model fan_out() {
+  test::model_builder b;
+  b.host("h0").host("h1").host("h2");
+  auto s = b.op("S", 0.1, 0);
+  b.op("D1", 0.1, 1, {s});
+  b.op("D2", 0.1, 2, {s});
+  return b.build();
+}
+
 replica_plan with_replicas(std::vector<std::vector<host_index>> r) {
   replica_plan plan;
   plan.replicas = std::move(r);
@@ -40,12 +50,7 @@ void check(const availability_estimate& a, double exact, std::uint32_t runs) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(running_fraction_counts_queries_with_a_live_instance_of_every_operator) {
-  test::model_builder b;
-  b.host("h0").host("h1").host("h2");
-  auto s = b.op("S", 0.1, 0);
-  b.op("D1", 0.1, 1, {s});
-  b.op("D2", 0.1, 2, {s});
-  auto m = b.build();
+  auto m = fan_out();
   auto inst = instance_hosts(m, with_replicas({{1}, {}, {}}));
   BOOST_TEST(running_fraction(m, inst, {0, 0, 0}) == 1.0);
   BOOST_TEST(running_fraction(m, inst, {1, 0, 0}) == 1.0);  // S's replica on h1 takes over
@@ -82,12 +87,7 @@ BOOST_AUTO_TEST_CASE(operators_sharing_a_host_fail_together) {
 }
 
 BOOST_AUTO_TEST_CASE(all_running_is_the_probability_that_no_query_broke) {
-  test::model_builder b;
-  b.host("h0").host("h1").host("h2");
-  auto s = b.op("S", 0.1, 0);
-  b.op("D1", 0.1, 1, {s});
-  b.op("D2", 0.1, 2, {s});
-  auto m = b.build();
+  auto m = fan_out();
   auto a = simulate_availability(m, with_replicas({{}, {}, {}}), {p, 200000, 45});
   BOOST_TEST(a.running == (1 - p) * (1 - p), tt::tolerance(0.005));
   BOOST_TEST(a.all_running == std::pow(1 - p, 3), tt::tolerance(0.005));

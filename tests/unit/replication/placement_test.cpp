@@ -20,6 +20,16 @@ std::vector<std::vector<host_index>> place(const replication_model& m,
   return place_replicas(m, lv, imp, {s, 1, 1});
 }
 
+// One query S -> F -> D on four hosts h0..h3, with S on h0 and F, D on the hosts given.
+replication_model s_f_d(host_index f_host, host_index d_host) {
+  test::model_builder b;
+  b.host("h0").host("h1").host("h2").host("h3");
+  auto s = b.op("S", 0.1, 0);
+  auto f = b.op("F", 0.1, f_host, {s});
+  b.op("D", 0.1, d_host, {f});
+  return b.build();
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(never_two_instances_of_an_operator_on_one_host) {
@@ -63,12 +73,7 @@ BOOST_AUTO_TEST_CASE(network_capacity_is_respected) {
 }
 
 BOOST_AUTO_TEST_CASE(replicas_go_where_their_neighbours_are) {
-  test::model_builder b;
-  b.host("h0").host("h1").host("h2").host("h3");
-  auto s = b.op("S", 0.1, 0);
-  auto f = b.op("F", 0.1, 3, {s});
-  b.op("D", 0.1, 2, {f});
-  auto m = b.build();
+  auto m = s_f_d(3, 2);
   // D's only neighbour F runs on h3, so D's replica goes there rather than to the first host.
   BOOST_TEST(place(m, {0, 0, 1})[2] == (hosts{3}), tt::per_element());
   // F's neighbours are on h0 and h2, equally many: the lower index wins. D then follows F's
@@ -79,12 +84,7 @@ BOOST_AUTO_TEST_CASE(replicas_go_where_their_neighbours_are) {
 }
 
 BOOST_AUTO_TEST_CASE(colour_constraints_spread_the_replicas_of_a_query) {
-  test::model_builder b;
-  b.host("h0").host("h1").host("h2").host("h3");
-  auto s = b.op("S", 0.1, 0);
-  auto f = b.op("F", 0.1, 0, {s});
-  b.op("D", 0.1, 0, {f});
-  auto m = b.build();
+  auto m = s_f_d(0, 0);
   // Plain bin packing follows the neighbours onto one host; colours allow one replica of the
   // query per host.
   auto packed = place(m, {1, 1, 1});

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../../support/thrown.hpp"
 #include "tidemark/riot/lines.hpp"
 #include "tidemark/riot/parse.hpp"
 #include "tidemark/riot/prediction.hpp"
@@ -32,12 +33,7 @@ struct temp_file {
 // The message of the std::runtime_error that `f` throws, or "" when it does not throw.
 template <class F>
 std::string thrown(F f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+  return tidemark::test::thrown<std::runtime_error>(f);
 }
 
 }  // namespace

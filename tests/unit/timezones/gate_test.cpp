@@ -8,8 +8,7 @@
 #include "tidemark/core/synchronizer.hpp"
 
 using namespace tidemark;
-using tidemark::test::make_batch;
-using tidemark::test::recording_emitter;
+using namespace tidemark::test;
 
 namespace {
 
