@@ -58,12 +58,19 @@ struct failed_msg {
   std::string what;
 };
 
+/// A stage's counters as they are now, the answer to live_atom (live views).
+struct live_metrics_msg {
+  instance_metrics metrics;
+};
+
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using pump_atom = caf::atom_constant<caf::atom("pump")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using timer_atom = caf::atom_constant<caf::atom("timer")>;
 /// An operator has asynchronous completions to emit (operator_logic::on_wakeup).
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
+/// Asks a stage for a live_metrics_msg.
+using live_atom = caf::atom_constant<caf::atom("live")>;
 
 }  // namespace tidemark::detail
 
@@ -72,3 +79,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::signal_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::credit_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::done_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::failed_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::live_metrics_msg)

@@ -10,10 +10,12 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/after.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "deploy.hpp"
+#include "live_poll.hpp"
 #include "messages.hpp"
 #include "wiring.hpp"
 
@@ -80,21 +82,29 @@ job_result run(const job& j, const run_options& opts) {
                                    caf::actor_cast<caf::actor>(self)};
   for (auto& a : actors.stages()) self->monitor(a);
   const auto total = actors.stages().size();
+  detail::live_poll live{opts.live, live_plan::of(j.name(), g, plan), opts.live_period};
+  const auto driver = caf::actor_cast<caf::actor>(self);
   actors.start();
   std::string failure;
   std::size_t done = 0;
   while (done < total && failure.empty()) {
+    // without a live view, wait for the stages only (an hour is "forever" for the timeout)
+    auto wait = live.enabled() ? live.ask(driver, actors.stages()) : std::chrono::hours{1};
     self->receive(
         [&](detail::done_msg& m) {
+          if (live.enabled()) live.update(m.metrics);
           result.instances.push_back(std::move(m.metrics));
           ++done;
         },
+        [&](detail::live_metrics_msg& m) { live.update(std::move(m.metrics)); },
         [&](detail::failed_msg& m) { failure = std::move(m.what); },
         [&](caf::down_msg& m) {
           if (m.reason && m.reason != caf::exit_reason::user_shutdown)
             failure = "an operator actor stopped unexpectedly: " + sys.render(m.reason);
-        });
+        },
+        caf::after(wait) >> [] {});
   }
+  live.publish(failure.empty());
   if (!failure.empty()) {
     actors.stop();
     throw job_error("job '" + j.name() + "' failed: " + failure);

@@ -47,6 +47,9 @@ class stage_actor final : public caf::event_based_actor, private stage_io {
         [this](credit_msg& m) { core_->on_credit(m.out, m.n); },
         [this](flush_atom) { core_->on_flush(); },
         [this](wake_atom) { core_->on_wakeup(); },
+        [this](live_atom) {
+          send(caf::actor_cast<caf::actor>(current_sender()), live_metrics_msg{core_->snapshot()});
+        },
         [this](timer_atom) {
           if (core_->finished() || core_->over()) return;
           core_->on_timer(std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -367,13 +367,22 @@ void stage_core::continue_finish() {
 void stage_core::maybe_done() {
   if (!eos_sent_ || done_ || blocked()) return;
   done_ = true;
-  for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p) {
-    auto& m = metrics_.operators[p];
-    m.skipped = op(p).skipped;
-    op(p).add_metrics(m.extra);
-  }
   metrics_.busy_ns += (clock::now() - busy_since_).count();
-  io_.done(std::move(metrics_));
+  io_.done(snapshot());
+}
+
+instance_metrics stage_core::snapshot() const {
+  auto m = metrics_;
+  for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p) {
+    auto& o = m.operators[p];
+    o.skipped = cfg_.ops[p - offset_]->skipped;
+    cfg_.ops[p - offset_]->add_metrics(o.extra);
+  }
+  m.queued_batches = queued_;
+  for (auto& o : outs_)
+    for (auto& item : o.ready) m.blocked_batches += item.batch != nullptr;
+  m.watermark = outs_.empty() ? input_wm_ : output_wm_;
+  return m;
 }
 
 // ---- outputs -----------------------------------------------------------------------------------
@@ -462,6 +471,7 @@ void stage_core::flush_outputs() {
 /// window that sees its end and its end + lateness in one watermark reports one final result
 /// instead of an on-time and a final one, so results would depend on credit and timing.
 void stage_core::signal(std::uint32_t out, signal_kind kind, event_time wm) {
+  if (kind == signal_kind::watermark) output_wm_ = std::max(output_wm_, wm);
   seal(out);
   outs_[out].ready.push_back({nullptr, kind, wm});
   try_send(out);

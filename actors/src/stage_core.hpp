@@ -99,6 +99,8 @@ class stage_core {
   /// Credits left on output slot `out`, and items waiting there for credit.
   std::uint32_t credit(std::uint32_t out) const { return outs_[out].credit; }
   std::size_t waiting(std::uint32_t out) const { return outs_[out].ready.size(); }
+  /// The counters so far, with the queues and the watermark as they are now (live views).
+  instance_metrics snapshot() const;
 
  private:
   class operator_output;
@@ -193,6 +195,7 @@ class stage_core {
   std::uint32_t grant_ = 1;
   std::int64_t timer_period_ = 0;
   event_time input_wm_ = start_of_time;
+  event_time output_wm_ = start_of_time;  // the highest watermark sent on an output
   bool pump_scheduled_ = false;
   bool flush_scheduled_ = false;
   bool finished_ = false;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@
 #include "tidemark/core/synchronizer.hpp"
 
 namespace tidemark {
+
+class live_view;
 
 struct run_options {
   /// Elements per batch on channels between actors (4096 moved 40 % more events per second than
@@ -38,6 +41,10 @@ struct run_options {
   bool print_summary = false;
   /// Write the JSON metrics report here at the end (empty: no report).
   std::string report_path;
+  /// Refreshed with every stage instance's counters every `live_period` while the job runs (for
+  /// the progress line, /metrics and the dashboard); null: no live view, no polling.
+  std::shared_ptr<live_view> live;
+  std::chrono::milliseconds live_period{500};
   /// The node's storage service for tiered window state; null: the run starts one with
   /// `storage` (it opens WiredTiger only when a window asks for tiered state).
   std::shared_ptr<block_storage> state_storage;

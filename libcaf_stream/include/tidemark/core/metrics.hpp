@@ -30,6 +30,13 @@ struct instance_metrics {
   std::vector<operator_metrics> operators;  ///< in chain order
   std::int64_t busy_ns = 0;                 ///< time spent running operator code
   std::uint64_t max_queued_batches = 0;     ///< most input batches waiting at once
+  std::uint64_t queued_batches = 0;         ///< input batches waiting now (live views)
+  /// Sealed batches waiting for credit on the outputs now: above zero, a receiver holds the stage
+  /// back (backpressure).
+  std::uint64_t blocked_batches = 0;
+  /// The highest watermark the stage passed on (for a stage without outputs, the one its inputs
+  /// agreed on); INT64_MIN before the first.
+  std::int64_t watermark = INT64_MIN;
 };
 
 struct job_result {
