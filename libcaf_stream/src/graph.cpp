@@ -92,10 +92,16 @@ std::optional<std::string> validate(const logical_graph& g) {
   for (const auto& n : g.nodes()) {
     if (n.parallelism < 1)
       return "operator '" + n.name + "' has parallelism 0: use 1 or more";
-    for (const auto& e : n.inputs)
+    for (const auto& e : n.inputs) {
       if (e.from >= g.nodes().size())
         return "operator '" + n.name + "' reads from unknown operator id " +
                std::to_string(e.from);
+      const auto& from = g.node(e.from);
+      if (e.port >= from.outputs.size())
+        return "operator '" + n.name + "' reads output port " + std::to_string(e.port) +
+               " of '" + from.name + "', which has " + std::to_string(from.outputs.size()) +
+               " port(s)";
+    }
     has_source |= n.kind == node_kind::source;
     has_sink |= n.kind == node_kind::sink;
     if (n.kind == node_kind::source && !n.inputs.empty())

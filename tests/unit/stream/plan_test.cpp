@@ -70,6 +70,9 @@ BOOST_AUTO_TEST_CASE(validation_names_the_operator) {
   g.node(1).parallelism = 1;
   g.node(2).inputs[0].from = 7;
   BOOST_TEST(*validate(g) == "operator 'out' reads from unknown operator id 7");
+  g.node(2).inputs[0].from = 1;
+  g.node(2).inputs[0].port = 1;  // 'loop' has only its main output
+  BOOST_TEST(*validate(g) == "operator 'out' reads output port 1 of 'loop', which has 1 port(s)");
 }
 
 BOOST_AUTO_TEST_CASE(key_by_runs_in_its_input_instances) {
