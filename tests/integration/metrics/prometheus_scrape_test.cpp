@@ -93,6 +93,7 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_the_operator_series_of_a_running_job) {
   ro.live_period = 100ms;
   auto endpoint = observe::serve_metrics("127.0.0.1:0", ro.live);
   auto running = std::async(std::launch::async, [&] { return run(test::endless_job(stop), ro); });
+  test::stop_at_exit stopper{stop};
   std::set<std::string> seen;
   {
     prometheus_server prometheus{dir, "127.0.0.1:" + std::to_string(endpoint->port())};
@@ -113,7 +114,7 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_the_operator_series_of_a_running_job) {
     BOOST_REQUIRE_EQUAL(ticks.size(), 1u);
     BOOST_TEST(std::stod(ticks[0].at("value").at(1).get<std::string>()) > 0);
   }
-  BOOST_TEST(running.wait_for(0s) != std::future_status::ready, "the job ran while it was scraped");
+  BOOST_TEST((running.wait_for(0s) != std::future_status::ready), "the job ran while it was scraped");
   stop = true;
   running.get();
 }

@@ -28,7 +28,8 @@ inline std::int64_t wall_clock_ms() {
 }
 
 /// "ticks" emits the wall-clock time about once per millisecond until `stop` is set; "stamped"
-/// takes it as event time, "copied" passes it on, "counted" counts.
+/// takes it as event time; in a second stage (which receives the watermarks the first passes on)
+/// "copied" passes it on and "counted" counts.
 inline job endless_job(const std::atomic<bool>& stop) {
   job j{"metrics-endless"};
   j.from_generator(
@@ -40,10 +41,18 @@ inline job endless_job(const std::atomic<bool>& stop) {
        "ticks")
       .assign_timestamps([](std::int64_t t) { return t; }, ascending_timestamps().every_ms(50),
                          "stamped")
+      .rebalance()
       .map([](std::int64_t t) { return t; }, "copied")
       .count("counted");
   return j;
 }
+
+/// Sets `stop` when it goes out of scope: declared after the future of a run of endless_job, it
+/// ends the run before the future waits for it, also when a check failed.
+struct stop_at_exit {
+  std::atomic<bool>& stop;
+  ~stop_at_exit() { stop = true; }
+};
 
 /// GET http://127.0.0.1:PORT/metrics; fails the test when it does not answer 200 with the
 /// exposition's content type.
