@@ -1,9 +1,12 @@
 // /metrics of running jobs, scraped over HTTP while they run: an embedded run shows its
-// operators' series with growing counters and a watermark lag; on a two-node loopback cluster each
+// operators' series with growing counters and a watermark lag; `tidemark run --metrics-listen`
+// serves them from the tool; on a two-node loopback cluster each
 // tidemark-node (--metrics-listen) serves its own instances and transport counters and the
 // coordinator the whole job. promtool accepts every scrape.
 #define BOOST_TEST_MODULE metrics
 #include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
 
 #include <future>
 
@@ -77,6 +80,36 @@ BOOST_AUTO_TEST_CASE(an_embedded_run_serves_growing_operator_series) {
   BOOST_TEST(*test::sample(last, "tidemark_operator_events_in_total", "operator=\"counted\"") ==
              static_cast<double>(counted));
   BOOST_TEST(test::promtool_problems(last) == "");
+}
+
+BOOST_AUTO_TEST_CASE(the_tool_serves_metrics_with_metrics_listen) {
+  const auto port = test::free_port();
+  std::vector<std::string> args{TIDEMARK_BIN, "run", "--metrics-listen",
+                                "127.0.0.1:" + std::to_string(port), "--batch-size", "64",
+                                "example-window-count", "--events", "100000", "--keys", "37",
+                                "--window-ms", "500", "--gather", "true", "--sink-delay-us", "500"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t quiet;  // the run's summary is not this test's output
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int failed = posix_spawn(&pid, TIDEMARK_BIN, &quiet, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&quiet);
+  BOOST_REQUIRE_EQUAL(failed, 0);
+  std::string text;
+  poll_until(20s, "the tool's operator series", [&] {
+    httplib::Client client{"127.0.0.1", port};
+    auto res = client.Get("/metrics");
+    if (res) text = res->body;
+    return test::sample(text, "tidemark_operator_events_in_total", "operator=\"counts\"").has_value();
+  });
+  BOOST_TEST(test::promtool_problems(text) == "");
+  BOOST_TEST(*test::sample(text, "tidemark_job_finished") == 0, "scraped during the run");
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }
 
 BOOST_AUTO_TEST_CASE(nodes_and_the_coordinator_serve_metrics_during_a_cluster_run) {
