@@ -32,10 +32,14 @@ std::string escape_label(const std::string& v) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -87,7 +91,8 @@ class exposition {
       if (f.samples.empty()) continue;
       // help texts are ours: no backslash or newline to escape
       out += std::string{"# HELP "} + f.name + ' ' + f.help + '\n';
-      out += std::string{"# TYPE "} + f.name + (f.type == kind::counter ? " counter\n" : " gauge\n");
+      out +=
+          std::string{"# TYPE "} + f.name + (f.type == kind::counter ? " counter\n" : " gauge\n");
       out += f.samples;
     }
     return out;
@@ -114,7 +119,8 @@ const std::map<std::string, extra_family>& extra_families() {
         "How far the operator's watermark trails the newest event time it saw (event time)."}},
       {"late_events_accepted",
        {"tidemark_operator_late_events_accepted_total", kind::counter, 1,
-        "Late events a window operator still added to their window (within the allowed lateness)."}},
+        "Late events a window operator still added to their window (within the allowed "
+        "lateness)."}},
       {"late_events_dropped",
        {"tidemark_operator_late_events_dropped_total", kind::counter, 1,
         "Late events beyond the allowed lateness (sent to the late output or dropped)."}},
@@ -212,8 +218,9 @@ void declare_families(exposition& e) {
             "Most input batches that waited in a stage instance's inbox at once so far.");
   e.declare("tidemark_stage_blocked_batches", kind::gauge,
             "Sealed output batches waiting for credit (above 0: a receiver holds the stage back).");
-  e.declare("tidemark_stage_watermark_seconds", kind::gauge,
-            "Highest watermark a stage instance passed on (event time in seconds; +Inf at the end).");
+  e.declare(
+      "tidemark_stage_watermark_seconds", kind::gauge,
+      "Highest watermark a stage instance passed on (event time in seconds; +Inf at the end).");
   e.declare("tidemark_stage_watermark_lag_seconds", kind::gauge,
             "Wall-clock time minus the stage's watermark, only when the watermark is within a week "
             "before the wall clock (otherwise event time is not wall-clock time).");
@@ -246,8 +253,11 @@ void render_job(exposition& e, const live_snapshot& s, double now_seconds) {
     const auto stage_id = std::to_string(inst.stage);
     const auto instance_id = std::to_string(inst.instance);
     for (const auto& op : inst.operators) {
-      labels ls{{"job", plan.job}, {"stage", stage_id}, {"operator", op.name},
-                {"instance", instance_id}, {"node", node}};
+      labels ls{{"job", plan.job},
+                {"stage", stage_id},
+                {"operator", op.name},
+                {"instance", instance_id},
+                {"node", node}};
       e.sample("tidemark_operator_events_in_total", ls, static_cast<double>(op.events_in));
       e.sample("tidemark_operator_events_out_total", ls, static_cast<double>(op.events_out));
       e.sample("tidemark_operator_batches_in_total", ls, static_cast<double>(op.batches_in));
@@ -267,9 +277,11 @@ void render_job(exposition& e, const live_snapshot& s, double now_seconds) {
       }
     }
     // a stage is named by its first operator, which reads its inputs
-    labels ls{{"job", plan.job}, {"stage", stage_id},
+    labels ls{{"job", plan.job},
+              {"stage", stage_id},
               {"operator", stage.operators.empty() ? std::string{} : stage.operators.front()},
-              {"instance", instance_id}, {"node", node}};
+              {"instance", instance_id},
+              {"node", node}};
     e.sample("tidemark_stage_busy_seconds_total", ls, static_cast<double>(inst.busy_ns) / 1e9);
     e.sample("tidemark_stage_queued_batches", ls, static_cast<double>(inst.queued_batches));
     e.sample("tidemark_stage_max_queued_batches", ls, static_cast<double>(inst.max_queued_batches));

@@ -46,13 +46,15 @@ BOOST_AUTO_TEST_CASE(an_embedded_run_serves_growing_operator_series) {
   std::string first;
   poll_until(20s, "the operators' series", [&] {
     first = test::scrape(server->port());
-    return test::sample(first, "tidemark_operator_events_out_total", "operator=\"ticks\"").value_or(0) > 0;
+    return test::sample(first, "tidemark_operator_events_out_total", "operator=\"ticks\"")
+               .value_or(0) > 0;
   });
   BOOST_TEST(test::promtool_problems(first) == "");
   for (const char* op : {"stage=\"0\",operator=\"ticks\"", "stage=\"0\",operator=\"stamped\"",
                          "stage=\"1\",operator=\"copied\"", "stage=\"1\",operator=\"counted\""})
-    BOOST_TEST(test::sample(first, "tidemark_operator_events_in_total",
-                            std::string{"job=\"metrics-endless\","} + op + ",instance=\"0\",node=\"local\"")
+    BOOST_TEST(test::sample(
+                   first, "tidemark_operator_events_in_total",
+                   std::string{"job=\"metrics-endless\","} + op + ",instance=\"0\",node=\"local\"")
                    .has_value(),
                op);
   BOOST_TEST(*test::sample(first, "tidemark_job_finished") == 0);
@@ -84,10 +86,23 @@ BOOST_AUTO_TEST_CASE(an_embedded_run_serves_growing_operator_series) {
 
 BOOST_AUTO_TEST_CASE(the_tool_serves_metrics_with_metrics_listen) {
   const auto port = test::free_port();
-  std::vector<std::string> args{TIDEMARK_BIN, "run", "--metrics-listen",
-                                "127.0.0.1:" + std::to_string(port), "--batch-size", "64",
-                                "example-window-count", "--events", "100000", "--keys", "37",
-                                "--window-ms", "500", "--gather", "true", "--sink-delay-us", "500"};
+  std::vector<std::string> args{TIDEMARK_BIN,
+                                "run",
+                                "--metrics-listen",
+                                "127.0.0.1:" + std::to_string(port),
+                                "--batch-size",
+                                "64",
+                                "example-window-count",
+                                "--events",
+                                "100000",
+                                "--keys",
+                                "37",
+                                "--window-ms",
+                                "500",
+                                "--gather",
+                                "true",
+                                "--sink-delay-us",
+                                "500"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -103,7 +118,8 @@ BOOST_AUTO_TEST_CASE(the_tool_serves_metrics_with_metrics_listen) {
     httplib::Client client{"127.0.0.1", port};
     auto res = client.Get("/metrics");
     if (res) text = res->body;
-    return test::sample(text, "tidemark_operator_events_in_total", "operator=\"counts\"").has_value();
+    return test::sample(text, "tidemark_operator_events_in_total", "operator=\"counts\"")
+        .has_value();
   });
   BOOST_TEST(test::promtool_problems(text) == "");
   BOOST_TEST(*test::sample(text, "tidemark_job_finished") == 0, "scraped during the run");
@@ -144,9 +160,11 @@ BOOST_AUTO_TEST_CASE(nodes_and_the_coordinator_serve_metrics_during_a_cluster_ru
     });
     BOOST_TEST(test::promtool_problems(text) == "");
     // only its own instances
-    BOOST_TEST(test::sample(text, "tidemark_operator_events_in_total", "node=\"" + id + "\"").value_or(-1) ==
+    BOOST_TEST(test::sample(text, "tidemark_operator_events_in_total", "node=\"" + id + "\"")
+                   .value_or(-1) ==
                test::sample(text, "tidemark_operator_events_in_total").value());
-    BOOST_TEST(test::sample(text, "tidemark_node_frames_in_total", "node=\"" + id + "\"").value_or(0) > 0);
+    BOOST_TEST(
+        test::sample(text, "tidemark_node_frames_in_total", "node=\"" + id + "\"").value_or(0) > 0);
     BOOST_TEST(test::sample(text, "tidemark_node_bad_frames_total").value() == 0);
   }
   // the coordinator's scrape holds the whole job: both nodes' instances and counters, its own
@@ -159,9 +177,13 @@ BOOST_AUTO_TEST_CASE(nodes_and_the_coordinator_serve_metrics_during_a_cluster_ru
            test::sample(whole, "tidemark_node_frames_in_total", "node=\"n2\"").has_value();
   });
   BOOST_TEST(test::promtool_problems(whole) == "");
-  BOOST_TEST(test::sample(whole, "tidemark_operator_events_out_total", "operator=\"readings\"").has_value());
-  BOOST_TEST(test::sample(whole, "tidemark_operator_events_in_total", "operator=\"gather\",instance=\"0\",node=\"n2\"").has_value());
-  BOOST_TEST(test::sample(whole, "tidemark_node_frames_in_total", "node=\"coordinator\"").value_or(0) > 0);
+  BOOST_TEST(test::sample(whole, "tidemark_operator_events_out_total", "operator=\"readings\"")
+                 .has_value());
+  BOOST_TEST(test::sample(whole, "tidemark_operator_events_in_total",
+                          "operator=\"gather\",instance=\"0\",node=\"n2\"")
+                 .has_value());
+  BOOST_TEST(
+      test::sample(whole, "tidemark_node_frames_in_total", "node=\"coordinator\"").value_or(0) > 0);
   BOOST_TEST(*test::sample(whole, "tidemark_job_finished") == 0, "scraped during the run");
 
   auto result = running.get();

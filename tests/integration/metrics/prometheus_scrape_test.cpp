@@ -35,7 +35,8 @@ class prometheus_server {
     // honor_labels keeps the exposition's `job` label instead of renaming it exported_job
     std::ofstream{config} << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
                              "scrape_configs:\n  - job_name: tidemark\n    honor_labels: true\n"
-                             "    static_configs:\n      - targets: ['" << target << "']\n";
+                             "    static_configs:\n      - targets: ['"
+                          << target << "']\n";
     std::vector<std::string> args{"prometheus", "--config.file=" + config,
                                   "--storage.tsdb.path=" + (dir / "data"),
                                   "--web.listen-address=127.0.0.1:" + std::to_string(port_)};
@@ -48,8 +49,9 @@ class prometheus_server {
     posix_spawn_file_actions_adddup2(&files, 1, 2);
     const int failed = posix_spawnp(&pid_, "prometheus", &files, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&files);
-    BOOST_REQUIRE_MESSAGE(failed == 0, "cannot start prometheus: `scripts/dev setup` installs "
-                                       "Debian's prometheus package");
+    BOOST_REQUIRE_MESSAGE(failed == 0,
+                          "cannot start prometheus: `scripts/dev setup` installs "
+                          "Debian's prometheus package");
   }
 
   ~prometheus_server() {
@@ -114,7 +116,8 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_the_operator_series_of_a_running_job) {
     BOOST_REQUIRE_EQUAL(ticks.size(), 1u);
     BOOST_TEST(std::stod(ticks[0].at("value").at(1).get<std::string>()) > 0);
   }
-  BOOST_TEST((running.wait_for(0s) != std::future_status::ready), "the job ran while it was scraped");
+  BOOST_TEST((running.wait_for(0s) != std::future_status::ready),
+             "the job ran while it was scraped");
   stop = true;
   running.get();
 }

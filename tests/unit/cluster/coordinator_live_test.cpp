@@ -74,7 +74,8 @@ BOOST_AUTO_TEST_CASE(live_frames_fill_the_coordinators_view_and_bad_ones_are_cou
   run_options ro;
   ro.live = std::make_shared<live_view>();
   ro.live_period = 100ms;
-  auto running = std::async(std::launch::async, [&] { return run_on_cluster(spec, options, cluster, ro); });
+  auto running =
+      std::async(std::launch::async, [&] { return run_on_cluster(spec, options, cluster, ro); });
 
   flatbuffers::FlatBufferBuilder b;
   BOOST_REQUIRE(node.receive() == wire::Body::Hello);

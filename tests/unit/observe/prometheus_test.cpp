@@ -61,8 +61,9 @@ live_snapshot small_snapshot() {
   instance_metrics mapped;
   mapped.stage = 1;
   mapped.instance = 1;
-  mapped.operators = {op(weird, 10, 7, {{"late_events_dropped", 2}, {"lateness_after_end_p99", 0.25}}),
-                      op("sink", 7, 0)};
+  mapped.operators = {
+      op(weird, 10, 7, {{"late_events_dropped", 2}, {"lateness_after_end_p99", 0.25}}),
+      op("sink", 7, 0)};
   mapped.busy_ns = 1'000'000;
   mapped.queued_batches = 5;
   mapped.max_queued_batches = 6;
@@ -78,44 +79,51 @@ BOOST_AUTO_TEST_CASE(operator_and_stage_families_read_as_written_by_hand) {
   auto s = small_snapshot();
   auto text = render_prometheus(&s, {}, scrape_time);
 
-  BOOST_TEST(family(text, "tidemark_operator_events_out_total") ==
-             R"(# HELP tidemark_operator_events_out_total Events an operator instance emitted, on all its outputs.
+  BOOST_TEST(
+      family(text, "tidemark_operator_events_out_total") ==
+      R"(# HELP tidemark_operator_events_out_total Events an operator instance emitted, on all its outputs.
 # TYPE tidemark_operator_events_out_total counter
 tidemark_operator_events_out_total{job="demo",stage="0",operator="src",instance="0",node="local"} 1000
 tidemark_operator_events_out_total{job="demo",stage="1",operator="we\"ird\\op\nx",instance="1",node="n2"} 7
 tidemark_operator_events_out_total{job="demo",stage="1",operator="sink",instance="1",node="n2"} 0
 )");
-  BOOST_TEST(family(text, "tidemark_stage_busy_seconds_total") ==
-             R"(# HELP tidemark_stage_busy_seconds_total Time a stage instance spent running operator code.
+  BOOST_TEST(
+      family(text, "tidemark_stage_busy_seconds_total") ==
+      R"(# HELP tidemark_stage_busy_seconds_total Time a stage instance spent running operator code.
 # TYPE tidemark_stage_busy_seconds_total counter
 tidemark_stage_busy_seconds_total{job="demo",stage="0",operator="src",instance="0",node="local"} 2.5
 tidemark_stage_busy_seconds_total{job="demo",stage="1",operator="we\"ird\\op\nx",instance="1",node="n2"} 0.001
 )");
-  BOOST_TEST(family(text, "tidemark_stage_queued_batches") ==
-             R"(# HELP tidemark_stage_queued_batches Input batches waiting in a stage instance's inbox.
+  BOOST_TEST(
+      family(text, "tidemark_stage_queued_batches") ==
+      R"(# HELP tidemark_stage_queued_batches Input batches waiting in a stage instance's inbox.
 # TYPE tidemark_stage_queued_batches gauge
 tidemark_stage_queued_batches{job="demo",stage="0",operator="src",instance="0",node="local"} 0
 tidemark_stage_queued_batches{job="demo",stage="1",operator="we\"ird\\op\nx",instance="1",node="n2"} 5
 )");
   // stage 1 has no watermark yet; 1.5 s after the epoch is event time, not wall-clock time
-  BOOST_TEST(family(text, "tidemark_stage_watermark_seconds") ==
-             R"(# HELP tidemark_stage_watermark_seconds Highest watermark a stage instance passed on (event time in seconds; +Inf at the end).
+  BOOST_TEST(
+      family(text, "tidemark_stage_watermark_seconds") ==
+      R"(# HELP tidemark_stage_watermark_seconds Highest watermark a stage instance passed on (event time in seconds; +Inf at the end).
 # TYPE tidemark_stage_watermark_seconds gauge
 tidemark_stage_watermark_seconds{job="demo",stage="0",operator="src",instance="0",node="local"} 1.5
 )");
   BOOST_TEST(family(text, "tidemark_stage_watermark_lag_seconds").empty());
-  BOOST_TEST(family(text, "tidemark_operator_late_events_dropped_total") ==
-             R"(# HELP tidemark_operator_late_events_dropped_total Late events beyond the allowed lateness (sent to the late output or dropped).
+  BOOST_TEST(
+      family(text, "tidemark_operator_late_events_dropped_total") ==
+      R"(# HELP tidemark_operator_late_events_dropped_total Late events beyond the allowed lateness (sent to the late output or dropped).
 # TYPE tidemark_operator_late_events_dropped_total counter
 tidemark_operator_late_events_dropped_total{job="demo",stage="1",operator="we\"ird\\op\nx",instance="1",node="n2"} 2
 )");
-  BOOST_TEST(family(text, "tidemark_operator_metric") ==
-             R"(# HELP tidemark_operator_metric Operator-specific values without a family of their own (operator_logic::add_metrics), by name; the name says the unit.
+  BOOST_TEST(
+      family(text, "tidemark_operator_metric") ==
+      R"(# HELP tidemark_operator_metric Operator-specific values without a family of their own (operator_logic::add_metrics), by name; the name says the unit.
 # TYPE tidemark_operator_metric gauge
 tidemark_operator_metric{job="demo",stage="1",operator="we\"ird\\op\nx",instance="1",node="n2",name="lateness_after_end_p99"} 0.25
 )");
-  BOOST_TEST(family(text, "tidemark_job_finished") ==
-             R"(# HELP tidemark_job_finished 1 when every stage instance reported done (the counters are final), else 0.
+  BOOST_TEST(
+      family(text, "tidemark_job_finished") ==
+      R"(# HELP tidemark_job_finished 1 when every stage instance reported done (the counters are final), else 0.
 # TYPE tidemark_job_finished gauge
 tidemark_job_finished{job="demo"} 0
 )");
@@ -141,8 +149,9 @@ BOOST_AUTO_TEST_CASE(every_family_appears_once_with_help_and_type) {
       BOOST_TEST(line == "# TYPE " + name + " counter");
   }
   BOOST_TEST(helped == typed);
-  BOOST_TEST(family(text, "tidemark_node_frames_in_total") ==
-             R"(# HELP tidemark_node_frames_in_total Frames a cluster process accepted (node: control and data; coordinator: control).
+  BOOST_TEST(
+      family(text, "tidemark_node_frames_in_total") ==
+      R"(# HELP tidemark_node_frames_in_total Frames a cluster process accepted (node: control and data; coordinator: control).
 # TYPE tidemark_node_frames_in_total counter
 tidemark_node_frames_in_total{node="n\"1"} 12
 )");
@@ -154,16 +163,20 @@ BOOST_AUTO_TEST_CASE(watermark_lag_only_for_wall_clock_watermarks) {
   s.instances[0].watermark = 1'700'000'000'000 - 2'500;
   s.instances[1].watermark = end_of_time;
   auto text = render_prometheus(&s, {}, scrape_time);
-  BOOST_TEST(family(text, "tidemark_stage_watermark_lag_seconds") ==
-             R"(# HELP tidemark_stage_watermark_lag_seconds Wall-clock time minus the stage's watermark, only when the watermark is within a week before the wall clock (otherwise event time is not wall-clock time).
+  BOOST_TEST(
+      family(text, "tidemark_stage_watermark_lag_seconds") ==
+      R"(# HELP tidemark_stage_watermark_lag_seconds Wall-clock time minus the stage's watermark, only when the watermark is within a week before the wall clock (otherwise event time is not wall-clock time).
 # TYPE tidemark_stage_watermark_lag_seconds gauge
 tidemark_stage_watermark_lag_seconds{job="demo",stage="0",operator="src",instance="0",node="local"} 2.5
 )");
-  BOOST_TEST(text.find(R"(tidemark_stage_watermark_seconds{job="demo",stage="1",operator="we\"ird\\op\nx",instance="1",node="n2"} +Inf)") !=
-             std::string::npos);
+  BOOST_TEST(
+      text.find(
+          R"(tidemark_stage_watermark_seconds{job="demo",stage="1",operator="we\"ird\\op\nx",instance="1",node="n2"} +Inf)") !=
+      std::string::npos);
   // eight days behind is taken for replayed event time: no lag
   s.instances[0].watermark = 1'700'000'000'000 - 8 * 24 * 3600 * 1000LL;
-  BOOST_TEST(family(render_prometheus(&s, {}, scrape_time), "tidemark_stage_watermark_lag_seconds").empty());
+  BOOST_TEST(family(render_prometheus(&s, {}, scrape_time), "tidemark_stage_watermark_lag_seconds")
+                 .empty());
 }
 
 BOOST_AUTO_TEST_CASE(promtool_accepts_the_exposition) {
@@ -171,18 +184,47 @@ BOOST_AUTO_TEST_CASE(promtool_accepts_the_exposition) {
   s.finished = true;
   // every operator-specific key the built-in operators report, odd values included
   std::map<std::string, double> extra;
-  for (const char* key :
-       {"watermark", "watermark_lag", "late_events_accepted", "late_events_dropped",
-        "gap_events_dropped", "window_results", "window_panes", "window_state_bytes",
-        "allowed_lateness", "late_events_observed", "lateness_after_end_p50", "idle",
-        "state_memory_bytes", "state_memory_events", "state_disk_events", "state_disk_bytes",
-        "state_stages", "state_stages_done", "state_demand_stages", "state_prestage_hits",
-        "state_prestage_misses", "state_stage_ms_mean", "state_stage_ms_max",
-        "state_destage_blocks", "state_write_blocks", "state_write_ms_mean", "state_io_wait_ms",
-        "state_idle_destages", "state_pressure_destages", "state_blocks_lost",
-        "state_blocks_corrupt", "state_write_errors", "window_store_events", "keyed_states",
-        "concurrency", "max_in_flight", "async_completed", "async_latency_mean_ms",
-        "sync_slices", "sync_late", "mismatched"})
+  for (const char* key : {"watermark",
+                          "watermark_lag",
+                          "late_events_accepted",
+                          "late_events_dropped",
+                          "gap_events_dropped",
+                          "window_results",
+                          "window_panes",
+                          "window_state_bytes",
+                          "allowed_lateness",
+                          "late_events_observed",
+                          "lateness_after_end_p50",
+                          "idle",
+                          "state_memory_bytes",
+                          "state_memory_events",
+                          "state_disk_events",
+                          "state_disk_bytes",
+                          "state_stages",
+                          "state_stages_done",
+                          "state_demand_stages",
+                          "state_prestage_hits",
+                          "state_prestage_misses",
+                          "state_stage_ms_mean",
+                          "state_stage_ms_max",
+                          "state_destage_blocks",
+                          "state_write_blocks",
+                          "state_write_ms_mean",
+                          "state_io_wait_ms",
+                          "state_idle_destages",
+                          "state_pressure_destages",
+                          "state_blocks_lost",
+                          "state_blocks_corrupt",
+                          "state_write_errors",
+                          "window_store_events",
+                          "keyed_states",
+                          "concurrency",
+                          "max_in_flight",
+                          "async_completed",
+                          "async_latency_mean_ms",
+                          "sync_slices",
+                          "sync_late",
+                          "mismatched"})
     extra[key] = 1234.5;
   extra["lateness_after_end_p99"] = std::nan("");
   s.instances[1].operators[1].extra = extra;
