@@ -72,6 +72,14 @@ void live_poll::update(instance_metrics m) {
     latest_.insert(at, std::move(m));
 }
 
+void live_poll::update(node_status s) {
+  auto at = std::find_if(nodes_.begin(), nodes_.end(), [&](auto& n) { return n.node == s.node; });
+  if (at != nodes_.end())
+    *at = std::move(s);
+  else
+    nodes_.push_back(std::move(s));
+}
+
 void live_poll::publish(bool finished) {
   if (!view_) return;
   live_snapshot s;
@@ -79,6 +87,7 @@ void live_poll::publish(bool finished) {
   s.seconds = std::chrono::duration<double>(clock::now() - started_).count();
   s.finished = finished;
   s.instances = latest_;
+  s.nodes = nodes_;
   view_->publish(std::move(s));
 }
 

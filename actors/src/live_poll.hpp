@@ -22,6 +22,8 @@ class live_poll {
   std::chrono::milliseconds ask(const caf::actor& driver, const std::vector<caf::actor>& stages);
   /// Records the counters of one instance: an answer, or its final counters.
   void update(instance_metrics m);
+  /// Records the latest counters of one cluster process (replacing its earlier ones).
+  void update(node_status s);
   /// Publishes the counters recorded so far.
   void publish(bool finished);
   bool enabled() const noexcept { return view_ != nullptr; }
@@ -34,6 +36,7 @@ class live_poll {
   clock::time_point started_;
   clock::time_point next_;
   std::vector<instance_metrics> latest_;  // sorted by stage, instance
+  std::vector<node_status> nodes_;        // in order of first report
 };
 
 }  // namespace tidemark::detail

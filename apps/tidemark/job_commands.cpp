@@ -9,6 +9,7 @@
 #include "tidemark/runtime/cluster.hpp"
 #include "tidemark/core/plan.hpp"
 #include "tidemark/core/synchronizer.hpp"
+#include "tidemark/observe/prometheus.hpp"
 
 namespace tidemark {
 
@@ -33,6 +34,16 @@ void list_jobs(const job_registry& registry) {
       std::printf("    --%-16s %s (default: %s)\n", o.name.c_str(), o.help.c_str(),
                   o.default_value.empty() ? "none" : o.default_value.c_str());
   }
+}
+
+/// With --metrics-listen: the run gets a live view, served at /metrics until the run ends (on the
+/// coordinator it holds the whole cluster job).
+std::unique_ptr<observe::http_server> serve_job_metrics(const std::string& listen, run_options& opts) {
+  if (listen.empty()) return nullptr;
+  if (!opts.live) opts.live = std::make_shared<live_view>();
+  auto server = observe::serve_metrics(listen, opts.live);
+  std::cerr << "metrics: " << server->url() << "/metrics\n";
+  return server;
 }
 
 }  // namespace
@@ -69,12 +80,17 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "event-time width of the slices synchronizers admit at once");
   run_cmd->add_flag("--no-synchronizers", [opts](std::int64_t) { opts->synchronizers.enabled = false; },
                     "debug: let timezones see elements out of order");
+  auto metrics_listen = std::make_shared<std::string>();
+  run_cmd->add_option("--metrics-listen", *metrics_listen,
+                      "serve Prometheus metrics at http://HOST:PORT/metrics while the job runs");
   add_job_positional(*run_cmd, *run_inv);
-  run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure] {
+  run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure,
+                     metrics_listen] {
     const auto& spec = registry.find(run_inv->name);
     opts->print_summary = true;
     opts->linger = std::chrono::milliseconds{*linger_ms};
     auto options = parse_job_arguments(spec, run_cmd->remaining());
+    auto metrics = serve_job_metrics(*metrics_listen, *opts);
     if (cluster_file->empty()) {
       run_registered(spec, std::move(options), *opts);
       return;

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "jobs.hpp"
+#include "tidemark/observe/prometheus.hpp"
 #include "tidemark/runtime/cluster.hpp"
 
 namespace {
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", opts.insecure, "plain text, no keys: anyone who reaches the ports can "
                                             "deploy jobs and inject data");
   app.add_option("--max-message-bytes", opts.max_message_bytes, "largest frame accepted");
+  std::string metrics_listen;
+  app.add_option("--metrics-listen", metrics_listen,
+                 "serve Prometheus metrics of this node at http://HOST:PORT/metrics");
   CLI11_PARSE(app, argc, argv);
   if (!opts.insecure && opts.keys_dir.empty()) {
     std::cerr << "tidemark-node: --keys DIR is required (or --insecure for plain text)\n";
@@ -36,7 +40,14 @@ int main(int argc, char** argv) {
   try {
     tidemark::job_registry registry;
     tidemark::register_all_jobs(registry);
+    if (!metrics_listen.empty()) opts.live = std::make_shared<tidemark::live_view>();
     tidemark::node_server server{opts, registry};
+    std::unique_ptr<tidemark::observe::http_server> metrics;
+    if (!metrics_listen.empty()) {
+      metrics = tidemark::observe::serve_metrics(metrics_listen, opts.live,
+                                                 [&server] { return std::vector{server.status()}; });
+      std::cerr << "node '" << opts.id << "' metrics: " << metrics->url() << "/metrics\n";
+    }
     std::cerr << "node '" << opts.id << "' listening on " << opts.listen << " (data "
               << tidemark::data_endpoint(opts.listen) << ")\n";
     server.run(stop_requested);

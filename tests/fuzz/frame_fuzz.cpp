@@ -58,6 +58,10 @@ void decode_control(const std::uint8_t* data, std::size_t size) {
     }
     case Body::Deployed: n += touch(f.body_as_Deployed()->error()); break;
     case Body::Done: n += tidemark::net::read_metrics(*f.body_as_Done()).size(); break;
+    case Body::LiveMetrics: n += tidemark::net::read_metrics(*f.body_as_LiveMetrics()).size(); break;
+    case Body::Heartbeat:
+      if (const auto* c = f.body_as_Heartbeat()->counters()) n += tidemark::net::read_status(*c).frames_in;
+      break;
     case Body::Failure: n += touch(f.body_as_Failure()->what()); break;
     case Body::StatusReply: n += touch(f.body_as_StatusReply()->node()); break;
     default: break;

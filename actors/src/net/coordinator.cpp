@@ -5,6 +5,7 @@
 #include <iostream>
 #include <set>
 
+#include "../live_poll.hpp"
 #include "../wiring.hpp"
 #include "channels.hpp"
 #include "frames.hpp"
@@ -54,20 +55,44 @@ class control_links {
       zmq::message_t m;
       while (sockets_[n].recv(m, zmq::recv_flags::dontwait)) {
         if (auto bad = net::verify_control(m.data(), m.size(), cluster_.max_message_bytes)) {
-          std::cerr << "coordinator: dropped a bad frame from node '" << cluster_.nodes[n].id
-                    << "': " << *bad << '\n';
+          bad_frame(n, *bad);
           continue;
         }
         const auto& frame = net::read_control(m);
         if (auto refused = net::check_version(frame))
           throw job_error("node '" + cluster_.nodes[n].id + "': " + *refused);
+        ++frames_in_;
         f(n, frame);
       }
     }
     return true;
   }
 
+  /// Drops a frame of node `n` that cannot be used, saying why.
+  void bad_frame(std::uint32_t n, const std::string& why) {
+    ++bad_frames_;
+    std::cerr << "coordinator: dropped a bad frame from node '" << cluster_.nodes[n].id
+              << "': " << why << '\n';
+  }
+
+  /// A verified frame whose content cannot be used: counted as bad instead of received.
+  void refuse(std::uint32_t n, const std::string& why) {
+    --frames_in_;
+    bad_frame(n, why);
+  }
+
+  /// Frames received and dropped so far, as the coordinator's entry of a live view.
+  node_status status() const {
+    node_status s;
+    s.node = "coordinator";
+    s.frames_in = frames_in_;
+    s.bad_frames = bad_frames_;
+    return s;
+  }
+
  private:
+  std::uint64_t frames_in_ = 0;
+  std::uint64_t bad_frames_ = 0;
   const cluster_config& cluster_;
   zmq::context_t ctx_{1};
   std::vector<zmq::socket_t> sockets_;
@@ -181,7 +206,9 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         b.CreateVectorOfStrings(values), b.CreateVector(nodes), self, b.CreateVector(placement),
         static_cast<std::uint32_t>(opts.batch_size), opts.credit,
         static_cast<std::uint32_t>(opts.linger.count()), opts.fuse,
-        static_cast<std::uint32_t>(cluster.heartbeat_interval.count()));
+        static_cast<std::uint32_t>(cluster.heartbeat_interval.count()),
+        opts.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, opts.live_period.count()))
+                  : 0u);
     return net::control_message(b, body);
   });
   await_all(wire::Body::Deployed, "deploy", [&](std::uint32_t n, const wire::ControlFrame& f) {
@@ -195,13 +222,42 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   job_result result;
   result.job = j.name();
   result.plan = to_text(synced, plan);
+  // the job's one live view: the nodes send their instances' counters every live period and
+  // their transport counters with every heartbeat
+  std::vector<std::string> node_of;
+  for (auto n : placement) node_of.push_back(cluster.nodes[n].id);
+  detail::live_poll live{opts.live, live_plan::of(j.name(), g, plan, node_of), opts.live_period};
+  const auto offsets = net::instance_offsets(plan);
+  // Records the instances a node reports, refusing the frame when one of them is not placed there.
+  auto record_live = [&](std::uint32_t n, std::vector<instance_metrics> instances) {
+    for (const auto& m : instances)
+      if (m.stage >= plan.stages.size() || m.instance >= plan.stages[m.stage].parallelism ||
+          placement[offsets[m.stage] + m.instance] != n) {
+        links.refuse(n, "metrics of stage " + std::to_string(m.stage) + " instance " +
+                            std::to_string(m.instance) + ", which does not run there");
+        return;
+      }
+    for (auto& m : instances) live.update(std::move(m));
+  };
+
   auto started = clock::now();
   links.send_all([](std::uint32_t) { return empty_control<wire::Start>(); });
   std::vector<clock::time_point> last_seen(count, started);
   std::vector<bool> done(count, false);
   while (std::count(done.begin(), done.end(), true) < count) {
+    bool fresh = false;
     links.poll(50ms, [&](std::uint32_t n, const wire::ControlFrame& f) {
       last_seen[n] = clock::now();
+      const auto* beat = f.body_as_Heartbeat();
+      if (live.enabled() && beat && beat->counters()) {
+        auto status = net::read_status(*beat->counters());
+        status.node = cluster.nodes[n].id;  // the connection says who it is
+        live.update(std::move(status));
+      }
+      if (live.enabled() && f.body_type() == wire::Body::LiveMetrics) {
+        record_live(n, net::read_metrics(*f.body_as_LiveMetrics()));
+        fresh = true;
+      }
       if (f.body_type() == wire::Body::Failure) {
         stop_all("job failed");
         throw job_error("job '" + j.name() + "' failed on node '" + cluster.nodes[n].id +
@@ -210,10 +266,18 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       if (f.body_type() == wire::Body::Done && !done[n]) {
         done[n] = true;
         const auto* d = f.body_as_Done();
-        for (auto& m : net::read_metrics(*d)) result.instances.push_back(std::move(m));
+        for (auto& m : net::read_metrics(*d)) {
+          if (live.enabled()) live.update(m);
+          result.instances.push_back(std::move(m));
+        }
         result.peak_live_batches = std::max(result.peak_live_batches, d->peak_live_batches());
+        fresh = true;
       }
     });
+    if (fresh) {
+      live.update(links.status());
+      live.publish(false);
+    }
     auto now = clock::now();
     for (std::uint32_t n = 0; n < count; ++n)
       if (!done[n] && now - last_seen[n] > cluster.heartbeat_timeout) {
@@ -226,6 +290,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       }
   }
   stop_all("job finished");
+  live.update(links.status());
+  live.publish(true);
   result.seconds = std::chrono::duration<double>(clock::now() - started).count();
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {
     return std::tie(a.stage, a.instance) < std::tie(b.stage, b.instance);

@@ -76,9 +76,10 @@ zmq::message_t signal_frame(std::uint32_t channel, std::uint64_t seq, wire::Fram
   return to_message(b);
 }
 
-zmq::message_t done_frame(const std::string& node, const std::vector<instance_metrics>& instances,
-                          std::int64_t peak_live_batches) {
-  flatbuffers::FlatBufferBuilder b;
+namespace {
+
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::InstanceMetrics>>> instances_table(
+    flatbuffers::FlatBufferBuilder& b, const std::vector<instance_metrics>& instances) {
   std::vector<flatbuffers::Offset<wire::InstanceMetrics>> list;
   for (const auto& inst : instances) {
     std::vector<flatbuffers::Offset<wire::OperatorMetrics>> ops;
@@ -95,21 +96,26 @@ zmq::message_t done_frame(const std::string& node, const std::vector<instance_me
           b.CreateVector(values)));
     }
     list.push_back(wire::CreateInstanceMetrics(b, inst.stage, inst.instance, inst.busy_ns,
-                                               inst.max_queued_batches, b.CreateVector(ops)));
+                                               inst.max_queued_batches, b.CreateVector(ops),
+                                               inst.queued_batches, inst.blocked_batches,
+                                               inst.watermark));
   }
-  auto body = wire::CreateDone(b, b.CreateString(node), b.CreateVector(list), peak_live_batches);
-  return control_message(b, body);
+  return b.CreateVector(list);
 }
 
-std::vector<instance_metrics> read_metrics(const wire::Done& d) {
+std::vector<instance_metrics> read_instances(
+    const flatbuffers::Vector<flatbuffers::Offset<wire::InstanceMetrics>>* instances) {
   std::vector<instance_metrics> result;
-  if (!d.instances()) return result;
-  for (const auto* inst : *d.instances()) {
+  if (!instances) return result;
+  for (const auto* inst : *instances) {
     instance_metrics im;
     im.stage = inst->stage();
     im.instance = inst->instance();
     im.busy_ns = inst->busy_ns();
     im.max_queued_batches = inst->max_queued_batches();
+    im.queued_batches = inst->queued_batches();
+    im.blocked_batches = inst->blocked_batches();
+    im.watermark = inst->watermark();
     if (inst->operators())
       for (const auto* m : *inst->operators()) {
         operator_metrics om;
@@ -130,6 +136,43 @@ std::vector<instance_metrics> read_metrics(const wire::Done& d) {
     result.push_back(std::move(im));
   }
   return result;
+}
+
+}  // namespace
+
+zmq::message_t done_frame(const std::string& node, const std::vector<instance_metrics>& instances,
+                          std::int64_t peak_live_batches) {
+  flatbuffers::FlatBufferBuilder b;
+  auto list = instances_table(b, instances);
+  return control_message(b, wire::CreateDone(b, b.CreateString(node), list, peak_live_batches));
+}
+
+std::vector<instance_metrics> read_metrics(const wire::Done& d) {
+  return read_instances(d.instances());
+}
+
+zmq::message_t live_metrics_frame(const std::string& node,
+                                  const std::vector<instance_metrics>& instances) {
+  flatbuffers::FlatBufferBuilder b;
+  auto list = instances_table(b, instances);
+  return control_message(b, wire::CreateLiveMetrics(b, b.CreateString(node), list));
+}
+
+std::vector<instance_metrics> read_metrics(const wire::LiveMetrics& m) {
+  return read_instances(m.instances());
+}
+
+flatbuffers::Offset<wire::StatusReply> status_table(flatbuffers::FlatBufferBuilder& b,
+                                                    const node_status& s) {
+  return wire::CreateStatusReply(b, b.CreateString(s.node), s.frames_in, s.bad_frames,
+                                 s.refused_peers, s.lost_frames, s.data_bytes_in,
+                                 s.batch_frames_in, s.batch_bytes_in);
+}
+
+node_status read_status(const wire::StatusReply& s) {
+  return node_status{s.node() ? s.node()->str() : std::string{}, s.frames_in(), s.bad_frames(),
+                     s.refused_peers(), s.lost_frames(), s.data_bytes_in(), s.batch_frames_in(),
+                     s.batch_bytes_in()};
 }
 
 std::string describe_peer(zmq::message_t& m) {

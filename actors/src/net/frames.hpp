@@ -12,13 +12,14 @@
 
 #include "tidemark/wire/control_generated.h"
 #include "tidemark/wire/data_generated.h"
+#include "tidemark/runtime/live.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark::net {
 
 /// Version of the control schema; peers with another major version are refused.
 inline constexpr std::uint16_t wire_version_major = 1;
-inline constexpr std::uint16_t wire_version_minor = 0;
+inline constexpr std::uint16_t wire_version_minor = 1;
 
 /// Why a frame was refused, or nullopt when it may be read.
 std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t max_bytes);
@@ -54,6 +55,16 @@ zmq::message_t signal_frame(std::uint32_t channel, std::uint64_t seq, wire::Fram
 zmq::message_t done_frame(const std::string& node, const std::vector<instance_metrics>& instances,
                           std::int64_t peak_live_batches);
 std::vector<instance_metrics> read_metrics(const wire::Done& d);
+/// The counters of a node's instances while the job runs, as a LiveMetrics frame, and back.
+zmq::message_t live_metrics_frame(const std::string& node,
+                                  const std::vector<instance_metrics>& instances);
+std::vector<instance_metrics> read_metrics(const wire::LiveMetrics& m);
+
+/// A node's counters as a StatusReply table (its answer to StatusRequest and in its heartbeats),
+/// and back.
+flatbuffers::Offset<wire::StatusReply> status_table(flatbuffers::FlatBufferBuilder& b,
+                                                    const node_status& s);
+node_status read_status(const wire::StatusReply& s);
 
 /// "tcp://127.0.0.1:7100 (key abc...)" for logs: who sent a frame.
 std::string describe_peer(zmq::message_t& m);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <mutex>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -16,6 +17,7 @@
 #include <caf/send.hpp>
 
 #include "../deploy.hpp"
+#include "../live_poll.hpp"
 #include "../messages.hpp"
 #include "../wiring.hpp"
 #include "channels.hpp"
@@ -44,6 +46,7 @@ struct deployment {
   std::uint32_t self = 0;
   run_options opts;
   std::chrono::milliseconds heartbeat{250};
+  std::chrono::milliseconds live_period{0};  ///< the coordinator's wish; 0: it wants no live metrics
   std::shared_ptr<net::outbox> out;
   std::unique_ptr<caf::actor_system_config> cfg;
   std::unique_ptr<caf::actor_system> sys;
@@ -67,20 +70,74 @@ struct deployment {
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string{}; }
 
-/// Collects done/failed messages of the local stages and reports them to the coordinator.
+/// How a node's driver keeps a live view of its instances.
+struct live_setup {
+  std::shared_ptr<live_view> view;  ///< null: no polling
+  live_plan plan;
+  std::chrono::milliseconds period{500};
+  bool report = false;  ///< send the counters to the coordinator (it asked for live metrics)
+};
+
+/// The local stage actors, sent to the driver once they exist (they need the driver's handle
+/// first).
+struct local_stages_msg {
+  std::vector<caf::actor> stages;
+};
+
+using live_tick_atom = caf::atom_constant<caf::atom("livetick")>;
+
+}  // namespace
+}  // namespace tidemark
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::local_stages_msg)
+
+namespace tidemark {
+namespace {
+
+/// Collects done/failed messages of the local stages and reports them to the coordinator; with a
+/// live view, asks the stages for their counters every period, publishes them and, when the
+/// coordinator asked, sends them to it.
 struct driver_state {
   std::size_t expected = 0;
   std::vector<instance_metrics> done;
   bool failed = false;
+  std::unique_ptr<detail::live_poll> live;  // null: no polling
+  std::shared_ptr<live_view> view;
+  bool report_live = false;
+  std::vector<caf::actor> stages;
 };
 
 caf::behavior node_driver(caf::stateful_actor<driver_state>* self, std::shared_ptr<net::outbox> out,
-                          std::string node, std::size_t expected) {
+                          std::string node, std::size_t expected, live_setup live) {
   self->state.expected = expected;
+  if (live.view) {
+    self->state.view = live.view;
+    self->state.report_live = live.report;
+    self->state.live =
+        std::make_unique<detail::live_poll>(live.view, std::move(live.plan), live.period);
+  }
   return {
+      [=](local_stages_msg& m) {
+        self->state.stages = std::move(m.stages);
+        if (self->state.live) self->send(self, live_tick_atom::value);
+      },
+      [=](live_tick_atom) {
+        auto& st = self->state;
+        if (st.done.size() == st.expected || st.failed) return;  // Done carries the final counters
+        auto wait = st.live->ask(caf::actor_cast<caf::actor>(self), st.stages);
+        if (st.report_live)
+          if (auto s = st.view->latest(); s && !s->instances.empty())
+            out->push({net::outgoing::coordinator, net::live_metrics_frame(node, s->instances)});
+        self->delayed_send(self, wait, live_tick_atom::value);
+      },
+      [=](detail::live_metrics_msg& m) {
+        if (self->state.live) self->state.live->update(std::move(m.metrics));
+      },
       [=](detail::done_msg& m) {
         auto& st = self->state;
+        if (st.live) st.live->update(m.metrics);
         st.done.push_back(std::move(m.metrics));
+        if (st.done.size() == st.expected && st.live) st.live->publish(true);
         if (st.done.size() == st.expected && !st.failed)
           out->push({net::outgoing::coordinator,
                      net::done_frame(node, st.done, batch_gauge::peak())});
@@ -107,12 +164,15 @@ struct node_server::impl {
   zmq::socket_t data{ctx, zmq::socket_type::router};
   std::string coordinator;  // routing id of the coordinator's connection
   node_status status;
+  mutable std::mutex published_mutex;  // guards published: status() reads it from other threads
+  node_status published;
   std::unique_ptr<deployment> dep;
   std::shared_ptr<net::outbox> out = std::make_shared<net::outbox>();
   clock::time_point next_heartbeat = clock::now();
 
   impl(node_options o, const job_registry& j) : opts(std::move(o)), jobs(j) {
     status.node = opts.id;
+    published = status;
     if (opts.insecure) {
       net::warn_insecure("node '" + opts.id + "'");
     } else {
@@ -186,12 +246,23 @@ struct node_server::impl {
       while (receive(control, id, payload)) on_control(id, payload);
       while (receive(data, id, payload)) on_data(payload);
       for (auto& o : out->take()) send(std::move(o));
+      status.refused_peers = zap ? zap->refused() : 0;
       if (dep && !coordinator.empty() && clock::now() >= next_heartbeat) {
-        flatbuffers::FlatBufferBuilder b{64};
-        to_coordinator(net::control_message(b, wire::CreateHeartbeat(b, b.CreateString(opts.id))));
+        // the counters ride along, so the coordinator's live view shows every node's transport
+        flatbuffers::FlatBufferBuilder b{256};
+        auto name = b.CreateString(opts.id);
+        auto counters = net::status_table(b, status);
+        to_coordinator(net::control_message(b, wire::CreateHeartbeat(b, name, counters)));
         next_heartbeat = clock::now() + dep->heartbeat;
       }
+      std::lock_guard<std::mutex> guard{published_mutex};
+      published = status;
     }
+  }
+
+  node_status current_status() const {
+    std::lock_guard<std::mutex> guard{published_mutex};
+    return published;
   }
 
   void send(net::outgoing o) {
@@ -262,15 +333,10 @@ struct node_server::impl {
         if (dep) log("stopped: " + str(f.body_as_Stop()->reason()));
         dep.reset();
         break;
-      case wire::Body::StatusRequest: {
+      case wire::Body::StatusRequest:
         status.refused_peers = zap ? zap->refused() : 0;
-        auto body = wire::CreateStatusReply(b, b.CreateString(opts.id), status.frames_in,
-                                            status.bad_frames, status.refused_peers,
-                                            status.lost_frames, status.data_bytes_in,
-                                            status.batch_frames_in, status.batch_bytes_in);
-        reply(id, net::control_message(b, body));
+        reply(id, net::control_message(b, net::status_table(b, status)));
         break;
-      }
       default:
         --status.frames_in;
         bad_frame(payload, std::string{"unexpected control message "} +
@@ -301,6 +367,7 @@ struct node_server::impl {
     x.opts.state_storage = std::make_shared<persistence::storage_service>(x.opts.storage);
     const auto& g = x.synced.graph;
     x.heartbeat = std::chrono::milliseconds{std::max<std::uint32_t>(1, d.heartbeat_ms())};
+    x.live_period = std::chrono::milliseconds{d.live_period_ms()};
     x.plan = compile(g, {x.opts.fuse});
     x.wiring = detail::wire(x.plan);
     x.channels = net::enumerate_channels(g, x.plan, x.wiring);
@@ -342,7 +409,7 @@ struct node_server::impl {
     x.sys = std::make_unique<caf::actor_system>(*x.cfg);
     batch_gauge::reset_peak();
     const detail::placement where{x.placement, x.self};
-    x.driver = x.sys->spawn(node_driver, out, opts.id, where.local_instances());
+    x.driver = x.sys->spawn(node_driver, out, opts.id, where.local_instances(), live_of(x));
     x.expected_seq.assign(x.channels.size(), 0);
     detail::remote_channels remote;
     remote.outbound = [&](std::uint32_t c, std::uint32_t peer, const batch_codec* codec) {
@@ -353,6 +420,20 @@ struct node_server::impl {
     };
     x.stages = std::make_unique<detail::deployment_actors>(*x.sys, g, x.plan, x.wiring, where,
                                                            x.opts, x.driver, &remote);
+    caf::anon_send(x.driver, local_stages_msg{x.stages->stages()});
+  }
+
+  /// The node's own view (for its /metrics) or, when only the coordinator asked for live metrics,
+  /// one of the deployment's; the coordinator's period wins.
+  live_setup live_of(const deployment& x) const {
+    live_setup live;
+    live.report = x.live_period.count() > 0;
+    live.view = opts.live ? opts.live : live.report ? std::make_shared<live_view>() : nullptr;
+    live.period = live.report ? x.live_period : opts.live_period;
+    std::vector<std::string> node_of;
+    for (auto n : x.placement) node_of.push_back(x.nodes[n].id);
+    live.plan = live_plan::of(x.built.name(), x.synced.graph, x.plan, node_of);
+    return live;
   }
 
   // ---- data ----------------------------------------------------------------------------------
@@ -455,5 +536,7 @@ node_server::node_server(node_options opts, const job_registry& jobs)
 node_server::~node_server() = default;
 
 void node_server::run(const std::atomic<bool>& stop) { impl_->run(stop); }
+
+node_status node_server::status() const { return impl_->current_status(); }
 
 }  // namespace tidemark

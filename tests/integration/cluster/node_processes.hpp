@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,8 +25,12 @@ struct node_processes {
   cluster_config cluster;
   std::vector<pid_t> pids;
   job_registry registry;
+  /// More command-line arguments for node i (e.g. --metrics-listen), also when it restarts.
+  std::function<std::vector<std::string>(std::size_t)> extra_args;
 
-  explicit node_processes(std::size_t nodes = 3) {
+  explicit node_processes(std::size_t nodes = 3,
+                          std::function<std::vector<std::string>(std::size_t)> extra = {})
+      : extra_args(std::move(extra)) {
     static int fixtures = 0;
     const int fixture = fixtures++;
     dir = std::filesystem::temp_directory_path() /
@@ -53,6 +58,8 @@ struct node_processes {
     std::vector<std::string> args{TIDEMARK_NODE_BIN, "--id", n.id, "--listen", n.endpoint,
                                   "--data-dir", (dir / n.id).string(), "--keys",
                                   (dir / "keys").string()};
+    if (extra_args)
+      for (auto& a : extra_args(i)) args.push_back(a);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tidemark/runtime/job_registry.hpp"
+#include "tidemark/runtime/live.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark {
@@ -75,18 +76,11 @@ struct node_options {
   std::string keys_dir;  ///< ID.key (own key pair) and *.pub (the allow-list)
   bool insecure = false;
   std::int64_t max_message_bytes = 64 << 20;
-};
-
-/// Counters a node reports on request (and that tests read).
-struct node_status {
-  std::string node;
-  std::uint64_t frames_in = 0;      ///< frames accepted
-  std::uint64_t bad_frames = 0;     ///< failed verification or decoding, dropped
-  std::uint64_t refused_peers = 0;  ///< connections the ZAP handler refused
-  std::uint64_t lost_frames = 0;    ///< sequence gaps on data channels
-  std::uint64_t data_bytes_in = 0;  ///< bytes of accepted frames on the data socket
-  std::uint64_t batch_frames_in = 0;  ///< of those, frames carrying a batch
-  std::uint64_t batch_bytes_in = 0;
+  /// Refreshed with the counters of this node's stage instances every `live_period` while a job
+  /// runs (for its /metrics); null: the node polls its instances only when the coordinator asks
+  /// for live metrics.
+  std::shared_ptr<live_view> live;
+  std::chrono::milliseconds live_period{500};
 };
 
 /// The server behind `tidemark-node`: binds its control and data endpoints, accepts deployments
@@ -99,6 +93,9 @@ class node_server {
   node_server& operator=(const node_server&) = delete;
   /// Serves until `stop` becomes true.
   void run(const std::atomic<bool>& stop);
+  /// The node's counters as of its last pass through the I/O loop (at most ~50 ms old while it
+  /// runs); safe from any thread.
+  node_status status() const;
 
  private:
   struct impl;

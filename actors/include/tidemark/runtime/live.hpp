@@ -40,6 +40,19 @@ struct live_plan {
                       const std::vector<std::string>& node_of = {});
 };
 
+/// Transport counters of one process of a cluster: what a node reports on request and in its
+/// heartbeats, and (named "coordinator") what the coordinator received from the nodes.
+struct node_status {
+  std::string node;
+  std::uint64_t frames_in = 0;      ///< frames accepted
+  std::uint64_t bad_frames = 0;     ///< failed verification or decoding, dropped
+  std::uint64_t refused_peers = 0;  ///< connections the ZAP handler refused
+  std::uint64_t lost_frames = 0;    ///< sequence gaps on data channels
+  std::uint64_t data_bytes_in = 0;  ///< bytes of accepted frames on the data socket
+  std::uint64_t batch_frames_in = 0;  ///< of those, frames carrying a batch
+  std::uint64_t batch_bytes_in = 0;
+};
+
 /// What a job looks like at one moment.
 struct live_snapshot {
   std::shared_ptr<const live_plan> plan;
@@ -47,6 +60,9 @@ struct live_snapshot {
   bool finished = false;  ///< every instance reported done (the counters are final)
   /// The latest counters of every stage instance that has answered, by stage then instance.
   std::vector<instance_metrics> instances;
+  /// A cluster run's view on the coordinator: the latest counters of every node (from its
+  /// heartbeats) and the coordinator's own, by name. Empty for embedded runs and on nodes.
+  std::vector<node_status> nodes;
 };
 
 /// Holds the latest snapshot of a job. The runtime publishes, observers read; both from any thread.
