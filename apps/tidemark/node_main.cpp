@@ -1,11 +1,13 @@
 // tidemark-node: serves one host of a cluster. It runs whatever registered job the coordinator
 // deploys (the registry is the same as the `tidemark` tool's) until SIGINT or SIGTERM.
+#include <atomic>
 #include <csignal>
-#include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include "jobs.hpp"
+#include "log_option.hpp"
 #include "tidemark/runtime/cluster.hpp"
 
 namespace {
@@ -16,6 +18,7 @@ void request_stop(int) { stop_requested = true; }
 int main(int argc, char** argv) {
   CLI::App app{"tidemark-node — one host of a Tidemark cluster (see docs/deploy.md)"};
   tidemark::node_options opts;
+  tidemark::add_log_level_option(app);
   app.add_option("--id", opts.id, "this node's id, as in the cluster file")->required();
   app.add_option("--listen", opts.listen,
                  "control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data uses port + 1)")
@@ -28,7 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-message-bytes", opts.max_message_bytes, "largest frame accepted");
   CLI11_PARSE(app, argc, argv);
   if (!opts.insecure && opts.keys_dir.empty()) {
-    std::cerr << "tidemark-node: --keys DIR is required (or --insecure for plain text)\n";
+    spdlog::error("--keys DIR is required (or --insecure for plain text)");
     return 2;
   }
   std::signal(SIGINT, request_stop);
@@ -37,11 +40,9 @@ int main(int argc, char** argv) {
     tidemark::job_registry registry;
     tidemark::register_all_jobs(registry);
     tidemark::node_server server{opts, registry};
-    std::cerr << "node '" << opts.id << "' listening on " << opts.listen << " (data "
-              << tidemark::data_endpoint(opts.listen) << ")\n";
     server.run(stop_requested);
   } catch (const std::exception& e) {
-    std::cerr << "tidemark-node: " << e.what() << '\n';
+    spdlog::error("{}", e.what());
     return 1;
   }
 }

@@ -2,8 +2,9 @@
 // starts it, watches heartbeats, collects metrics and reports the result (see cluster.hpp).
 #include <algorithm>
 #include <fstream>
-#include <iostream>
 #include <set>
+
+#include <spdlog/spdlog.h>
 
 #include "../wiring.hpp"
 #include "channels.hpp"
@@ -54,8 +55,8 @@ class control_links {
       zmq::message_t m;
       while (sockets_[n].recv(m, zmq::recv_flags::dontwait)) {
         if (auto bad = net::verify_control(m.data(), m.size(), cluster_.max_message_bytes)) {
-          std::cerr << "coordinator: dropped a bad frame from node '" << cluster_.nodes[n].id
-                    << "': " << *bad << '\n';
+          spdlog::warn("coordinator: dropped a bad frame from node '{}': {}", cluster_.nodes[n].id,
+                       *bad);
           continue;
         }
         const auto& frame = net::read_control(m);
@@ -192,6 +193,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                     "': " + str(d->error()));
   });
 
+  spdlog::info("coordinator: deployed job '{}' on {}", spec.name, fmt::join(ids, ", "));
+
   job_result result;
   result.job = j.name();
   result.plan = to_text(synced, plan);
@@ -227,6 +230,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   }
   stop_all("job finished");
   result.seconds = std::chrono::duration<double>(clock::now() - started).count();
+  spdlog::info("coordinator: job '{}' finished on every node in {:.3f} s", spec.name, result.seconds);
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {
     return std::tie(a.stage, a.instance) < std::tie(b.stage, b.instance);
   });
