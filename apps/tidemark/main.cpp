@@ -1,5 +1,6 @@
 // The `tidemark` command-line tool: one binary whose subcommands come from small libraries.
 #include <CLI/CLI.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include "job_commands.hpp"

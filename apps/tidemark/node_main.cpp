@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include <CLI/CLI.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include "jobs.hpp"

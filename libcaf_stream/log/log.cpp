@@ -59,8 +59,8 @@ const bool configured = [] {
 void set_log_level(std::string_view level) {
   const auto* l = find_level(level);
   if (!l)
-    throw std::invalid_argument("log level '" + std::string{level} +
-                                "' is not one of " + accepted_levels());
+    throw std::invalid_argument("log level '" + std::string{level} + "' is not one of " +
+                                accepted_levels());
   spdlog::set_level(*l);
 }
 

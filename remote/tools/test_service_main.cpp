@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include "tidemark/remote/test_service.hpp"

@@ -230,7 +230,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   }
   stop_all("job finished");
   result.seconds = std::chrono::duration<double>(clock::now() - started).count();
-  spdlog::info("coordinator: job '{}' finished on every node in {:.3f} s", spec.name, result.seconds);
+  spdlog::info("coordinator: job '{}' finished on every node in {:.3f} s", spec.name,
+               result.seconds);
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {
     return std::tie(a.stage, a.instance) < std::tie(b.stage, b.instance);
   });

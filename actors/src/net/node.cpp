@@ -13,6 +13,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include "../deploy.hpp"
@@ -141,7 +142,8 @@ struct node_server::impl {
 
   void bad_frame(zmq::message_t& m, const std::string& what) {
     ++status.bad_frames;
-    spdlog::warn("node '{}': dropped a bad frame from {}: {}", opts.id, net::describe_peer(m), what);
+    spdlog::warn("node '{}': dropped a bad frame from {}: {}", opts.id, net::describe_peer(m),
+                 what);
   }
 
   /// Receives [routing id, payload]; false when nothing is waiting.
@@ -259,7 +261,8 @@ struct node_server::impl {
           dep->stages->start();
         break;
       case wire::Body::Stop:
-        if (dep) spdlog::info("node '{}': stopped the job: {}", opts.id, str(f.body_as_Stop()->reason()));
+        if (dep)
+          spdlog::info("node '{}': stopped the job: {}", opts.id, str(f.body_as_Stop()->reason()));
         dep.reset();
         break;
       case wire::Body::StatusRequest: {

@@ -155,9 +155,10 @@ std::set<std::string> load_allow_list(const std::string& dir) {
 }
 
 void warn_insecure(const std::string& who) {
-  spdlog::warn("{} runs with --insecure: ZeroMQ traffic is plain text and unauthenticated; anyone "
-               "who can reach its ports can deploy jobs and inject data",
-               who);
+  spdlog::warn(
+      "{} runs with --insecure: ZeroMQ traffic is plain text and unauthenticated; anyone "
+      "who can reach its ports can deploy jobs and inject data",
+      who);
 }
 
 }  // namespace net

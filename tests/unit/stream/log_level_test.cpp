@@ -70,9 +70,9 @@ BOOST_AUTO_TEST_CASE(each_accepted_name_sets_the_threshold) {
 BOOST_AUTO_TEST_CASE(a_bad_name_is_refused_naming_it_and_keeps_the_level) {
   tidemark::set_log_level("error");
   for (const char* bad : {"loud", "", "INFO", "warning"}) {
-    BOOST_TEST(tidemark::test::thrown<std::invalid_argument>([&] { tidemark::set_log_level(bad); }) ==
-               "log level '" + std::string{bad} +
-                   "' is not one of trace, debug, info, warn, error, off");
+    BOOST_TEST(
+        tidemark::test::thrown<std::invalid_argument>([&] { tidemark::set_log_level(bad); }) ==
+        "log level '" + std::string{bad} + "' is not one of trace, debug, info, warn, error, off");
     BOOST_TEST(spdlog::get_level() == spdlog::level::err);
   }
   tidemark::set_log_level("info");
@@ -93,7 +93,9 @@ BOOST_AUTO_TEST_CASE(messages_go_to_stderr_with_time_level_and_program) {
   }
   BOOST_TEST(read(dir / "stdout").empty());
   const auto program =
-      std::filesystem::path{boost::unit_test::framework::master_test_suite().argv[0]}.filename().string();
+      std::filesystem::path{boost::unit_test::framework::master_test_suite().argv[0]}
+          .filename()
+          .string();
   // The level may be coloured when stderr was a terminal when the logger was made.
   const std::string stamp = R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z )";
   const std::string colour = R"((\x1b\[[0-9;]*m)*)";
