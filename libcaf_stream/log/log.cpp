@@ -38,7 +38,7 @@ std::string accepted_levels() {
   return out;
 }
 
-// spdlog's own default logger writes to stdout, where program output goes.
+// Replaces spdlog's own default logger, which writes to stdout, where program output goes.
 const bool configured = [] {
   auto logger = spdlog::stderr_color_mt(program_invocation_short_name);
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %n: %v", spdlog::pattern_time_type::utc);
