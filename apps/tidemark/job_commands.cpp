@@ -6,6 +6,8 @@
 #include <iostream>
 #include <memory>
 
+#include <spdlog/spdlog.h>
+
 #include "tidemark/runtime/cluster.hpp"
 #include "tidemark/core/plan.hpp"
 #include "tidemark/core/synchronizer.hpp"
@@ -42,7 +44,7 @@ std::unique_ptr<observe::http_server> serve_job_metrics(const std::string& liste
   if (listen.empty()) return nullptr;
   if (!opts.live) opts.live = std::make_shared<live_view>();
   auto server = observe::serve_metrics(listen, opts.live);
-  std::cerr << "metrics: " << server->url() << "/metrics\n";
+  spdlog::info("metrics: {}/metrics", server->url());
   return server;
 }
 

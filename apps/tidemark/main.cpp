@@ -1,10 +1,11 @@
 // The `tidemark` command-line tool: one binary whose subcommands come from small libraries.
-#include <iostream>
-
 #include <CLI/CLI.hpp>
+
+#include <spdlog/spdlog.h>
 
 #include "job_commands.hpp"
 #include "jobs.hpp"
+#include "log_option.hpp"
 #include "replication_command.hpp"
 
 int main(int argc, char** argv) {
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   tidemark::register_all_jobs(registry);
   CLI::App app{"tidemark — event-time stream processing on actors"};
   app.require_subcommand(1);
+  tidemark::add_log_level_option(app);
   tidemark::add_job_commands(app, registry);
   tidemark::add_replication_commands(app);
   try {
@@ -19,7 +21,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {
-    std::cerr << "tidemark: " << e.what() << '\n';
+    spdlog::error("{}", e.what());
     return 1;
   }
 }

@@ -1,11 +1,14 @@
 // tidemark-node: serves one host of a cluster. It runs whatever registered job the coordinator
 // deploys (the registry is the same as the `tidemark` tool's) until SIGINT or SIGTERM.
+#include <atomic>
 #include <csignal>
-#include <iostream>
 
 #include <CLI/CLI.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include "jobs.hpp"
+#include "log_option.hpp"
 #include "tidemark/observe/prometheus.hpp"
 #include "tidemark/runtime/cluster.hpp"
 
@@ -17,6 +20,7 @@ void request_stop(int) { stop_requested = true; }
 int main(int argc, char** argv) {
   CLI::App app{"tidemark-node — one host of a Tidemark cluster (see docs/deploy.md)"};
   tidemark::node_options opts;
+  tidemark::add_log_level_option(app);
   app.add_option("--id", opts.id, "this node's id, as in the cluster file")->required();
   app.add_option("--listen", opts.listen,
                  "control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data uses port + 1)")
@@ -32,7 +36,7 @@ int main(int argc, char** argv) {
                  "serve Prometheus metrics of this node at http://HOST:PORT/metrics");
   CLI11_PARSE(app, argc, argv);
   if (!opts.insecure && opts.keys_dir.empty()) {
-    std::cerr << "tidemark-node: --keys DIR is required (or --insecure for plain text)\n";
+    spdlog::error("--keys DIR is required (or --insecure for plain text)");
     return 2;
   }
   std::signal(SIGINT, request_stop);
@@ -46,13 +50,11 @@ int main(int argc, char** argv) {
     if (!metrics_listen.empty()) {
       metrics = tidemark::observe::serve_metrics(metrics_listen, opts.live,
                                                  [&server] { return std::vector{server.status()}; });
-      std::cerr << "node '" << opts.id << "' metrics: " << metrics->url() << "/metrics\n";
+      spdlog::info("node '{}' metrics: {}/metrics", opts.id, metrics->url());
     }
-    std::cerr << "node '" << opts.id << "' listening on " << opts.listen << " (data "
-              << tidemark::data_endpoint(opts.listen) << ")\n";
     server.run(stop_requested);
   } catch (const std::exception& e) {
-    std::cerr << "tidemark-node: " << e.what() << '\n';
+    spdlog::error("{}", e.what());
     return 1;
   }
 }

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include "tidemark/remote/test_service.hpp"
 
 namespace {
@@ -23,13 +25,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     tidemark::remote::test_service service{bind, tidemark::remote::latency_model::parse(latency), seed};
-    std::cout << "serving on " << service.endpoint() << " (" << latency << ")" << std::endl;
+    spdlog::info("serving on {} ({})", service.endpoint(), latency);
     std::signal(SIGINT, [](int) { stop = 1; });
     std::signal(SIGTERM, [](int) { stop = 1; });
     while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::cout << service.served() << " requests served\n";
   } catch (const std::exception& e) {
-    std::cerr << "tidemark-test-service: " << e.what() << '\n';
+    spdlog::error("{}", e.what());
     return 1;
   }
   return 0;

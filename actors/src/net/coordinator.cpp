@@ -2,8 +2,9 @@
 // starts it, watches heartbeats, collects metrics and reports the result (see cluster.hpp).
 #include <algorithm>
 #include <fstream>
-#include <iostream>
 #include <set>
+
+#include <spdlog/spdlog.h>
 
 #include "../live_poll.hpp"
 #include "../wiring.hpp"
@@ -71,8 +72,7 @@ class control_links {
   /// Drops a frame of node `n` that cannot be used, saying why.
   void bad_frame(std::uint32_t n, const std::string& why) {
     ++bad_frames_;
-    std::cerr << "coordinator: dropped a bad frame from node '" << cluster_.nodes[n].id
-              << "': " << why << '\n';
+    spdlog::warn("coordinator: dropped a bad frame from node '{}': {}", cluster_.nodes[n].id, why);
   }
 
   /// A verified frame whose content cannot be used: counted as bad instead of received.
@@ -219,6 +219,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                     "': " + str(d->error()));
   });
 
+  spdlog::info("coordinator: deployed job '{}' on {}", spec.name, fmt::join(ids, ", "));
+
   job_result result;
   result.job = j.name();
   result.plan = to_text(synced, plan);
@@ -293,6 +295,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   live.update(links.status());
   live.publish(true);
   result.seconds = std::chrono::duration<double>(clock::now() - started).count();
+  spdlog::info("coordinator: job '{}' finished on every node in {:.3f} s", spec.name,
+               result.seconds);
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {
     return std::tie(a.stage, a.instance) < std::tie(b.stage, b.instance);
   });

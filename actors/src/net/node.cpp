@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <iostream>
 #include <map>
 #include <mutex>
 
@@ -15,6 +14,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
+
+#include <spdlog/spdlog.h>
 
 #include "../deploy.hpp"
 #include "../live_poll.hpp"
@@ -188,6 +189,8 @@ struct node_server::impl {
     control.bind(opts.listen);
     data.bind(data_endpoint(opts.listen));
     if (!opts.data_dir.empty()) std::filesystem::create_directories(opts.data_dir);
+    spdlog::info("node '{}' listening on {} (data {})", opts.id, opts.listen,
+                 data_endpoint(opts.listen));
   }
 
   ~impl() {
@@ -197,11 +200,10 @@ struct node_server::impl {
     zap.reset();
   }
 
-  void log(const std::string& what) const { std::cerr << "node '" << opts.id << "': " << what << '\n'; }
-
   void bad_frame(zmq::message_t& m, const std::string& what) {
     ++status.bad_frames;
-    log("dropped a bad frame from " + net::describe_peer(m) + ": " + what);
+    spdlog::warn("node '{}': dropped a bad frame from {}: {}", opts.id, net::describe_peer(m),
+                 what);
   }
 
   /// Receives [routing id, payload]; false when nothing is waiting.
@@ -297,7 +299,7 @@ struct node_server::impl {
     const auto& f = net::read_control(payload);
     if (auto refused = net::check_version(f)) {
       ++status.bad_frames;
-      log("refused " + net::describe_peer(payload) + ": " + *refused);
+      spdlog::warn("node '{}': refused {}: {}", opts.id, net::describe_peer(payload), *refused);
       flatbuffers::FlatBufferBuilder b;
       reply(id, net::control_message(
                     b, wire::CreateHelloReply(b, false, b.CreateString(*refused),
@@ -319,7 +321,7 @@ struct node_server::impl {
         } catch (const std::exception& e) {
           error = e.what();
           dep.reset();
-          log("deploy failed: " + error);
+          spdlog::error("node '{}': deploy failed: {}", opts.id, error);
         }
         reply(id, net::control_message(
                       b, wire::CreateDeployed(b, error.empty(), b.CreateString(error))));
@@ -330,7 +332,8 @@ struct node_server::impl {
           dep->stages->start();
         break;
       case wire::Body::Stop:
-        if (dep) log("stopped: " + str(f.body_as_Stop()->reason()));
+        if (dep)
+          spdlog::info("node '{}': stopped the job: {}", opts.id, str(f.body_as_Stop()->reason()));
         dep.reset();
         break;
       case wire::Body::StatusRequest:
@@ -397,7 +400,7 @@ struct node_server::impl {
     start_actors(x);
     dep = std::move(fresh);
     next_heartbeat = clock::now();
-    log("deployed job '" + dep->built.name() + "'");
+    spdlog::info("node '{}': deployed job '{}'", opts.id, dep->built.name());
   }
 
   void start_actors(deployment& x) {
@@ -486,8 +489,8 @@ struct node_server::impl {
     }
     if (f.seq() != x.expected_seq[c]) {
       if (f.seq() > x.expected_seq[c]) status.lost_frames += f.seq() - x.expected_seq[c];
-      log("channel " + std::to_string(c) + ": frame " + std::to_string(f.seq()) + " where " +
-          std::to_string(x.expected_seq[c]) + " was due");
+      spdlog::warn("node '{}': channel {}: frame {} where {} was due", opts.id, c, f.seq(),
+                   x.expected_seq[c]);
     }
     x.expected_seq[c] = f.seq() + 1;
     using k = detail::signal_msg;
@@ -535,7 +538,10 @@ node_server::node_server(node_options opts, const job_registry& jobs)
 
 node_server::~node_server() = default;
 
-void node_server::run(const std::atomic<bool>& stop) { impl_->run(stop); }
+void node_server::run(const std::atomic<bool>& stop) {
+  impl_->run(stop);
+  spdlog::info("node '{}' stopped", impl_->opts.id);
+}
 
 node_status node_server::status() const { return impl_->current_status(); }
 

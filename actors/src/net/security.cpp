@@ -6,8 +6,9 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <stdexcept>
+
+#include <spdlog/spdlog.h>
 
 #ifndef ZMQ_ZAP_ENFORCE_DOMAIN
 #define ZMQ_ZAP_ENFORCE_DOMAIN 93  // a DRAFT option in libzmq 4.3 headers, honoured by the library
@@ -112,8 +113,7 @@ void zap_handler::serve() {
     }
     if (status != "200") {
       ++refused_;
-      std::cerr << owner_ << ": refused peer " << address << " (" << mechanism << "): " << text
-                << '\n';
+      spdlog::warn("{}: refused peer {} ({}): {}", owner_, address, mechanism, text);
     }
     socket_.send(zmq::buffer(std::string{"1.0"}), zmq::send_flags::sndmore);
     socket_.send(zmq::buffer(str(1)), zmq::send_flags::sndmore);
@@ -155,9 +155,10 @@ std::set<std::string> load_allow_list(const std::string& dir) {
 }
 
 void warn_insecure(const std::string& who) {
-  std::cerr << "WARNING: " << who
-            << " runs with --insecure: ZeroMQ traffic is plain text and unauthenticated; anyone "
-               "who can reach its ports can deploy jobs and inject data\n";
+  spdlog::warn(
+      "{} runs with --insecure: ZeroMQ traffic is plain text and unauthenticated; anyone "
+      "who can reach its ports can deploy jobs and inject data",
+      who);
 }
 
 }  // namespace net

@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 
+#include <spdlog/spdlog.h>
+
 #include "common.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
@@ -130,8 +132,7 @@ void register_jobs(job_registry& registry) {
       if (j.get("broker").empty()) {
         broker = std::make_shared<io::local_mosquitto>();
         j.set("broker", broker->address());
-        std::printf("started mosquitto on %s for this run\n", broker->address().c_str());
-        std::fflush(stdout);
+        spdlog::info("started mosquitto on {} for this run", broker->address());
       }
       if (a == app::train) {
         auto rows = archive_rows(options_of(a, j));
