@@ -1,22 +1,26 @@
-// tidemark-node: serves one host of a cluster. It runs whatever registered job the coordinator
-// deploys (the registry is the same as the `tidemark` tool's) until SIGINT or SIGTERM.
+// tidemark-node (tidemark::node_main): serves one host of a cluster. It runs whatever registered
+// job the coordinator deploys until SIGINT or SIGTERM.
+#include <atomic>
 #include <csignal>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
-#include "jobs.hpp"
+#include "program_name.hpp"
+#include "tidemark/cli/main.hpp"
 #include "tidemark/observe/prometheus.hpp"
 #include "tidemark/runtime/cluster.hpp"
+
+namespace tidemark {
 
 namespace {
 std::atomic<bool> stop_requested{false};
 void request_stop(int) { stop_requested = true; }
 }  // namespace
 
-int main(int argc, char** argv) {
+int node_main(int argc, char** argv, const job_registry& jobs) {
   CLI::App app{"tidemark-node — one host of a Tidemark cluster (see docs/deploy.md)"};
-  tidemark::node_options opts;
+  node_options opts;
   app.add_option("--id", opts.id, "this node's id, as in the cluster file")->required();
   app.add_option("--listen", opts.listen,
                  "control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data uses port + 1)")
@@ -31,17 +35,16 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen,
                  "serve Prometheus metrics of this node at http://HOST:PORT/metrics");
   CLI11_PARSE(app, argc, argv);
+  const auto name = program_name(argv);
   if (!opts.insecure && opts.keys_dir.empty()) {
-    std::cerr << "tidemark-node: --keys DIR is required (or --insecure for plain text)\n";
+    std::cerr << name << ": --keys DIR is required (or --insecure for plain text)\n";
     return 2;
   }
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
   try {
-    tidemark::job_registry registry;
-    tidemark::register_all_jobs(registry);
     if (!metrics_listen.empty()) opts.live = std::make_shared<tidemark::live_view>();
-    tidemark::node_server server{opts, registry};
+    tidemark::node_server server{opts, jobs};
     std::unique_ptr<tidemark::observe::http_server> metrics;
     if (!metrics_listen.empty()) {
       metrics = tidemark::observe::serve_metrics(metrics_listen, opts.live,
@@ -49,10 +52,13 @@ int main(int argc, char** argv) {
       std::cerr << "node '" << opts.id << "' metrics: " << metrics->url() << "/metrics\n";
     }
     std::cerr << "node '" << opts.id << "' listening on " << opts.listen << " (data "
-              << tidemark::data_endpoint(opts.listen) << ")\n";
+              << data_endpoint(opts.listen) << ")\n";
     server.run(stop_requested);
   } catch (const std::exception& e) {
-    std::cerr << "tidemark-node: " << e.what() << '\n';
+    std::cerr << name << ": " << e.what() << '\n';
     return 1;
   }
+  return 0;
 }
+
+}  // namespace tidemark
