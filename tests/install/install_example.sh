@@ -3,9 +3,9 @@
 # with find_package(Tidemark), runs the example's own tool on its own job and compares the window
 # counts with this script's arithmetic, and checks the example's node binary. Every step that
 # fails (install, find_package, build, run, a wrong count) fails the test.
-#   install_example.sh CMAKE BUILD_DIR SOURCE_DIR WORK_DIR
+#   install_example.sh CMAKE BUILD_DIR SOURCE_DIR WORK_DIR [SANITIZERS]
 set -euo pipefail
-cmake=$1 build=$2 source=$3 work=$4
+cmake=$1 build=$2 source=$3 work=$4 sanitize=${5:-}
 prefix=$work/prefix app=$work/build
 fail() { echo "install_example: $*" >&2; exit 1; }
 
@@ -21,10 +21,14 @@ done
 "$prefix/bin/tidemark" jobs >"$work/jobs.txt" || fail "installed tidemark failed"
 grep -q '^example-window-count$' "$work/jobs.txt" || fail "installed tidemark lists no example job"
 
-launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+options=()
+if command -v ccache >/dev/null; then options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+# libraries built with sanitizers (TIDEMARK_SANITIZE) need their runtimes in the user's binaries
+if [[ -n $sanitize ]]; then
+  options+=("-DCMAKE_CXX_FLAGS=-fsanitize=$sanitize" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=$sanitize")
+fi
 "$cmake" -S "$source/examples/out-of-tree" -B "$app" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >"$work/configure.log" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "${options[@]}" >"$work/configure.log" \
   || { cat "$work/configure.log"; fail "configuring the example failed"; }
 # the package found must be the one just installed, not another on the system
 grep -qx "Tidemark_DIR:PATH=$prefix/lib/cmake/Tidemark" "$app/CMakeCache.txt" \
