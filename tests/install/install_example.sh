@@ -35,6 +35,22 @@ grep -qx "Tidemark_DIR:PATH=$prefix/lib/cmake/Tidemark" "$app/CMakeCache.txt" \
   || fail "find_package(Tidemark) did not find $prefix: $(grep Tidemark_DIR "$app/CMakeCache.txt")"
 "$cmake" --build "$app" -j2 || fail "building the example failed"
 
+# Every exported target resolves in a user's project: one that links them all configures (a
+# dependency missing from TidemarkConfig.cmake fails the generate step naming the target).
+targets=$(sed -n 's/^add_library(\(Tidemark::[a-z0-9_]*\) .*/\1/p' "$prefix/lib/cmake/Tidemark/TidemarkTargets.cmake")
+[[ $(wc -w <<<"$targets") -ge 13 ]] || fail "only these targets are exported: $targets"
+mkdir -p "$work/all_targets"
+echo 'int main() {}' >"$work/all_targets/main.cpp"
+cat >"$work/all_targets/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.16)
+project(all_targets CXX)
+find_package(Tidemark REQUIRED)
+add_executable(all_targets main.cpp)
+target_link_libraries(all_targets PRIVATE $(echo $targets))
+EOF
+"$cmake" -S "$work/all_targets" -B "$work/all_targets/build" -DCMAKE_PREFIX_PATH="$prefix" \
+  >"$work/all_targets.log" 2>&1 || { cat "$work/all_targets.log"; fail "linking every exported target does not configure"; }
+
 # sensor-window-count: reading i at i ms from sensor i % keys, counted per (sensor, window)
 events=20000 keys=7 window=300
 "$app/my-tidemark" jobs >"$work/my-jobs.txt" || fail "my-tidemark jobs failed"
