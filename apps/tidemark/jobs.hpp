@@ -1,4 +1,4 @@
-// Every job the `tidemark` tool and the node binary can run, registered by name.
+// Every job the shipped `tidemark` tool and `tidemark-node` can run, registered by name.
 #pragma once
 
 #include "tidemark/runtime/job_registry.hpp"

@@ -32,7 +32,7 @@ std::vector<job_option_spec> option_specs(app a) {
       {"out", "", "directory for the table store, blobs, charts, models and report.json "
                   "(none: a fresh directory under the system temp dir, printed at start)"},
       {"data", "", "RIoTBench sample data directory "
-                   "(none: $TIDEMARK_DATA_DIR, else the build's data/riotbench)"},
+                   "(none: $TIDEMARK_DATA_DIR, else the build's data/riotbench, else the installed copy)"},
       {"progress", "false", "print a progress line per second"},
   };
   if (a == app::stats) s.push_back({"window", "0", "observations per accumulated window (0: RIoTBench's)"});

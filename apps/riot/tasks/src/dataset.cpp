@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 
 namespace tidemark::riot {
@@ -33,7 +34,12 @@ std::string_view to_string(dataset d) noexcept {
 std::string default_data_dir() {
   if (const char* dir = std::getenv("TIDEMARK_DATA_DIR"); dir && *dir)  // NOLINT(concurrency-mt-unsafe)
     return dir;
-  return TIDEMARK_DEFAULT_DATA_DIR;
+  // The source tree first, so that a build never reads an older installed copy.
+  for (const char* dir : {TIDEMARK_DEFAULT_DATA_DIR, TIDEMARK_INSTALLED_DATA_DIR})
+    if (std::filesystem::is_directory(dir)) return dir;
+  throw std::runtime_error("no RIoTBench sample data: TIDEMARK_DATA_DIR is not set and neither "
+                           TIDEMARK_DEFAULT_DATA_DIR " nor " TIDEMARK_INSTALLED_DATA_DIR
+                           " exists; set TIDEMARK_DATA_DIR to the sample data directory");
 }
 
 }  // namespace tidemark::riot

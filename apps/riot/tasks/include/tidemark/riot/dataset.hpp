@@ -17,7 +17,9 @@ dataset parse_dataset(std::string_view name);
 std::string_view to_string(dataset d) noexcept;
 
 /// The sample-data directory: $TIDEMARK_DATA_DIR when set, else the directory configured at build time
-/// (CMake TIDEMARK_DATA_DIR, by default data/riotbench in the source tree).
+/// (CMake TIDEMARK_DATA_DIR, by default data/riotbench in the source tree) if it exists, else the
+/// installed copy (<prefix>/share/tidemark/riotbench). Throws std::runtime_error naming the paths
+/// it tried when none of them exists.
 std::string default_data_dir();
 
 }  // namespace tidemark::riot

@@ -1,16 +1,15 @@
-// The `tidemark` command-line tool: one binary whose subcommands come from small libraries.
+// The `tidemark` command-line tool (tidemark::tool_main): subcommands from job_commands.cpp and
+// replication_command.cpp over the registry the caller passes.
 #include <CLI/CLI.hpp>
 
 #include <spdlog/spdlog.h>
 
 #include "job_commands.hpp"
-#include "jobs.hpp"
 #include "log_option.hpp"
 #include "replication_command.hpp"
+#include "tidemark/cli/main.hpp"
 
-int main(int argc, char** argv) {
-  tidemark::job_registry registry;
-  tidemark::register_all_jobs(registry);
+int tidemark::tool_main(int argc, char** argv, const tidemark::job_registry& registry) {
   CLI::App app{"tidemark — event-time stream processing on actors"};
   app.require_subcommand(1);
   tidemark::add_log_level_option(app);
@@ -24,4 +23,5 @@ int main(int argc, char** argv) {
     spdlog::error("{}", e.what());
     return 1;
   }
+  return 0;
 }

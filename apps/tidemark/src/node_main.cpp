@@ -1,5 +1,5 @@
-// tidemark-node: serves one host of a cluster. It runs whatever registered job the coordinator
-// deploys (the registry is the same as the `tidemark` tool's) until SIGINT or SIGTERM.
+// tidemark-node (tidemark::node_main): serves one host of a cluster. It runs whatever registered
+// job the coordinator deploys until SIGINT or SIGTERM.
 #include <atomic>
 #include <csignal>
 
@@ -7,20 +7,22 @@
 
 #include <spdlog/spdlog.h>
 
-#include "jobs.hpp"
 #include "log_option.hpp"
+#include "tidemark/cli/main.hpp"
 #include "tidemark/observe/prometheus.hpp"
 #include "tidemark/runtime/cluster.hpp"
+
+namespace tidemark {
 
 namespace {
 std::atomic<bool> stop_requested{false};
 void request_stop(int) { stop_requested = true; }
 }  // namespace
 
-int main(int argc, char** argv) {
+int node_main(int argc, char** argv, const job_registry& jobs) {
   CLI::App app{"tidemark-node — one host of a Tidemark cluster (see docs/deploy.md)"};
-  tidemark::node_options opts;
-  tidemark::add_log_level_option(app);
+  node_options opts;
+  add_log_level_option(app);
   app.add_option("--id", opts.id, "this node's id, as in the cluster file")->required();
   app.add_option("--listen", opts.listen,
                  "control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data uses port + 1)")
@@ -42,10 +44,8 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
   try {
-    tidemark::job_registry registry;
-    tidemark::register_all_jobs(registry);
     if (!metrics_listen.empty()) opts.live = std::make_shared<tidemark::live_view>();
-    tidemark::node_server server{opts, registry};
+    tidemark::node_server server{opts, jobs};
     std::unique_ptr<tidemark::observe::http_server> metrics;
     if (!metrics_listen.empty()) {
       metrics = tidemark::observe::serve_metrics(metrics_listen, opts.live,
@@ -57,4 +57,7 @@ int main(int argc, char** argv) {
     spdlog::error("{}", e.what());
     return 1;
   }
+  return 0;
 }
+
+}  // namespace tidemark
