@@ -6,9 +6,14 @@
 #include <iostream>
 #include <memory>
 
+#include <unistd.h>
+
+#include "tidemark/observe/dashboard.hpp"
+#include "tidemark/observe/progress.hpp"
 #include "tidemark/runtime/cluster.hpp"
 #include "tidemark/core/plan.hpp"
 #include "tidemark/core/synchronizer.hpp"
+#include "tidemark/runtime/live.hpp"
 
 namespace tidemark {
 
@@ -34,6 +39,39 @@ void list_jobs(const job_registry& registry) {
                   o.default_value.empty() ? "none" : o.default_value.c_str());
   }
 }
+
+/// What watches a run from this process: the dashboard (--dashboard) and, when standard error is
+/// a terminal, the progress line. Either turns the run's live view on.
+struct run_observers {
+  std::unique_ptr<observe::http_server> dashboard;
+  std::unique_ptr<observe::progress_printer> progress;
+
+  run_observers(const std::string& dashboard_listen, run_options& opts) {
+    const bool terminal = ::isatty(STDERR_FILENO) == 1;
+    if (dashboard_listen.empty() && !terminal) return;
+    opts.live = std::make_shared<live_view>();
+    if (!dashboard_listen.empty()) {
+      dashboard = std::make_unique<observe::http_server>(dashboard_listen);
+      observe::add_dashboard(*dashboard, opts.live);
+      dashboard->start();
+      std::fprintf(stderr, "dashboard: %s/\n", dashboard->url().c_str());
+    }
+    if (terminal) progress = std::make_unique<observe::progress_printer>(opts.live, stderr);
+  }
+
+  /// `spec` with the summary and report printed after the progress line is erased, so they do not
+  /// share a line with it.
+  job_spec around(job_spec spec, run_options& opts) {
+    if (!progress || !opts.print_summary) return spec;
+    opts.print_summary = false;
+    spec.report = [report = std::move(spec.report), this](const job_options& o, const job_result& r) {
+      progress->stop();
+      std::cout << r.summary();
+      if (report) report(o, r);
+    };
+    return spec;
+  }
+};
 
 }  // namespace
 
@@ -67,13 +105,18 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "I/O threads of tiered state; more than 1 drops the priorities (ablation)");
   run_cmd->add_option("--time-slice", opts->synchronizers.time_slice,
                       "event-time width of the slices synchronizers admit at once");
+  auto dashboard = std::make_shared<std::string>();
+  run_cmd->add_flag("--dashboard{127.0.0.1:8080}", *dashboard,
+                    "serve the live dashboard while the job runs; --dashboard=HOST:PORT picks the "
+                    "address (default 127.0.0.1:8080, port 0: any free port)");
   run_cmd->add_flag("--no-synchronizers", [opts](std::int64_t) { opts->synchronizers.enabled = false; },
                     "debug: let timezones see elements out of order");
   add_job_positional(*run_cmd, *run_inv);
-  run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure] {
-    const auto& spec = registry.find(run_inv->name);
+  run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure, dashboard] {
     opts->print_summary = true;
     opts->linger = std::chrono::milliseconds{*linger_ms};
+    run_observers observers{*dashboard, *opts};
+    const auto spec = observers.around(registry.find(run_inv->name), *opts);
     auto options = parse_job_arguments(spec, run_cmd->remaining());
     if (cluster_file->empty()) {
       run_registered(spec, std::move(options), *opts);
