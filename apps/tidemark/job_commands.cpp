@@ -64,8 +64,9 @@ struct run_observers {
   job_spec around(job_spec spec, run_options& opts) {
     if (!progress || !opts.print_summary) return spec;
     opts.print_summary = false;
-    spec.report = [report = std::move(spec.report), this](const job_options& o, const job_result& r) {
-      progress->stop();
+    spec.report = [report = std::move(spec.report), line = progress.get()](const job_options& o,
+                                                                         const job_result& r) {
+      line->stop();
       std::cout << r.summary();
       if (report) report(o, r);
     };
@@ -115,9 +116,10 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure, dashboard] {
     opts->print_summary = true;
     opts->linger = std::chrono::milliseconds{*linger_ms};
+    const auto& registered = registry.find(run_inv->name);
+    auto options = parse_job_arguments(registered, run_cmd->remaining());
     run_observers observers{*dashboard, *opts};
-    const auto spec = observers.around(registry.find(run_inv->name), *opts);
-    auto options = parse_job_arguments(spec, run_cmd->remaining());
+    const auto spec = observers.around(registered, *opts);
     if (cluster_file->empty()) {
       run_registered(spec, std::move(options), *opts);
       return;

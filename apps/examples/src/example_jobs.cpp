@@ -43,6 +43,7 @@ class reading_source final : public source_logic {
       until = std::min(until, due);
     }
     auto b = std::make_unique<batch<reading>>();
+    b->values.reserve(static_cast<std::size_t>(until - next_));
     for (; next_ < until; ++next_) {
       // a multiplicative hash spreads consecutive readings over the sensors unevenly
       auto sensor = static_cast<std::uint32_t>((next_ * 2654435761u) % keys_);
