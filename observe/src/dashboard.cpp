@@ -62,9 +62,11 @@ std::string job_json(const live_snapshot& now, const live_snapshot* before) {
   out["rate_interval_s"] = interval > 0 ? json(interval) : json(nullptr);
 
   const auto totals = detail::per_operator(now);
-  std::map<std::pair<std::uint32_t, std::string>, detail::operator_totals> earlier;
-  if (before && before->plan)
-    for (auto& t : detail::per_operator(*before)) earlier[{t.stage, t.name}] = std::move(t);
+  // both snapshots come from one plan, so operators match by position (names may repeat: a
+  // window and its count sink can both be called "average")
+  std::vector<detail::operator_totals> earlier;
+  if (before && before->plan) earlier = detail::per_operator(*before);
+  if (earlier.size() != totals.size()) earlier.clear();
   std::map<std::uint32_t, std::int64_t> busy_before;
   if (before)
     for (const auto& m : before->instances) busy_before[m.stage] += m.busy_ns;
@@ -98,10 +100,10 @@ std::string job_json(const live_snapshot& now, const live_snapshot* before) {
                                     (interval * 1e9 * stage.parallelism))
                              : json(nullptr);
     json ops = json::array();
-    for (const auto& t : totals) {
+    for (std::size_t k = 0; k < totals.size(); ++k) {
+      const auto& t = totals[k];
       if (t.stage != st) continue;
-      auto e = earlier.find({t.stage, t.name});
-      const auto* b = e == earlier.end() ? nullptr : &e->second;
+      const auto* b = earlier.empty() ? nullptr : &earlier[k];
       ops.push_back({{"name", t.name},
                      {"kind", t.kind},
                      {"events_in", t.events_in},

@@ -108,6 +108,28 @@ BOOST_AUTO_TEST_CASE(without_an_earlier_snapshot_rates_are_null) {
   BOOST_TEST(j["stages"][1]["operators"][0]["events_in"] == 10);
 }
 
+BOOST_AUTO_TEST_CASE(operators_of_the_same_name_keep_their_own_rates) {
+  // Aion's average job calls its window and the count after it both "average"
+  auto plan = std::make_shared<live_plan>();
+  plan->job = "average";
+  plan->stages.push_back({{"events", "average", "average"}, {"generator", "window", "count"}, 1, {"local"}});
+  auto at = [&](double seconds, std::uint64_t events, std::uint64_t results) {
+    live_snapshot s;
+    s.plan = plan;
+    s.seconds = seconds;
+    s.instances.push_back(instance(
+        0, 0, {op("events", 0, events), op("average", events, results), op("average", results, 0)}, 0));
+    return s;
+  };
+  auto before = at(1.0, 100, 10);
+  auto j = api_job(at(2.0, 300, 10), &before);
+  const auto& ops = j["stages"][0]["operators"];
+  BOOST_TEST(ops[1]["kind"] == "window");
+  BOOST_TEST(ops[1]["in_per_s"].get<double>() == 200.0);  // (300 - 100) / 1 s
+  BOOST_TEST(ops[2]["kind"] == "count");
+  BOOST_TEST(ops[2]["in_per_s"].get<double>() == 0.0);    // 10 results then and now
+}
+
 BOOST_AUTO_TEST_CASE(the_routes_serve_the_page_and_the_latest_snapshot) {
   auto view = std::make_shared<live_view>();
   observe::http_server server{"127.0.0.1:0"};
