@@ -4,8 +4,9 @@
 Starts `tidemark run --dashboard=127.0.0.1:0` on a paced job, opens the page in headless Chromium
 through Selenium and chromedriver, and checks what a person would see: every operator of the job's
 plan (as `tidemark plan` prints it) in the graph and in the table, and a rate that changes between
-refreshes. Then it saves a screenshot (scripts/dev docs-plots copies it to docs/img/) and ends the
-job. Missing Chromium, chromedriver or Selenium fail the test: `scripts/dev setup` installs them.
+refreshes. Then it saves a screenshot (scripts/dev docs-plots copies it to docs/img/), lets the job
+end and sees the page say so (a failure kills the job instead). Missing Chromium, chromedriver or
+Selenium fail the test: `scripts/dev setup` installs them.
 
 usage: dashboard_test.py TIDEMARK_BIN SCREENSHOT_PNG
 """
@@ -17,10 +18,10 @@ import sys
 import threading
 import time
 
-# Small batches keep the slow sink's actor answering the live view between batches.
-RUN = ["--batch-size", "128"]
-JOB = ["example-window-count", "--events", "200000", "--rate", "5000", "--keys", "100",
-       "--gather", "true", "--sink-delay-us", "2500"]
+# Aion's average on tiered state, paced at 4000 events/s for 20 seconds: late events and state in
+# memory and on disk, besides rates and watermarks.
+JOB = ["aion-average", "--state", "tiered", "--rate", "4000", "--events", "80000",
+       "--events-per-window", "2000"]
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
@@ -53,7 +54,7 @@ def plan_operators(tidemark):
 
 def start_job(tidemark):
     """Starts the job with the dashboard on a free port; returns the process and the page's URL."""
-    proc = subprocess.Popen([tidemark, "run", *RUN, "--dashboard=127.0.0.1:0", *JOB],
+    proc = subprocess.Popen([tidemark, "run", "--dashboard=127.0.0.1:0", *JOB],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     found = {}
     ready = threading.Event()
@@ -112,7 +113,7 @@ def main():
             return set(driver.execute_script(
                 f"return [...document.querySelectorAll('{selector}')].map(e => e.dataset.operator)"))
 
-        poll("the page to show the job", lambda: text("job") == "example-window-count", 20)
+        poll("the page to show the job", lambda: text("job") == JOB[0], 20)
         for where, selector in (("graph", "#graph text[data-operator]"), ("table", "#operators tr[data-operator]")):
             missing = set(operators) - shown(selector)
             if missing:
@@ -129,8 +130,9 @@ def main():
             return len(seen) >= 2
         poll("the events/s rate to change between refreshes", rate_changed, 20)
         print(f"events/s shown over refreshes: {seen}")
-        if text("status") != "running":
-            fail("the page does not say the job is running")
+        status = text("status")
+        if status != "running":
+            fail(f"the page says '{status}', not that the job is running")
 
         # a view with rates in every stage for the screenshot (the first refreshes have none yet)
         poll("rates in the graph", lambda: driver.execute_script(
@@ -144,6 +146,15 @@ def main():
         if not driver.save_screenshot(screenshot):
             fail(f"could not save the screenshot to {screenshot}")
         print(f"screenshot: {screenshot}")
+
+        # the job ends by itself (and cleans up its state directory); the page says so
+        try:
+            code = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            fail("the job did not end within 30 s")
+        if code != 0:
+            fail(f"the job exited with {code}")
+        poll("the page to notice that the job ended", lambda: text("status") == "disconnected", 10)
     finally:
         if driver is not None:
             driver.quit()
