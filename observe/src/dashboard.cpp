@@ -1,5 +1,6 @@
-// The dashboard: /api/job renders a live snapshot as JSON with rates computed here from the previous
-// snapshot (so every viewer sees the same numbers), / serves the page embedded at build time.
+// The dashboard: /api/job renders a live snapshot as JSON with rates computed here from the
+// previous snapshot (so every viewer sees the same numbers), / serves the page embedded at build
+// time.
 #include "tidemark/observe/dashboard.hpp"
 
 #include <map>
@@ -27,7 +28,9 @@ json watermark_json(event_time wm) {
   return wm;
 }
 
-json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json optional_json(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 
 /// Per second between two counters, null when there is no interval.
 json rate(std::uint64_t now, std::uint64_t before, double interval) {
@@ -38,7 +41,9 @@ json rate(std::uint64_t now, std::uint64_t before, double interval) {
 json instance_json(const instance_metrics& m, const live_plan::stage& stage) {
   json ops = json::array();
   for (const auto& o : m.operators)
-    ops.push_back({{"name", o.name}, {"events_in", o.events_in}, {"events_out", o.events_out},
+    ops.push_back({{"name", o.name},
+                   {"events_in", o.events_in},
+                   {"events_out", o.events_out},
                    {"extra", o.extra}});
   return {{"instance", m.instance},
           {"node", m.instance < stage.nodes.size() ? stage.nodes[m.instance] : "?"},
@@ -76,8 +81,11 @@ std::string job_json(const live_snapshot& now, const live_snapshot* before) {
   json stages = json::array();
   for (std::uint32_t st = 0; st < plan.stages.size(); ++st) {
     const auto& stage = plan.stages[st];
-    json s = {{"index", st},          {"parallelism", stage.parallelism}, {"nodes", stage.nodes},
-              {"source", sources[st]}, {"sink", sinks[st]}};
+    json s = {{"index", st},
+              {"parallelism", stage.parallelism},
+              {"nodes", stage.nodes},
+              {"source", sources[st]},
+              {"sink", sinks[st]}};
     std::uint64_t queued = 0;
     std::uint64_t blocked = 0;
     std::int64_t busy = 0;
@@ -127,8 +135,9 @@ std::string job_json(const live_snapshot& now, const live_snapshot* before) {
 
   const auto events = detail::source_events(now);
   out["events"] = events;
-  out["events_per_s"] =
-      before && before->plan ? rate(events, detail::source_events(*before), interval) : json(nullptr);
+  out["events_per_s"] = before && before->plan
+                            ? rate(events, detail::source_events(*before), interval)
+                            : json(nullptr);
   out["late_events"] = detail::late_events(now);
   out["watermark"] = watermark_json(detail::lowest_watermark(now, sinks));
   // places for what the runtime does not have yet; the page shows them once they are filled

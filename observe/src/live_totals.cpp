@@ -60,8 +60,12 @@ std::vector<operator_totals> per_operator(const live_snapshot& s) {
   return out;
 }
 
-std::vector<bool> source_stages(const live_plan& p) { return stages_without(p, true); }
-std::vector<bool> sink_stages(const live_plan& p) { return stages_without(p, false); }
+std::vector<bool> source_stages(const live_plan& p) {
+  return stages_without(p, true);
+}
+std::vector<bool> sink_stages(const live_plan& p) {
+  return stages_without(p, false);
+}
 
 std::uint64_t source_events(const live_snapshot& s) {
   if (!s.plan) return 0;

@@ -1,5 +1,5 @@
-// Totals that the dashboard and the progress line read from live snapshots: per operator summed over
-// its instances, which stages are sources and sinks, late events and state bytes from the
+// Totals that the dashboard and the progress line read from live snapshots: per operator summed
+// over its instances, which stages are sources and sinks, late events and state bytes from the
 // operators' extra counters.
 #pragma once
 

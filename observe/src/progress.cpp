@@ -40,7 +40,11 @@ std::string format_count(double n) {
     n /= 1000;
     ++k;
   }
-  std::snprintf(buf, sizeof buf, n < 9.995 ? "%.2f%s" : n < 99.95 ? "%.1f%s" : "%.0f%s", n, suffixes[k]);
+  std::snprintf(buf, sizeof buf,
+                n < 9.995   ? "%.2f%s"
+                : n < 99.95 ? "%.1f%s"
+                            : "%.0f%s",
+                n, suffixes[k]);
   return buf;
 }
 
@@ -71,7 +75,8 @@ std::string progress_line(const live_snapshot& now, const live_snapshot* before)
     rate = format_count(delta / (now.seconds - before->seconds));
   }
   std::string watermark = "-";
-  if (now.plan) watermark = format_watermark(detail::lowest_watermark(now, detail::sink_stages(*now.plan)));
+  if (now.plan)
+    watermark = format_watermark(detail::lowest_watermark(now, detail::sink_stages(*now.plan)));
   return "elapsed " + format_elapsed(now.seconds) + " | " + rate + " events/s | " +
          format_count(static_cast<double>(events)) + " events | watermark " + watermark +
          " | late " + std::to_string(detail::late_events(now));
@@ -81,7 +86,9 @@ progress_printer::progress_printer(std::shared_ptr<const live_view> view, std::F
                                    std::chrono::milliseconds period)
     : view_(std::move(view)), out_(out), period_(period), thread_([this] { loop(); }) {}
 
-progress_printer::~progress_printer() { stop(); }
+progress_printer::~progress_printer() {
+  stop();
+}
 
 void progress_printer::stop() {
   {
@@ -112,7 +119,8 @@ void progress_printer::loop() {
     auto text = progress_line(*last, before.get());
     // a line wider than the terminal would wrap, and \r would redraw only its last part
     winsize size{};
-    if (::ioctl(::fileno(out_), TIOCGWINSZ, &size) == 0 && size.ws_col > 1 && text.size() >= size.ws_col)
+    if (::ioctl(::fileno(out_), TIOCGWINSZ, &size) == 0 && size.ws_col > 1 &&
+        text.size() >= size.ws_col)
       text.resize(size.ws_col - 1u);
     auto line = "\r" + text + "\033[K";
     std::fputs(line.c_str(), out_);
