@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "tidemark/observe/dashboard.hpp"
+#include "tidemark/runtime/live.hpp"
 #include "tidemark/tidemark.hpp"
 
 BOOST_AUTO_TEST_CASE(first_job) {
@@ -170,4 +172,22 @@ BOOST_AUTO_TEST_CASE(shapes_and_plans) {
   BOOST_TEST(total.value() == 5u);
   BOOST_TEST(everywhere.value() == 15u);
   std::remove("shapes.json");
+}
+
+BOOST_AUTO_TEST_CASE(dashboard) {
+  tidemark::job job{"watched"};
+  auto total = job.from_container(std::vector<int>{1, 2, 3}, "numbers").count("total");
+  //! [dashboard]
+  tidemark::observe::http_server server{"127.0.0.1:0"};  // port 0: any free port
+  tidemark::run_options options;
+  options.live = std::make_shared<tidemark::live_view>();  // counters, refreshed every 500 ms
+  tidemark::observe::add_dashboard(server, options.live);
+  server.start();  // the page is at server.url(), its JSON at server.url() + "/api/job"
+  tidemark::run(job, options);
+  //! [dashboard]
+  BOOST_TEST(total.value() == 3u);
+  auto last = options.live->latest();
+  BOOST_REQUIRE(last);
+  BOOST_TEST(last->finished);
+  BOOST_TEST(tidemark::observe::job_json(*last, nullptr).find("\"total\"") != std::string::npos);
 }

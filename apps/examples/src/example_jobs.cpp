@@ -3,10 +3,12 @@
 // any two runs (embedded or distributed, any parallelism) must agree once sorted.
 #include "tidemark/examples/example_jobs.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
 #include <map>
+#include <memory>
 #include <optional>
 
 namespace tidemark::examples {
@@ -19,24 +21,61 @@ struct reading {
   TIDEMARK_FIELDS(ts, sensor)  // readings cross nodes on the key shuffle
 };
 
+/// `events` readings spread over `keys` sensors; with `rate` > 0, paced at that many per second
+/// (a job that runs long enough to watch on the dashboard).
+class reading_source final : public source_logic {
+ public:
+  reading_source(std::int64_t events, std::int64_t keys, std::int64_t rate)
+      : events_(events), keys_(keys), rate_(rate) {}
+
+  bool pull(std::size_t max, emitter& out) override {
+    auto until = std::min(events_, next_ + static_cast<std::int64_t>(max));
+    if (rate_ > 0) {
+      auto now = std::chrono::steady_clock::now();
+      if (!started_) started_ = now;
+      auto due = std::chrono::duration_cast<std::chrono::microseconds>(now - *started_).count() *
+                 rate_ / 1'000'000;
+      if (due <= next_) {
+        // nothing due: wait a little instead of spinning, short enough to stay responsive
+        std::this_thread::sleep_for(std::chrono::milliseconds{1});
+        return true;
+      }
+      until = std::min(until, due);
+    }
+    auto b = std::make_unique<batch<reading>>();
+    b->values.reserve(static_cast<std::size_t>(until - next_));
+    for (; next_ < until; ++next_) {
+      // a multiplicative hash spreads consecutive readings over the sensors unevenly
+      auto sensor = static_cast<std::uint32_t>((next_ * 2654435761u) % keys_);
+      b->values.push_back({next_, sensor});
+    }
+    if (!b->values.empty()) out.emit(std::move(b));
+    return next_ < events_;
+  }
+
+ private:
+  std::int64_t events_;
+  std::int64_t keys_;
+  std::int64_t rate_;
+  std::int64_t next_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> started_;
+};
+
 job build_window_count(const job_options& o) {
   const auto events = o.get_int("events");
   const auto keys = o.get_int("keys");
   const auto window_ms = o.get_int("window-ms");
   const auto parallelism = o.get_int("parallelism");
-  if (events < 0 || keys < 1 || window_ms < 1 || parallelism < 1)
-    throw job_error("example-window-count: --events >= 0, --keys >= 1, --window-ms >= 1 and "
-                    "--parallelism >= 1 are required");
+  const auto rate = o.get_int("rate");
+  if (events < 0 || keys < 1 || window_ms < 1 || parallelism < 1 || rate < 0)
+    throw job_error("example-window-count: --events >= 0, --keys >= 1, --window-ms >= 1, "
+                    "--parallelism >= 1 and --rate >= 0 are required");
   job j{"example-window-count"};
-  std::int64_t next = 0;
-  auto counts = j.from_generator(
-       [next, events, keys]() mutable -> std::optional<reading> {
-         if (next == events) return std::nullopt;
-         // a multiplicative hash spreads consecutive readings over the sensors unevenly
-         auto sensor = static_cast<std::uint32_t>((next * 2654435761u) % keys);
-         return reading{next++, sensor};
-       },
-       "readings")
+  auto counts = j.from_source<reading>(
+                    [events, keys, rate](const instance_info&) {
+                      return std::make_unique<reading_source>(events, keys, rate);
+                    },
+                    "readings")
       .assign_timestamps([](const reading& r) { return r.ts; },
                          ascending_timestamps().every_events(1024))
       .key_by([](const reading& r) { return r.sensor; }, "by_sensor")
@@ -81,6 +120,7 @@ void register_jobs(job_registry& registry) {
                  {"keys", "100", "distinct sensors"},
                  {"window-ms", "1000", "tumbling window length in event-time ms"},
                  {"parallelism", "2", "instances of the window operator"},
+                 {"rate", "0", "readings per second (0: as fast as possible)"},
                  {"gather", "false", "send every result to one sink instance"},
                  {"sink-delay-us", "0", "with gather: the sink waits this long per result"},
                  {"out", "", "file for one line per window result (without it, results are only counted)"}},

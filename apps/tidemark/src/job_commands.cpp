@@ -2,16 +2,22 @@
 // the tool's own options come before it.
 #include "job_commands.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
-#include "tidemark/runtime/cluster.hpp"
 #include "tidemark/core/plan.hpp"
 #include "tidemark/core/synchronizer.hpp"
+#include "tidemark/observe/dashboard.hpp"
+#include "tidemark/observe/progress.hpp"
 #include "tidemark/observe/prometheus.hpp"
+#include "tidemark/runtime/cluster.hpp"
+#include "tidemark/runtime/live.hpp"
 
 namespace tidemark {
 
@@ -38,15 +44,46 @@ void list_jobs(const job_registry& registry) {
   }
 }
 
-/// With --metrics-listen: the run gets a live view, served at /metrics until the run ends (on the
-/// coordinator it holds the whole cluster job).
-std::unique_ptr<observe::http_server> serve_job_metrics(const std::string& listen, run_options& opts) {
-  if (listen.empty()) return nullptr;
-  if (!opts.live) opts.live = std::make_shared<live_view>();
-  auto server = observe::serve_metrics(listen, opts.live);
-  spdlog::info("metrics: {}/metrics", server->url());
-  return server;
-}
+/// What watches a run from this process: HTTP servers (--metrics-listen, --dashboard; each address
+/// serves /metrics, the dashboard page and /api/job) and, when standard error is a terminal, the
+/// progress line. Any of them turns the run's live view on (on the coordinator it holds the whole
+/// cluster job).
+struct run_observers {
+  std::vector<std::unique_ptr<observe::http_server>> servers;
+  std::unique_ptr<observe::progress_printer> progress;
+
+  run_observers(const std::vector<std::string>& listen, run_options& opts) {
+    const bool terminal = ::isatty(STDERR_FILENO) == 1;
+    std::vector<std::string> addresses;
+    for (const auto& a : listen)
+      if (!a.empty() && std::find(addresses.begin(), addresses.end(), a) == addresses.end())
+        addresses.push_back(a);
+    if (addresses.empty() && !terminal) return;
+    opts.live = std::make_shared<live_view>();
+    for (const auto& a : addresses) {
+      auto& server = servers.emplace_back(std::make_unique<observe::http_server>(a));
+      observe::add_metrics_route(*server, opts.live);
+      observe::add_dashboard(*server, opts.live);
+      server->start();
+      spdlog::info("dashboard: {0}/ metrics: {0}/metrics", server->url());
+    }
+    if (terminal) progress = std::make_unique<observe::progress_printer>(opts.live, stderr);
+  }
+
+  /// `spec` with the summary and report printed after the progress line is erased, so they do not
+  /// share a line with it.
+  job_spec around(job_spec spec, run_options& opts) {
+    if (!progress || !opts.print_summary) return spec;
+    opts.print_summary = false;
+    spec.report = [report = std::move(spec.report), line = progress.get()](const job_options& o,
+                                                                         const job_result& r) {
+      line->stop();
+      std::cout << r.summary();
+      if (report) report(o, r);
+    };
+    return spec;
+  }
+};
 
 }  // namespace
 
@@ -80,6 +117,10 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "I/O threads of tiered state; more than 1 drops the priorities (ablation)");
   run_cmd->add_option("--time-slice", opts->synchronizers.time_slice,
                       "event-time width of the slices synchronizers admit at once");
+  auto dashboard = std::make_shared<std::string>();
+  run_cmd->add_flag("--dashboard{127.0.0.1:8080}", *dashboard,
+                    "serve the live dashboard while the job runs; --dashboard=HOST:PORT picks the "
+                    "address (default 127.0.0.1:8080, port 0: any free port)");
   run_cmd->add_flag("--no-synchronizers", [opts](std::int64_t) { opts->synchronizers.enabled = false; },
                     "debug: let timezones see elements out of order");
   auto metrics_listen = std::make_shared<std::string>();
@@ -87,12 +128,13 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "serve Prometheus metrics at http://HOST:PORT/metrics while the job runs");
   add_job_positional(*run_cmd, *run_inv);
   run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure,
-                     metrics_listen] {
-    const auto& spec = registry.find(run_inv->name);
+                     metrics_listen, dashboard] {
     opts->print_summary = true;
     opts->linger = std::chrono::milliseconds{*linger_ms};
-    auto options = parse_job_arguments(spec, run_cmd->remaining());
-    auto metrics = serve_job_metrics(*metrics_listen, *opts);
+    const auto& registered = registry.find(run_inv->name);
+    auto options = parse_job_arguments(registered, run_cmd->remaining());
+    run_observers observers{{*metrics_listen, *dashboard}, *opts};
+    const auto spec = observers.around(registered, *opts);
     if (cluster_file->empty()) {
       run_registered(spec, std::move(options), *opts);
       return;
