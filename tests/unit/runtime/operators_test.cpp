@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <numeric>
 
 #include "tidemark/runtime/runtime.hpp"
@@ -130,6 +131,35 @@ BOOST_AUTO_TEST_CASE(generator_source) {
                .count();
   run(j);
   BOOST_TEST(n.value() == 12345u);
+}
+
+BOOST_AUTO_TEST_CASE(a_slow_generator_does_not_hold_its_actor_for_a_whole_batch) {
+  // 2 ms per element, longer than a pull's time budget: each pull returns after one element
+  // instead of after a batch of 4096 (8 s), and the stream is still complete and in order
+  struct collecting_emitter final : emitter {
+    std::vector<std::size_t> batch_sizes;
+    std::vector<int> values;
+    void emit_watermark(event_time) override {}
+    void emit_idle(bool) override {}
+    void emit_on(std::uint32_t, batch_ptr b) override {
+      auto& xs = static_cast<batch<int>&>(*b).values;
+      batch_sizes.push_back(xs.size());
+      values.insert(values.end(), xs.begin(), xs.end());
+    }
+  };
+  static_assert(ops::generator_source<int, int (*)()>::time_budget < std::chrono::milliseconds{2});
+  int next = 0;
+  auto slow = [&next]() -> std::optional<int> {
+    if (next == 5) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    return next++;
+  };
+  ops::generator_source<int, decltype(slow)> source{slow};
+  collecting_emitter out;
+  while (source.pull(4096, out)) {
+  }
+  BOOST_TEST(out.batch_sizes == (std::vector<std::size_t>{1, 1, 1, 1, 1}), boost::test_tools::per_element());
+  BOOST_TEST(out.values == iota(5), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(text_file_in_and_out) {
