@@ -1,6 +1,8 @@
 // The HTTP server behind --metrics-listen and --dashboard, on cpp-httplib.
 #include "tidemark/observe/http_server.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 
@@ -14,6 +16,7 @@ struct http_server::impl {
   httplib::Server server;
   std::string host;
   int port = 0;
+  std::atomic<bool> ended{false};  // the listen loop returned
   std::thread thread;
 };
 
@@ -55,7 +58,14 @@ http_server::http_server(const std::string& listen) : impl_(std::make_unique<imp
 }
 
 void http_server::start() {
-  impl_->thread = std::thread{[s = &impl_->server] { s->listen_after_bind(); }};
+  impl_->thread = std::thread{[i = impl_.get()] {
+    i->server.listen_after_bind();
+    i->ended = true;
+  }};
+  // httplib's stop() only ends a loop that is already running: without this wait, a server
+  // destroyed right after start() (a short job) would leave the loop running and hang in join
+  while (!impl_->server.is_running() && !impl_->ended)
+    std::this_thread::sleep_for(std::chrono::microseconds{100});
 }
 
 http_server::~http_server() {

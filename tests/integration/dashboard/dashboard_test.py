@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -94,6 +95,12 @@ def open_browser():
     for path in (CHROMIUM, CHROMEDRIVER):
         if not os.access(path, os.X_OK):
             fail(f"{path} is missing: run scripts/dev setup (chromium, chromium-driver)")
+    # chromedriver and Chromium talk through "localhost": name the cause instead of a timeout
+    try:
+        socket.gethostbyname("localhost")
+    except OSError as e:
+        fail(f"'localhost' does not resolve on this machine ({e}; no /etc/hosts?): chromedriver "
+             "and Chromium need it")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     # CI runs as root, where Chromium's sandbox cannot start
