@@ -107,3 +107,35 @@ BOOST_AUTO_TEST_CASE(placement_is_round_robin_with_pins) {
     return std::string{e.what()} == "pin 'sum': no node 'n9' in the cluster";
   });
 }
+
+namespace {
+struct no_codec {  // a value type without tidemark::codec
+  int x = 0;
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(placement_check_refuses_a_split_without_codec) {
+  job j{"uncodable"};
+  j.from_container(std::vector<int>{1, 2, 3}, "numbers")
+      .map([](int x) { return no_codec{x}; }, "wrap")
+      .rebalance()
+      .map([](const no_codec& v) { return v.x; }, "unwrap")
+      .count("sink");
+  auto plan = compile(j.graph());
+  BOOST_REQUIRE(plan.stages.size() == 2u);  // numbers+wrap, unwrap+sink
+  cluster_config c;
+  c.insecure = true;
+  c.nodes = {{"n1", "tcp://h:1", ""}, {"n2", "tcp://h:3", ""}};
+  BOOST_CHECK_NO_THROW(check_placement(j.graph(), plan, {1, 1}, c));
+  BOOST_CHECK_EXCEPTION(check_placement(j.graph(), plan, {0, 1}, c), job_error, [](const job_error& e) {
+    std::string what = e.what();
+    return what.rfind("operator 'wrap' emits ", 0) == 0 && what.find("no_codec") != std::string::npos &&
+           what.find("from node 'n1' to node 'n2'") != std::string::npos;
+  });
+  BOOST_CHECK_EXCEPTION(check_placement(j.graph(), plan, {0}, c), job_error, [](const job_error& e) {
+    return std::string{e.what()} == "the placement lists 1 stage instances, the plan has 2";
+  });
+  BOOST_CHECK_EXCEPTION(check_placement(j.graph(), plan, {0, 2}, c), job_error, [](const job_error& e) {
+    return std::string{e.what()} == "the placement names node 2, the cluster has 2";
+  });
+}
