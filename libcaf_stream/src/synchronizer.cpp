@@ -277,6 +277,9 @@ synchronized_graph synchronize(const logical_graph& g, const synchronizer_option
       gate.name = "sync" + std::to_string(z.id) + "<-" + g.node(in.from).name;
       gate.parallelism = from.parallelism;
       gate.inputs = {{edge.from, partitioning::forward, edge.feedback}};
+      // a gate passes on what it guards, so its output has that value type and codec
+      const auto& guarded = from.outputs.at(edge.port);
+      gate.outputs = {{"main", guarded.codec, guarded.value_type}};
       auto offset = next_gate[z.id];
       next_gate[z.id] += from.parallelism;
       gate.make_operator = [c = coordinators[z.id], offset, max = opts.max_buffered,

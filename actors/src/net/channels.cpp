@@ -32,7 +32,9 @@ void check_codecs(const std::vector<channel>& chans, const std::vector<std::uint
     auto from = placement.at(offsets[c.from_stage] + c.from_instance);
     auto to = placement.at(offsets[c.to_stage] + c.to_instance);
     if (from == to || c.output().codec) continue;
+    const auto& port = c.output().name;
     throw job_error("operator '" + c.producer->name + "' emits " + c.output().value_type +
+                    (port == "main" ? std::string{} : " on its output '" + port + "'") +
                     ", which has no tidemark::codec, but its output goes from node '" + ids[from] +
                     "' to node '" + ids[to] +
                     "': list the type's fields with TIDEMARK_FIELDS(...), specialize "

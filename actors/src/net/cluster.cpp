@@ -1,10 +1,13 @@
-// The cluster file (YAML), placement of stage instances on nodes, endpoints (see cluster.hpp).
+// The cluster file (YAML), placement of stage instances on nodes and its check, endpoints (see
+// cluster.hpp).
 #include <filesystem>
 #include <stdexcept>
 
 #include <yaml-cpp/yaml.h>
 
 #include "tidemark/runtime/cluster.hpp"
+
+#include "channels.hpp"
 
 namespace tidemark {
 namespace {
@@ -90,6 +93,22 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
       placement.push_back(pin ? *pin : next++ % cluster.nodes.size());
   }
   return placement;
+}
+
+void check_placement(const logical_graph& g, const physical_plan& p,
+                     const std::vector<std::uint32_t>& placement, const cluster_config& cluster) {
+  auto offsets = net::instance_offsets(p);
+  auto instances = p.stages.empty() ? 0 : offsets.back() + p.stages.back().parallelism;
+  if (placement.size() != instances)
+    throw job_error("the placement lists " + std::to_string(placement.size()) +
+                    " stage instances, the plan has " + std::to_string(instances));
+  std::vector<std::string> ids;
+  for (const auto& n : cluster.nodes) ids.push_back(n.id);
+  for (auto n : placement)
+    if (n >= ids.size())
+      throw job_error("the placement names node " + std::to_string(n) + ", the cluster has " +
+                      std::to_string(ids.size()));
+  net::check_codecs(net::enumerate_channels(g, p, detail::wire(p)), offsets, placement, ids);
 }
 
 std::string data_endpoint(const std::string& control) {

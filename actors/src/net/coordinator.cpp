@@ -144,11 +144,10 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                     "only for now, because a timezone's synchronizer cannot span nodes yet");
   const auto& g = synced.graph;
   auto plan = compile(g, {opts.fuse});
-  auto w = detail::wire(plan);
   auto placement = place(g, plan, cluster);
+  check_placement(g, plan, placement, cluster);
   std::vector<std::string> ids;
   for (const auto& n : cluster.nodes) ids.push_back(n.id);
-  net::check_codecs(net::enumerate_channels(g, plan, w), net::instance_offsets(plan), placement, ids);
 
   const auto count = static_cast<std::uint32_t>(cluster.nodes.size());
   control_links links{cluster};

@@ -50,11 +50,13 @@ struct price_event {
 struct tweet_event {
   event_time ts = 0;
   std::array<std::int32_t, 10> symbols{};
+  TIDEMARK_FIELDS(ts, symbols)
 };
 
 struct mention {
   event_time ts = 0;
   std::int32_t symbol = 0;
+  TIDEMARK_FIELDS(ts, symbol)
 };
 
 struct car_report {
@@ -305,6 +307,7 @@ job build_bigrams(const job_options& o) {
 struct price_stats {
   double min = 0, max = 0, sum = 0;
   std::uint64_t n = 0;
+  TIDEMARK_FIELDS(min, max, sum, n)
 };
 
 /// A per-symbol count from one of the two sides of the correlation join.
@@ -313,6 +316,7 @@ struct symbol_count {
   std::int32_t symbol = 0;
   std::uint64_t count = 0;
   std::uint32_t revision = 0;
+  TIDEMARK_FIELDS(side, symbol, count, revision)
 };
 
 std::string fixed(double x) {
@@ -435,6 +439,7 @@ job build_stock(const job_options& o) {
 struct segment_stats {
   std::uint64_t cars = 0;
   double avg_speed = 0;
+  TIDEMARK_FIELDS(cars, avg_speed)
 };
 
 /// Input of the toll window: a segment's statistics or an accident on it.
@@ -443,6 +448,7 @@ struct segment_input {
   bool accident = false;
   segment_stats stats;
   std::uint32_t revision = 0;
+  TIDEMARK_FIELDS(seg, accident, stats, revision)
 };
 
 job build_linear_road(const job_options& o) {

@@ -1,5 +1,5 @@
-// The cluster file (YAML) and placement: round robin over nodes, pins, and errors that name the
-// file, the field, the operator or the node.
+// The cluster file (YAML), placement (round robin over nodes, pins) and the placement check, with
+// errors that name the file, the field, the operator or the node.
 #define BOOST_TEST_MODULE cluster_config
 #include <boost/test/unit_test.hpp>
 
@@ -106,4 +106,39 @@ BOOST_AUTO_TEST_CASE(placement_is_round_robin_with_pins) {
   BOOST_CHECK_EXCEPTION(place(j.graph(), plan, c), job_error, [](const job_error& e) {
     return std::string{e.what()} == "pin 'sum': no node 'n9' in the cluster";
   });
+}
+
+namespace {
+struct no_codec {  // a value type without tidemark::codec
+  int x = 0;
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(placement_check_refuses_a_split_without_codec) {
+  job j{"uncodable"};
+  j.from_container(std::vector<int>{1, 2, 3}, "numbers")
+      .map([](int x) { return no_codec{x}; }, "wrap")
+      .rebalance()
+      .map([](const no_codec& v) { return v.x; }, "unwrap")
+      .count("sink");
+  auto plan = compile(j.graph());
+  BOOST_REQUIRE(plan.stages.size() == 2u);  // numbers+wrap, unwrap+sink
+  cluster_config c;
+  c.insecure = true;
+  c.nodes = {{"n1", "tcp://h:1", ""}, {"n2", "tcp://h:3", ""}};
+  auto refusal = [&](const std::vector<std::uint32_t>& placement) -> std::string {
+    try {
+      check_placement(j.graph(), plan, placement, c);
+    } catch (const job_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  BOOST_TEST(refusal({1, 1}) == "");  // on one node nothing is encoded
+  auto split = refusal({0, 1});
+  BOOST_TEST(split.rfind("operator 'wrap' emits ", 0) == 0, split);
+  BOOST_TEST(split.find("no_codec, which has no tidemark::codec") != std::string::npos, split);
+  BOOST_TEST(split.find("from node 'n1' to node 'n2'") != std::string::npos, split);
+  BOOST_TEST(refusal({0}) == "the placement lists 1 stage instances, the plan has 2");
+  BOOST_TEST(refusal({0, 2}) == "the placement names node 2, the cluster has 2");
 }

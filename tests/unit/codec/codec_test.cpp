@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <map>
+#include <unordered_map>
 
 #include "tidemark/core/codec.hpp"
 #include "tidemark/core/job.hpp"
@@ -24,7 +25,7 @@ struct reading {
 };
 
 struct opaque {
-  std::map<int, int> m;  // std::map has no codec: opaque has none either
+  std::unordered_map<int, int> m;  // std::unordered_map has no codec: opaque has none either
 };
 
 struct nested {
@@ -45,7 +46,9 @@ T round_trip(const T& x) {
 static_assert(has_codec_v<int> && has_codec_v<std::string> && has_codec_v<std::vector<double>>);
 static_assert(has_codec_v<reading> && has_codec_v<nested>);
 static_assert(!has_codec_v<opaque> && !has_codec_v<std::vector<opaque>> &&
-              !has_codec_v<std::pair<int, opaque>> && !has_codec_v<std::optional<opaque>>);
+              !has_codec_v<std::pair<int, opaque>> && !has_codec_v<std::optional<opaque>> &&
+              !has_codec_v<std::array<opaque, 2>> && !has_codec_v<std::map<int, opaque>> &&
+              !has_codec_v<std::shared_ptr<const opaque>>);
 static_assert(has_codec_v<window_result<std::string, std::uint64_t>>);
 
 BOOST_AUTO_TEST_CASE(scalars_strings_and_containers_round_trip) {
@@ -63,6 +66,25 @@ BOOST_AUTO_TEST_CASE(scalars_strings_and_containers_round_trip) {
   auto p = round_trip(std::make_pair(std::string{"k"}, std::uint64_t{9}));
   BOOST_TEST(p.first == "k");
   BOOST_TEST(p.second == 9u);
+}
+
+BOOST_AUTO_TEST_CASE(arrays_maps_and_shared_pointers_round_trip) {
+  std::array<std::int32_t, 3> a{7, -1, 4};
+  BOOST_TEST((round_trip(a) == a));
+  std::map<std::string, std::vector<double>, std::less<>> m{{"b", {1.5}}, {"a", {}}, {"c", {2, 3}}};
+  BOOST_TEST((round_trip(m) == m));
+  BOOST_TEST(round_trip(std::map<int, int>{}).empty());
+  auto shared = std::make_shared<const reading>(reading{"s", 2, {}, {9}});
+  auto back = round_trip(shared);
+  BOOST_REQUIRE(back != nullptr);
+  BOOST_TEST(back != shared);  // a copy, not the sender's object
+  BOOST_TEST((*back == *shared));
+  BOOST_TEST(round_trip(std::shared_ptr<const reading>{}) == nullptr);
+  // two entries with the same key: what a corrupted map looks like
+  std::vector<std::uint8_t> twice;
+  encode(std::map<int, int>{{1, 2}, {3, 4}}, twice);
+  twice[4 + 8] = 1;  // the second entry's key (after the count and the first entry) becomes 1
+  BOOST_CHECK_THROW((decode<std::map<int, int>>(twice.data(), twice.size())), wire_error);
 }
 
 BOOST_AUTO_TEST_CASE(aggregates_declaring_fields_round_trip) {

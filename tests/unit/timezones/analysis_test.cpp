@@ -83,6 +83,13 @@ BOOST_AUTO_TEST_CASE(fig_4b_second_input_shares_the_synchronizer) {
   BOOST_TEST(g.node(gates[1]).inputs[0].from == id(j, "p490"));
   BOOST_TEST(g.node(id(j, "p425")).inputs[0].from == gates[0]);
   BOOST_TEST(g.node(id(j, "p425")).inputs[1].from == gates[1]);
+  // a gate carries what it guards, so it can cross nodes with the guarded type's codec
+  for (auto gate : gates) {
+    const auto& guarded = g.node(g.node(gate).inputs[0].from).outputs[0];
+    BOOST_TEST(guarded.codec != nullptr);
+    BOOST_TEST(g.node(gate).outputs[0].codec == guarded.codec);
+    BOOST_TEST(g.node(gate).outputs[0].value_type == guarded.value_type);
+  }
   BOOST_TEST(!validate(g));
   auto text = to_text(synced, compile(g));
   BOOST_TEST(text.find("db (async_map, delayed, concurrency 4) => sync0<-db (synchronizer)") !=

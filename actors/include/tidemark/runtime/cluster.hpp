@@ -69,6 +69,14 @@ struct cluster_config {
 std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
                                  const cluster_config& cluster);
 
+/// Throws job_error when the coordinator would refuse to deploy `p` with `placement` (the node
+/// index of every stage instance, as place() returns) on `cluster`: the placement does not fit the
+/// plan, or a channel between two nodes carries a type without tidemark::codec (the message names
+/// the operator, its output port, the type and both nodes). Contacts no node, so a test can check
+/// any placement of a job without a cluster.
+void check_placement(const logical_graph& g, const physical_plan& p,
+                     const std::vector<std::uint32_t>& placement, const cluster_config& cluster);
+
 struct node_options {
   std::string id;
   std::string listen;    ///< control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data: port + 1)

@@ -20,6 +20,7 @@ namespace tidemark::riot::apps::detail {
 struct tagged {
   std::int64_t msg_id = 0;
   std::string text;
+  TIDEMARK_FIELDS(msg_id, text)
 };
 
 /// Emits the replay schedule's lines when they are due (sleeping at most 1 ms when none is), and

@@ -17,6 +17,7 @@ struct pred_row {
   std::int64_t msg_id = 0;
   std::string sensor;
   std::string row;  ///< prediction columns: attributes, then the observed target
+  TIDEMARK_FIELDS(msg_id, sensor, row)
 };
 
 /// The analytic type of a model blob name "<DS>-<TYPE>-<end>.model" (empty when malformed).

@@ -15,12 +15,14 @@ namespace {
 struct window_of_values {
   std::int64_t msg_id = 0;
   std::shared_ptr<const accumulated> values;
+  TIDEMARK_FIELDS(msg_id, values)
 };
 
 /// One chart to archive, for the message whose window produced it.
 struct chart {
   std::int64_t msg_id = 0;
   io::zip_entry entry;
+  TIDEMARK_FIELDS(msg_id, entry)
 };
 
 /// Archives charts (zip_batch) and emits each archive's path; the last, shorter archive is

@@ -16,6 +16,7 @@ namespace {
 struct train_tick {
   std::int64_t id = 0;
   std::int64_t start = 0, end = 0;
+  TIDEMARK_FIELDS(id, start, end)
 };
 
 /// The rows of one run, projected to the prediction columns, newline-separated.
@@ -24,6 +25,7 @@ struct train_batch {
   std::int64_t end = 0;
   std::string rows;
   std::size_t count = 0;
+  TIDEMARK_FIELDS(id, end, rows, count)
 };
 
 /// Emits the ticks one interval apart (the first after one interval) and records their emit time.

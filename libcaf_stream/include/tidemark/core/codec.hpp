@@ -1,11 +1,14 @@
 // tidemark::codec<T>: the one customization point that turns a value into bytes and back, used
 // whenever values cross a process boundary. Ready codecs cover arithmetic types and enums,
-// strings, vectors, optionals, pairs, tuples and aggregates that list their fields with
-// TIDEMARK_FIELDS(a, b, c). Other types specialize codec<T> with encode/decode.
+// strings, vectors, arrays, maps, optionals, shared pointers, pairs, tuples and aggregates that
+// list their fields with TIDEMARK_FIELDS(a, b, c). Other types specialize codec<T> with
+// encode/decode.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -176,6 +179,58 @@ struct codec<std::optional<T>, std::enable_if_t<has_codec_v<T>>> {
     codec<bool>::decode(r, present);
     x.reset();
     if (present) codec<T>::decode(r, x.emplace());
+  }
+};
+
+template <class T, std::size_t N>
+struct codec<std::array<T, N>, std::enable_if_t<has_codec_v<T>>> {
+  static void encode(byte_writer& w, const std::array<T, N>& xs) {
+    for (const auto& x : xs) codec<T>::encode(w, x);
+  }
+  static void decode(byte_reader& r, std::array<T, N>& xs) {
+    for (auto& x : xs) codec<T>::decode(r, x);
+  }
+};
+
+/// Entries in key order; decoding rejects a key that appears twice.
+template <class K, class V, class Compare, class Alloc>
+struct codec<std::map<K, V, Compare, Alloc>, std::enable_if_t<has_codec_v<K> && has_codec_v<V>>> {
+  static void encode(byte_writer& w, const std::map<K, V, Compare, Alloc>& m) {
+    w.write_size(m.size());
+    for (const auto& [k, v] : m) {
+      codec<K>::encode(w, k);
+      codec<V>::encode(w, v);
+    }
+  }
+  static void decode(byte_reader& r, std::map<K, V, Compare, Alloc>& m) {
+    m.clear();
+    for (auto n = r.read_size(); n > 0; --n) {
+      K k{};
+      V v{};
+      codec<K>::decode(r, k);
+      codec<V>::decode(r, v);
+      if (!m.emplace(std::move(k), std::move(v)).second) throw wire_error("duplicate map key");
+    }
+  }
+};
+
+/// The value pointed to (or its absence); the receiver gets its own copy, so pointers that
+/// shared one value in the sender no longer share it.
+template <class T>
+struct codec<std::shared_ptr<T>, std::enable_if_t<has_codec_v<std::remove_const_t<T>>>> {
+  using value_type = std::remove_const_t<T>;
+  static void encode(byte_writer& w, const std::shared_ptr<T>& p) {
+    codec<bool>::encode(w, p != nullptr);
+    if (p) codec<value_type>::encode(w, *p);
+  }
+  static void decode(byte_reader& r, std::shared_ptr<T>& p) {
+    bool present = false;
+    codec<bool>::decode(r, present);
+    p.reset();
+    if (!present) return;
+    auto v = std::make_shared<value_type>();
+    codec<value_type>::decode(r, *v);
+    p = std::move(v);
   }
 };
 

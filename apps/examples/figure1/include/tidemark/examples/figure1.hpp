@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tidemark/core/codec.hpp"
 #include "tidemark/core/job.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/persistence/wiredtiger.hpp"
@@ -19,12 +20,14 @@ namespace tidemark::figure1 {
 
 struct reading {
   std::int64_t id = 0;  ///< also its event time
+  TIDEMARK_FIELDS(id)
   friend bool operator==(const reading& a, const reading& b) { return a.id == b.id; }
 };
 
 struct enriched {
   std::int64_t id = 0;
   std::string row;  ///< the table's value under the reading's key
+  TIDEMARK_FIELDS(id, row)
   friend bool operator==(const enriched& a, const enriched& b) {
     return a.id == b.id && a.row == b.row;
   }
@@ -34,6 +37,7 @@ struct enriched {
 struct joined {
   reading direct;
   enriched looked_up;
+  TIDEMARK_FIELDS(direct, looked_up)
   bool matched() const { return direct.id == looked_up.id; }
   friend bool operator==(const joined& a, const joined& b) {
     return a.direct == b.direct && a.looked_up == b.looked_up;

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tidemark/core/codec.hpp"
+
 namespace tidemark::riot {
 
 struct observation {
@@ -25,6 +27,7 @@ struct observation {
   /// Set by the filters when the value failed a check; interpolation fills it in. Replaces the
   /// original's in-band "null" string.
   bool missing = false;
+  TIDEMARK_FIELDS(msg_id, timestamp, sensor_id, meta, obs_type, text, value, numeric, missing)
 };
 
 /// The key of per-sensor, per-field task state (sensor id + field name).

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tidemark/core/codec.hpp"
 #include "tidemark/core/error.hpp"
 #include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/detail/keyed_states.hpp"
@@ -77,6 +78,7 @@ struct accumulator_config {
 struct timed_value {
   std::int64_t time = 0;
   double value = 0;
+  TIDEMARK_FIELDS(time, value)
   friend bool operator==(const timed_value& a, const timed_value& b) {
     return a.time == b.time && a.value == b.value;
   }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "tidemark/core/codec.hpp"
 #include "tidemark/core/job.hpp"
 #include "tidemark/riot/filter.hpp"
 #include "tidemark/riot/observation.hpp"
@@ -60,12 +61,14 @@ stream<Out> apply_task(const stream<In>& in, Make make, error_sink errors, const
 struct numbered_line {
   std::int64_t msg_id = 0;
   std::string line;
+  TIDEMARK_FIELDS(msg_id, line)
 };
 
 /// A line the SenML parser rejected, and why.
 struct rejected_line {
   std::string line;
   std::string reason;
+  TIDEMARK_FIELDS(line, reason)
 };
 
 /// The side output of parse_senml with the lines it rejected (also counted in its error_sink):

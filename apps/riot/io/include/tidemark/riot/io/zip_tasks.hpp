@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tidemark/core/codec.hpp"
 #include "tidemark/core/error.hpp"
 
 namespace tidemark::riot::io {
@@ -18,6 +19,7 @@ namespace tidemark::riot::io {
 struct zip_entry {
   std::string name;
   std::string bytes;
+  TIDEMARK_FIELDS(name, bytes)
 };
 
 struct zip_batch_config {
