@@ -51,6 +51,8 @@ inline constexpr event_time end_of_time = INT64_MAX;
 inline constexpr event_time start_of_time = INT64_MIN;
 
 class block_storage;
+class state_writer;
+class state_reader;
 
 /// Which instance of which operator a logic object serves.
 struct instance_info {
@@ -97,6 +99,21 @@ class operator_logic {
   /// reaches the senders) until a wakeup.
   virtual bool saturated() const { return false; }
 
+  // ---- checkpoints (tidemark/core/state.hpp, docs/fault-tolerance.md) ----
+
+  /// Writes everything this instance needs to continue exactly where it is, for checkpoint
+  /// `out.checkpoint()`. Called on the operator's thread between two calls of the other hooks,
+  /// when the checkpoint's barrier has arrived on every input; the default writes nothing, which
+  /// is right for stateless operators only. A sink with external effects stages here what it
+  /// produced since the last checkpoint and commits it in on_checkpoint_complete.
+  virtual void snapshot(state_writer& out) {}
+  /// Loads what snapshot wrote, before any other call but set_wakeup. `in.checkpoint()` is
+  /// always a completed checkpoint, so a sink commits what that snapshot staged (idempotently:
+  /// it may have been committed before the crash).
+  virtual void restore(state_reader& in) {}
+  /// Checkpoint `id` is complete (every piece is durable): commit what was staged for it.
+  virtual void on_checkpoint_complete(std::uint64_t id) {}
+
   error_policy on_error = error_policy::fail;
   /// Elements dropped under error_policy::skip.
   std::uint64_t skipped = 0;
@@ -124,6 +141,17 @@ class source_logic {
   virtual void open() {}
   /// Emits at most `max` elements; returns false once the source is exhausted.
   virtual bool pull(std::size_t max, emitter& out) = 0;
+
+  // ---- checkpoints: see operator_logic ----
+
+  /// Whether restore() makes the source emit again exactly what followed the snapshot. A job
+  /// with a source that cannot replay runs at-least-once at best, and says so when it starts.
+  virtual bool replayable() const { return false; }
+  /// Writes the source's position (between two pulls).
+  virtual void snapshot(state_writer& out) {}
+  /// Moves the source back to the position snapshot wrote; called after open().
+  virtual void restore(state_reader& in) {}
+  virtual void on_checkpoint_complete(std::uint64_t id) {}
 };
 
 /// A job that could not be built or that failed while running. The message names the operator.
