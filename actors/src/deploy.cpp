@@ -24,7 +24,8 @@ std::size_t placement::local_instances() const {
 deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph& g,
                                      const physical_plan& p, const wiring& w,
                                      const placement& where, const run_options& opts,
-                                     caf::actor driver, const remote_channels* remote) {
+                                     caf::actor driver, const remote_channels* remote,
+                                     restore_point* from) {
   // flat index of each stage's first instance, and each instance's first channel
   std::vector<std::uint32_t> offset(p.stages.size());
   std::vector<std::vector<std::uint32_t>> first_channel(p.stages.size());
@@ -51,6 +52,14 @@ deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph
         if (!local({s, i})) continue;
         auto setup = make_stage_setup(g, p, w, s, i, opts);
         setup.driver = driver;
+        if (from && from->checkpoint) {
+          auto piece = from->pieces.find({s, i});
+          if (piece == from->pieces.end())
+            throw job_error("checkpoint " + std::to_string(from->checkpoint) + " has no state for stage " +
+                            std::to_string(s) + " instance " + std::to_string(i));
+          setup.core.restore_checkpoint = from->checkpoint;
+          setup.core.restore_state = std::move(piece->second);
+        }
         const auto& outs = w.outputs[s][i];
         for (std::uint32_t k = 0; k < outs.size(); ++k) {
           if (local(outs[k].to)) {
@@ -64,10 +73,14 @@ deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph
           setup.outputs.push_back({proxy, outs[k].slot});
         }
         const bool starts = setup.core.source != nullptr || setup.core.input_ports.empty();
+        const bool source = setup.core.source != nullptr;
+        if (source && !setup.core.source->replayable())
+          unreplayable_.push_back(setup.core.nodes.front()->name);
         auto a = spawn_stage(sys, std::move(setup));
         actor_of[s][i] = a;
         stages_.push_back(a);
         if (starts) starters_.push_back(a);
+        if (source) sources_.push_back(a);
         for (std::uint32_t k = 0; k < outs.size(); ++k) senders_[first_channel[s][i] + k] = a;
       }
     }
@@ -99,7 +112,8 @@ void deployment_actors::stop() {
     for (auto& a : *group)
       if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   // dropping the handles lets the actor system shut down
-  for (auto* group : {&stages_, &proxies_, &starters_, &senders_, &inbound_}) group->clear();
+  for (auto* group : {&stages_, &proxies_, &starters_, &sources_, &senders_, &inbound_})
+    group->clear();
 }
 
 }  // namespace tidemark::detail

@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -34,16 +37,25 @@ struct placement {
   std::size_t local_instances() const;
 };
 
+/// Where the stage instances start from: the pieces of completed checkpoint `checkpoint`, or
+/// nothing (checkpoint 0).
+struct restore_point {
+  std::uint64_t checkpoint = 0;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> pieces;  ///< (stage, instance)
+};
+
 /// The stage actors (and proxies) of one job in this process.
 class deployment_actors {
  public:
   /// Spawns the local stage instances, receivers before senders, each connected to its local
   /// receivers or to an outbound proxy, then the inbound proxies; every stage reports done or
-  /// failed to `driver`. On failure (an operator cannot be created) stops what it spawned and
-  /// rethrows.
+  /// failed to `driver`. With `from`, each instance starts from its piece of that checkpoint
+  /// (moved out of it; a missing piece throws job_error). On failure (an operator cannot be
+  /// created) stops what it spawned and rethrows.
   deployment_actors(caf::actor_system& sys, const logical_graph& g, const physical_plan& p,
                     const wiring& w, const placement& where, const run_options& opts,
-                    caf::actor driver, const remote_channels* remote = nullptr);
+                    caf::actor driver, const remote_channels* remote = nullptr,
+                    restore_point* from = nullptr);
   deployment_actors(const deployment_actors&) = delete;
   deployment_actors& operator=(const deployment_actors&) = delete;
 
@@ -54,6 +66,10 @@ class deployment_actors {
 
   /// The local stage actors (not the proxies).
   const std::vector<caf::actor>& stages() const noexcept { return stages_; }
+  /// The local stage actors that begin with a source (checkpoints start there).
+  const std::vector<caf::actor>& sources() const noexcept { return sources_; }
+  /// Names of the local sources that cannot replay their input after a restore.
+  const std::vector<std::string>& unreplayable() const noexcept { return unreplayable_; }
   /// Per channel: the local stage that sends on it (its credit goes there), or null.
   const std::vector<caf::actor>& senders() const noexcept { return senders_; }
   /// Per channel: the inbound proxy of a channel from another node to this one, or null.
@@ -63,6 +79,8 @@ class deployment_actors {
   std::vector<caf::actor> stages_;
   std::vector<caf::actor> proxies_;
   std::vector<caf::actor> starters_;
+  std::vector<caf::actor> sources_;
+  std::vector<std::string> unreplayable_;
   std::vector<caf::actor> senders_;
   std::vector<caf::actor> inbound_;
 };

@@ -32,13 +32,15 @@ struct data_msg {
   batch_holder batch;
 };
 
-/// A control item on a channel: a watermark, an idle/active flag, or end-of-stream.
+/// A control item on a channel: a watermark, an idle/active flag, end-of-stream, or the barrier
+/// of a checkpoint (`wm` carries its id).
 struct signal_msg {
   using kind_t = signal_kind;
   static constexpr kind_t watermark = signal_kind::watermark;
   static constexpr kind_t idle = signal_kind::idle;
   static constexpr kind_t active = signal_kind::active;
   static constexpr kind_t eos = signal_kind::eos;
+  static constexpr kind_t barrier = signal_kind::barrier;
   std::uint32_t in;
   kind_t kind;
   event_time wm;
@@ -52,6 +54,15 @@ struct credit_msg {
 
 struct done_msg {
   instance_metrics metrics;
+};
+
+/// Stage instance (stage, instance) took its part of checkpoint `id`.
+struct checkpointed_msg {
+  std::uint32_t stage;
+  std::uint32_t instance;
+  std::uint64_t id;
+  std::string state;
+  double alignment_ms;
 };
 
 struct failed_msg {
@@ -71,6 +82,10 @@ using timer_atom = caf::atom_constant<caf::atom("timer")>;
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
 /// Asks a stage for a live_metrics_msg.
 using live_atom = caf::atom_constant<caf::atom("live")>;
+/// To a source stage: inject the barrier of checkpoint `id` (with a std::uint64_t).
+using checkpoint_atom = caf::atom_constant<caf::atom("ckpt")>;
+/// To every stage: checkpoint `id` (with a std::uint64_t) is complete; sinks commit.
+using commit_atom = caf::atom_constant<caf::atom("commit")>;
 
 }  // namespace tidemark::detail
 
@@ -79,4 +94,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::signal_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::credit_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::done_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::failed_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::checkpointed_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::live_metrics_msg)

@@ -13,7 +13,9 @@
 #include <caf/after.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
+#include <spdlog/spdlog.h>
 
+#include "checkpointing.hpp"
 #include "deploy.hpp"
 #include "live_poll.hpp"
 #include "messages.hpp"
@@ -77,9 +79,21 @@ job_result run(const job& j, const run_options& opts) {
   batch_gauge::reset_peak();
   auto started = std::chrono::steady_clock::now();
 
+  const auto placement = detail::placement::all_local(plan);
+  detail::checkpoint_driver checkpoints{opts.checkpoints, j.name(), result.plan,
+                                        placement.node_of.size()};
+  auto from = checkpoints.start_point();
+  result.restored_from = from.checkpoint;
   // embedded: every stage instance runs here, so no channel needs a proxy
-  detail::deployment_actors actors{sys, g, plan, w, detail::placement::all_local(plan), run_opts,
-                                   caf::actor_cast<caf::actor>(self)};
+  detail::deployment_actors actors{sys, g, plan, w, placement, run_opts,
+                                   caf::actor_cast<caf::actor>(self), nullptr, &from};
+  if (checkpoints.enabled())
+    for (const auto& name : actors.unreplayable()) {
+      result.warnings.push_back("source '" + name +
+                                "' cannot replay: after a crash, what it read since the last "
+                                "checkpoint is not read again");
+      spdlog::warn("{}", result.warnings.back());
+    }
   for (auto& a : actors.stages()) self->monitor(a);
   const auto total = actors.stages().size();
   detail::live_poll live{opts.live, live_plan::of(j.name(), g, plan), opts.live_period};
@@ -88,14 +102,18 @@ job_result run(const job& j, const run_options& opts) {
   std::string failure;
   std::size_t done = 0;
   while (done < total && failure.empty()) {
-    // without a live view, wait for the stages only (an hour is "forever" for the timeout)
-    auto wait = live.enabled() ? live.ask(driver, actors.stages()) : std::chrono::hours{1};
+    // wait for the stages, the next live poll or the next checkpoint (an hour is "forever")
+    std::chrono::milliseconds wait = std::chrono::hours{1};
+    if (live.enabled()) wait = std::min(wait, live.ask(driver, actors.stages()));
+    wait = std::min(wait, checkpoints.poll(actors.sources()));
     self->receive(
         [&](detail::done_msg& m) {
+          checkpoints.on_done(m.metrics.stage, m.metrics.instance);
           if (live.enabled()) live.update(m.metrics);
           result.instances.push_back(std::move(m.metrics));
           ++done;
         },
+        [&](detail::checkpointed_msg& m) { checkpoints.on_piece(m, actors.stages()); },
         [&](detail::live_metrics_msg& m) { live.update(std::move(m.metrics)); },
         [&](detail::failed_msg& m) { failure = std::move(m.what); },
         [&](caf::down_msg& m) {
@@ -110,6 +128,8 @@ job_result run(const job& j, const run_options& opts) {
     throw job_error("job '" + j.name() + "' failed: " + failure);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  result.checkpoints = checkpoints.completed();
+  checkpoints.finished();
   result.peak_live_batches = batch_gauge::peak();
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {
     return std::tie(a.stage, a.instance) < std::tie(b.stage, b.instance);

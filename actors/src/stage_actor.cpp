@@ -35,6 +35,7 @@ class stage_actor final : public caf::event_based_actor, private stage_io {
     core_->set_wakeup([addr = address()] {
       if (auto self = caf::actor_cast<caf::actor>(addr)) caf::anon_send(self, wake_atom::value);
     });
+    core_->restore();
     return {
         [this](start_atom) { core_->start(); },
         [this](pump_atom) { core_->on_pump(); },
@@ -47,6 +48,8 @@ class stage_actor final : public caf::event_based_actor, private stage_io {
         [this](credit_msg& m) { core_->on_credit(m.out, m.n); },
         [this](flush_atom) { core_->on_flush(); },
         [this](wake_atom) { core_->on_wakeup(); },
+        [this](checkpoint_atom, std::uint64_t id) { core_->on_checkpoint(id); },
+        [this](commit_atom, std::uint64_t id) { core_->on_checkpoint_complete(id); },
         [this](live_atom) {
           send(caf::actor_cast<caf::actor>(current_sender()), live_metrics_msg{core_->snapshot()});
         },
@@ -89,6 +92,10 @@ class stage_actor final : public caf::event_based_actor, private stage_io {
   void failed(std::string what) override {
     send(driver_, failed_msg{std::move(what)});
     quit();
+  }
+
+  void checkpointed(std::uint64_t id, std::string state, double alignment_ms) override {
+    send(driver_, checkpointed_msg{core_->stage(), core_->instance(), id, std::move(state), alignment_ms});
   }
 
   void schedule_timer() {

@@ -3,11 +3,17 @@
 
 #include <algorithm>
 #include <exception>
+#include <iterator>
+
+#include "tidemark/core/state.hpp"
 
 namespace tidemark::detail {
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+/// Version of the layout write_state produces; restore refuses any other.
+constexpr std::uint32_t state_format = 1;
 
 /// Thrown through the stage once a user function failed; carries the final message.
 struct operator_failure {
@@ -63,7 +69,10 @@ stage_core::~stage_core() = default;
 void stage_core::start() {
   guarded([&] {
     if (cfg_.source) {
-      call(0, [&] { cfg_.source->open(); });
+      call(0, [&] {
+        cfg_.source->open();
+        read_source_state();
+      });
       pump();
     } else if (ins_.empty()) {
       finish();
@@ -259,6 +268,12 @@ void stage_core::pump() {
 /// Handles waiting input items while the outputs have room.
 void stage_core::drain() {
   while (!inbox_.empty() && !blocked() && !finished_) {
+    // Input behind a checkpoint's barrier waits until the barrier arrived on every input.
+    if (ins_[inbox_.front().slot].at_barrier) {
+      parked_.push_back(std::move(inbox_.front()));
+      inbox_.pop_front();
+      continue;
+    }
     // A saturated operator takes no more data, but the signals behind data it already holds
     // (the watermark after the batch that filled an async queue) must reach it.
     if (inbox_.front().batch && held()) break;
@@ -282,8 +297,18 @@ void stage_core::drain() {
         in.eos = true;
         in.wm = end_of_time;
         break;
+      case signal_kind::barrier: on_barrier(item.slot, static_cast<std::uint64_t>(item.wm)); break;
     }
-    advance_inputs();
+    if (item.kind != signal_kind::barrier) advance_inputs();
+    if (aligning_ && aligned()) {
+      const auto id = aligning_;
+      aligning_ = 0;
+      for (auto& slot : ins_) slot.at_barrier = false;
+      take_checkpoint(id, std::chrono::duration<double, std::milli>(clock::now() - aligning_since_).count());
+      inbox_.insert(inbox_.begin(), std::make_move_iterator(parked_.begin()),
+                    std::make_move_iterator(parked_.end()));
+      parked_.clear();
+    }
   }
   after_work();
 }
@@ -332,6 +357,143 @@ void stage_core::after_work() {
       io_.schedule_flush(cfg_.opts.linger);
       return;
     }
+}
+
+// ---- checkpoints -------------------------------------------------------------------------------
+
+void stage_core::on_checkpoint(std::uint64_t id) {
+  if (finished_ || !cfg_.source) return;
+  guarded([&] {
+    take_checkpoint(id, 0);
+    after_work();
+  });
+}
+
+void stage_core::on_checkpoint_complete(std::uint64_t id) {
+  guarded([&] {
+    if (cfg_.source) call(0, [&] { cfg_.source->on_checkpoint_complete(id); });
+    for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p)
+      call(p, [&] { op(p).on_checkpoint_complete(id); });
+  });
+}
+
+/// Barrier `id` arrived on input `slot`: what follows on that input waits (Chandy-Lamport with
+/// aligned barriers, as Flink's asynchronous barrier snapshots).
+void stage_core::on_barrier(std::uint32_t slot, std::uint64_t id) {
+  if (!aligning_) {
+    aligning_ = id;
+    aligning_since_ = clock::now();
+  }
+  ins_[slot].at_barrier = true;
+}
+
+/// Every input either delivered the barrier or ended (an ended input sends nothing more).
+bool stage_core::aligned() const {
+  for (const auto& in : ins_)
+    if (!in.at_barrier && !in.eos) return false;
+  return true;
+}
+
+/// Writes the state, then sends the barrier on every output behind everything emitted before it.
+void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
+  auto state = write_state(id);
+  for (std::uint32_t o = 0; o < outs_.size(); ++o)
+    signal(o, signal_kind::barrier, static_cast<event_time>(id));
+  io_.checkpointed(id, std::move(state), alignment_ms);
+}
+
+/// The layout: format, per input its watermark and flags, the stage watermarks, per output its
+/// idle flag, the round-robin positions, then one length-prefixed section per operator (the
+/// source first), each written by the operator itself.
+std::string stage_core::write_state(std::uint64_t id) {
+  std::vector<std::uint8_t> bytes;
+  state_writer out{id, bytes};
+  out.write(state_format);
+  out.write(static_cast<std::uint32_t>(ins_.size()));
+  for (const auto& in : ins_) {
+    out.write(in.wm);
+    out.write(in.idle);
+    out.write(in.eos);
+  }
+  out.write(input_wm_);
+  out.write(output_wm_);
+  out.write(static_cast<std::uint32_t>(outs_.size()));
+  for (const auto& o : outs_) out.write(o.idle);
+  out.write(rr_);
+  std::vector<std::uint8_t> section;
+  for (std::size_t p = 0; p < cfg_.nodes.size(); ++p) {
+    section.clear();
+    state_writer w{id, section};
+    call(p, [&] {
+      if (p < offset_)
+        cfg_.source->snapshot(w);
+      else
+        op(p).snapshot(w);
+    });
+    out.write(section);
+  }
+  return {bytes.begin(), bytes.end()};
+}
+
+void stage_core::restore() {
+  if (cfg_.restore_checkpoint == 0) return;
+  guarded([&] {
+    const auto id = cfg_.restore_checkpoint;
+    const auto& s = cfg_.restore_state;
+    state_reader in{id, reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+    const auto where = "checkpoint " + std::to_string(id) + ", stage " + std::to_string(cfg_.stage) +
+                       " instance " + std::to_string(cfg_.instance) + ": ";
+    if (auto f = in.read<std::uint32_t>(); f != state_format)
+      throw job_error(where + "state format " + std::to_string(f) + ", this build reads " +
+                      std::to_string(state_format));
+    auto expect = [&](std::size_t n, std::size_t have, const char* what) {
+      if (n != have)
+        throw job_error(where + std::to_string(n) + " " + what + " in the checkpoint, " +
+                        std::to_string(have) + " in the plan: the job changed since");
+    };
+    expect(in.read<std::uint32_t>(), ins_.size(), "inputs");
+    for (auto& slot : ins_) {
+      in.read(slot.wm);
+      in.read(slot.idle);
+      in.read(slot.eos);
+    }
+    in.read(input_wm_);
+    in.read(output_wm_);
+    expect(in.read<std::uint32_t>(), outs_.size(), "outputs");
+    for (auto& o : outs_) in.read(o.idle);
+    in.read(rr_);
+    for (std::size_t p = 0; p < cfg_.nodes.size(); ++p) {
+      auto section = in.read<std::vector<std::uint8_t>>();
+      if (p < offset_) {
+        source_state_.assign(section.begin(), section.end());
+        continue;
+      }
+      state_reader r{id, section.data(), section.size()};
+      call(p, [&] {
+        op(p).restore(r);
+        if (r.remaining())
+          throw job_error(where + std::to_string(r.remaining()) +
+                          " bytes of its state were not read: the job changed since");
+      });
+    }
+    if (in.remaining())
+      throw job_error(where + std::to_string(in.remaining()) +
+                      " bytes after the last operator's state: the job changed since");
+  });
+  // the source's position is loaded once it opened (start); the rest is no longer needed
+  cfg_.restore_state = {};
+}
+
+void stage_core::read_source_state() {
+  if (cfg_.restore_checkpoint == 0) return;
+  state_reader r{cfg_.restore_checkpoint, reinterpret_cast<const std::uint8_t*>(source_state_.data()),
+                 source_state_.size()};
+  cfg_.source->restore(r);
+  if (r.remaining())
+    throw job_error("checkpoint " + std::to_string(cfg_.restore_checkpoint) + ": " +
+                    std::to_string(r.remaining()) +
+                    " bytes of the source's position were not read: the job changed since");
+  source_state_ = {};
 }
 
 // ---- finishing ---------------------------------------------------------------------------------

@@ -18,8 +18,8 @@
 
 namespace tidemark::detail {
 
-/// What travels on a channel besides batches.
-enum class signal_kind : std::uint8_t { watermark, idle, active, eos };
+/// What travels on a channel besides batches. A barrier's watermark field is its checkpoint id.
+enum class signal_kind : std::uint8_t { watermark, idle, active, eos, barrier };
 
 /// Output channels of one stage edge, which carries output `port` of the operator at `from_op`.
 struct output_edge {
@@ -42,6 +42,9 @@ struct stage_config {
   std::uint32_t outputs = 0;               ///< output slots
   std::vector<output_edge> edges;
   run_options opts;
+  /// State of this instance in completed checkpoint `restore_checkpoint` (0: start fresh).
+  std::uint64_t restore_checkpoint = 0;
+  std::string restore_state;
 };
 
 /// How a stage_core acts on the world. One call per batch or signal, none per element.
@@ -61,6 +64,8 @@ class stage_io {
   virtual void done(instance_metrics m) = 0;
   /// An operator failed; the core does nothing more.
   virtual void failed(std::string what) = 0;
+  /// The stage took its part of checkpoint `id` (its barrier went out behind the state it saw).
+  virtual void checkpointed(std::uint64_t id, std::string state, double alignment_ms) = 0;
 };
 
 class stage_core {
@@ -72,8 +77,15 @@ class stage_core {
 
   // ---- what the shell feeds in ---------------------------------------------------------------
 
+  /// Loads the operators' state from `restore_state` (the shell calls it once, before anything
+  /// else but set_wakeup; a source's position is loaded in start(), after it opened).
+  void restore();
   /// Opens the source and starts pulling (or finishes at once a stage without inputs).
   void start();
+  /// A source stage takes its part of checkpoint `id` and sends the barrier downstream.
+  void on_checkpoint(std::uint64_t id);
+  /// Checkpoint `id` is complete: the operators commit what they staged for it.
+  void on_checkpoint_complete(std::uint64_t id);
   void on_pump();
   void on_data(std::uint32_t in, batch_ptr b);
   void on_signal(std::uint32_t in, signal_kind kind, event_time wm);
@@ -84,6 +96,9 @@ class stage_core {
   void on_wakeup();
   /// The operators' timer ticked at `now_ms` (wall clock).
   void on_timer(std::int64_t now_ms);
+
+  std::uint32_t stage() const noexcept { return cfg_.stage; }
+  std::uint32_t instance() const noexcept { return cfg_.instance; }
 
   /// The shortest timer period of the operators (0: no timer).
   std::int64_t timer_period_ms() const noexcept { return timer_period_; }
@@ -123,6 +138,7 @@ class stage_core {
     event_time wm = start_of_time;
     bool idle = false;
     bool eos = false;
+    bool at_barrier = false;  // the barrier being aligned arrived here: park what follows
     std::uint32_t unacked = 0;
   };
   /// An input item that waits because the outputs are blocked.
@@ -158,6 +174,13 @@ class stage_core {
   void advance_inputs();
   void resume();
   void after_work();
+
+  // checkpoints
+  void on_barrier(std::uint32_t slot, std::uint64_t id);
+  bool aligned() const;
+  void take_checkpoint(std::uint64_t id, double alignment_ms);
+  std::string write_state(std::uint64_t id);
+  void read_source_state();
 
   // finishing
   void finish();
@@ -205,6 +228,11 @@ class stage_core {
   bool failed_ = false;
   bool done_ = false;
   std::chrono::steady_clock::time_point busy_since_;  // start of the call that is running
+  // checkpoints: the barrier being aligned (0: none), input parked behind it, the last taken
+  std::uint64_t aligning_ = 0;
+  std::chrono::steady_clock::time_point aligning_since_;
+  std::deque<inbox_item> parked_;
+  std::string source_state_;  // the source's restored position, loaded in start()
 };
 
 }  // namespace tidemark::detail

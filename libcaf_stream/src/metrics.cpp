@@ -52,6 +52,23 @@ std::string job_result::summary() const {
                   static_cast<unsigned long long>(inst.max_queued_batches));
     out << line;
   }
+  if (restored_from) out << "resumed from checkpoint " << restored_from << '\n';
+  if (!checkpoints.empty()) {
+    std::vector<double> durations;
+    std::uint64_t bytes = 0;
+    for (const auto& c : checkpoints) {
+      durations.push_back(c.duration_ms);
+      bytes = std::max(bytes, c.bytes);
+    }
+    std::sort(durations.begin(), durations.end());
+    std::snprintf(line, sizeof line,
+                  "%zu checkpoints (last %llu): median %.1f ms, longest %.1f ms, largest %llu bytes\n",
+                  checkpoints.size(), static_cast<unsigned long long>(checkpoints.back().id),
+                  durations[durations.size() / 2], durations.back(),
+                  static_cast<unsigned long long>(bytes));
+    out << line;
+  }
+  for (const auto& w : warnings) out << "warning: " << w << '\n';
   return out.str();
 }
 
@@ -80,6 +97,15 @@ std::string job_result::to_json() const {
                     {"max_queued_batches", inst.max_queued_batches},
                     {"operators", std::move(ops)}});
   }
+  doc["restored_from"] = restored_from;
+  auto& cps = doc["checkpoints"] = nlohmann::json::array();
+  for (const auto& c : checkpoints)
+    cps.push_back({{"id", c.id},
+                   {"duration_ms", c.duration_ms},
+                   {"alignment_ms", c.alignment_ms},
+                   {"bytes", c.bytes},
+                   {"pieces", c.pieces}});
+  doc["warnings"] = warnings;
   return doc.dump(2);
 }
 

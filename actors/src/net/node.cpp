@@ -521,6 +521,9 @@ struct node_server::impl {
         break;
       case wire::FrameKind::idle: caf::anon_send(inbound, k{ch.in_slot, k::idle, 0}); break;
       case wire::FrameKind::active: caf::anon_send(inbound, k{ch.in_slot, k::active, 0}); break;
+      case wire::FrameKind::barrier:
+        caf::anon_send(inbound, k{ch.in_slot, k::barrier, f.watermark()});
+        break;
       case wire::FrameKind::eos:
         caf::anon_send(inbound, k{ch.in_slot, k::eos, end_of_time});
         break;

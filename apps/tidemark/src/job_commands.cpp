@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -15,6 +17,7 @@
 #include "tidemark/core/synchronizer.hpp"
 #include "tidemark/observe/dashboard.hpp"
 #include "tidemark/observe/progress.hpp"
+#include "tidemark/persistence/checkpoint_store.hpp"
 #include "tidemark/observe/prometheus.hpp"
 #include "tidemark/runtime/cluster.hpp"
 #include "tidemark/runtime/live.hpp"
@@ -41,6 +44,27 @@ void list_jobs(const job_registry& registry) {
     for (const auto& o : spec->options)
       std::printf("    --%-16s %s (default: %s)\n", o.name.c_str(), o.help.c_str(),
                   o.default_value.empty() ? "none" : o.default_value.c_str());
+  }
+}
+
+/// One line per completed checkpoint in the checkpoint database `dir`, oldest first.
+void list_checkpoints(const std::string& dir) {
+  if (!std::filesystem::exists(dir)) throw std::runtime_error("no checkpoints: '" + dir + "' does not exist");
+  persistence::checkpoint_store store{dir};
+  const auto all = store.list();
+  if (all.empty()) {
+    std::printf("no completed checkpoint in '%s'\n", dir.c_str());
+    return;
+  }
+  std::printf("%8s  %-24s %-20s %7s %12s %10s %10s\n", "id", "job", "completed (UTC)", "pieces",
+              "bytes", "took ms", "align ms");
+  for (const auto& c : all) {
+    const std::time_t t = c.completed_ms / 1000;
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::gmtime(&t));
+    std::printf("%8llu  %-24s %-20s %7u %12llu %10.1f %10.1f\n",
+                static_cast<unsigned long long>(c.id), c.job.c_str(), when, c.pieces,
+                static_cast<unsigned long long>(c.bytes), c.duration_ms, c.alignment_ms);
   }
 }
 
@@ -107,8 +131,15 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   auto linger_ms = std::make_shared<std::int64_t>(opts->linger.count());
   run_cmd->add_option("--linger-ms", *linger_ms,
                       "how long a partly filled batch waits before it is sent (latency vs. batching)");
-  run_cmd->add_option("--data-dir", opts->storage.data_dir,
-                      "directory of tiered window state (default: a temporary directory)");
+  auto data_dir = std::make_shared<std::string>();
+  run_cmd->add_option("--data-dir", *data_dir,
+                      "durable state of the job: tiered window state (DIR/window_state) and "
+                      "checkpoints (DIR/checkpoints); default: a temporary directory, no checkpoints");
+  auto checkpoint_ms = std::make_shared<std::int64_t>(opts->checkpoints.interval.count());
+  run_cmd->add_option("--checkpoint-interval", *checkpoint_ms,
+                      "with --data-dir: milliseconds between checkpoints (0: none; default 1000)");
+  run_cmd->add_flag("--resume", opts->checkpoints.resume,
+                    "with --data-dir: continue from the newest usable checkpoint in it");
   run_cmd->add_option("--state-budget", opts->storage.memory_budget_bytes,
                       "node memory budget of tiered window state in bytes (default: none)");
   run_cmd->add_option("--serialization-threads", opts->storage.serialization_threads,
@@ -128,9 +159,16 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "serve Prometheus metrics at http://HOST:PORT/metrics while the job runs");
   add_job_positional(*run_cmd, *run_inv);
   run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure,
-                     metrics_listen, dashboard] {
+                     metrics_listen, dashboard, data_dir, checkpoint_ms] {
     opts->print_summary = true;
     opts->linger = std::chrono::milliseconds{*linger_ms};
+    if (!data_dir->empty()) {
+      opts->storage.data_dir = *data_dir + "/window_state";
+      opts->checkpoints.dir = *data_dir + "/checkpoints";
+      opts->checkpoints.interval = std::chrono::milliseconds{*checkpoint_ms};
+    } else if (opts->checkpoints.resume) {
+      throw std::runtime_error("--resume needs --data-dir: the checkpoints live there");
+    }
     const auto& registered = registry.find(run_inv->name);
     auto options = parse_job_arguments(registered, run_cmd->remaining());
     run_observers observers{{*metrics_listen, *dashboard}, *opts};
@@ -139,6 +177,10 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
       run_registered(spec, std::move(options), *opts);
       return;
     }
+    if (!data_dir->empty())
+      throw std::runtime_error("--data-dir is for embedded runs: on a cluster each node keeps its "
+                               "state under its own --data-dir (checkpoints of cluster jobs are "
+                               "not built yet)");
     auto cluster = cluster_config::load(*cluster_file);
     if (*insecure && !cluster.insecure)
       throw std::runtime_error("--insecure needs 'insecure: true' in the cluster file too: the "
@@ -148,6 +190,11 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                                "plain-text traffic");
     run_on_cluster(spec, std::move(options), cluster, *opts);
   });
+
+  auto list_dir = std::make_shared<std::string>();
+  auto* list_cmd = app.add_subcommand("checkpoints", "list the completed checkpoints of a job");
+  list_cmd->add_option("--data-dir", *list_dir, "the job's --data-dir")->required();
+  list_cmd->callback([list_dir] { list_checkpoints(*list_dir + "/checkpoints"); });
 
   auto keygen_dir = std::make_shared<std::string>(".");
   auto keygen_names = std::make_shared<std::vector<std::string>>();

@@ -1,11 +1,13 @@
 // stage_core step by step, without threads or actors: credit, signal order, watermark alignment
-// over several inputs, idleness, end-of-stream behind blocked outputs, and key_hash scatter.
+// over several inputs, idleness, end-of-stream behind blocked outputs, key_hash scatter, and the
+// alignment of checkpoint barriers with the state they capture.
 #define BOOST_TEST_MODULE stage_core
 #include <boost/test/unit_test.hpp>
 
 #include <sstream>
 
 #include "stage_core.hpp"
+#include "tidemark/core/state.hpp"
 
 using namespace tidemark;
 using namespace tidemark::detail;
@@ -20,6 +22,7 @@ struct recording_io final : stage_io {
   int pumps = 0;
   bool is_done = false;
   std::string failure;
+  std::vector<std::pair<std::uint64_t, std::string>> checkpoints;  ///< (id, state)
 
   void send_batch(std::uint32_t out, batch_ptr b) override {
     std::ostringstream line;
@@ -30,9 +33,9 @@ struct recording_io final : stage_io {
     sent.push_back(line.str());
   }
   void send_signal(std::uint32_t out, signal_kind kind, event_time wm) override {
-    static const char* names[] = {"watermark", "idle", "active", "eos"};
+    static const char* names[] = {"watermark", "idle", "active", "eos", "barrier"};
     auto line = "out " + std::to_string(out) + ": " + names[static_cast<int>(kind)];
-    if (kind == signal_kind::watermark) line += " " + std::to_string(wm);
+    if (kind == signal_kind::watermark || kind == signal_kind::barrier) line += " " + std::to_string(wm);
     sent.push_back(line);
   }
   void return_credit(std::uint32_t in, std::uint32_t n) override {
@@ -42,6 +45,9 @@ struct recording_io final : stage_io {
   void schedule_pump() override { ++pumps; }
   void done(instance_metrics) override { is_done = true; }
   void failed(std::string what) override { failure = std::move(what); }
+  void checkpointed(std::uint64_t id, std::string state, double) override {
+    checkpoints.emplace_back(id, std::move(state));
+  }
 
   /// The lines sent since the last call.
   std::vector<std::string> take() { return std::exchange(sent, {}); }
@@ -60,6 +66,20 @@ struct pass_through final : operator_logic {
   std::vector<event_time>& wms_;
 };
 
+/// Passes batches on and keeps the sum of what it saw as its checkpointed state.
+struct summing final : operator_logic {
+  explicit summing(long& sum) : sum_(sum) {}
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    for (int x : static_cast<batch<int>&>(*in).values) sum_ += x;
+    out.emit(std::move(in));
+  }
+  void snapshot(state_writer& w) override { w.write(sum_); }
+  void restore(state_reader& r) override { r.read(sum_); }
+
+ private:
+  long& sum_;
+};
+
 batch_ptr ints(std::vector<int> xs, std::vector<std::uint64_t> hashes = {}) {
   auto b = std::make_unique<batch<int>>(std::move(xs));
   b->hashes = std::move(hashes);
@@ -69,13 +89,19 @@ batch_ptr ints(std::vector<int> xs, std::vector<std::uint64_t> hashes = {}) {
 /// One pass_through operator with `inputs` input slots and one output edge over `outputs` slots.
 struct one_operator_stage {
   one_operator_stage(std::uint32_t inputs, std::uint32_t outputs, partitioning part,
-                     std::size_t batch_size, std::uint32_t credit) {
+                     std::size_t batch_size, std::uint32_t credit, bool sum = false,
+                     std::uint64_t restore_from = 0, std::string state = {}) {
     node.name = "pass";
     node.op = "pass_through";
     stage_config cfg;
     cfg.nodes = {&node};
     cfg.tree = {{0, 0, 0}};
-    cfg.ops.push_back(std::make_unique<pass_through>(watermarks));
+    if (sum)
+      cfg.ops.push_back(std::make_unique<summing>(total));
+    else
+      cfg.ops.push_back(std::make_unique<pass_through>(watermarks));
+    cfg.restore_checkpoint = restore_from;
+    cfg.restore_state = std::move(state);
     cfg.input_ports.assign(inputs, 0);
     cfg.outputs = outputs;
     output_edge edge;
@@ -89,6 +115,7 @@ struct one_operator_stage {
 
   logical_node node;
   std::vector<event_time> watermarks;  ///< what the operator saw
+  long total = 0;                      ///< what a summing operator summed
   recording_io io;
   std::unique_ptr<stage_core> core;
 };
@@ -194,4 +221,48 @@ BOOST_AUTO_TEST_CASE(key_hash_scatters_by_the_high_bits_of_the_hash) {
   s.core->on_flush();
   BOOST_TEST(s.io.take() == (lines{"out 0: [" + expected[0] + "]", "out 1: [" + expected[1] + "]",
                                    "out 2: [" + expected[2] + "]"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_barrier_parks_its_input_until_every_input_delivered_it) {
+  one_operator_stage s{2, 1, partitioning::forward, 1, 8, true};
+  s.core->on_data(0, ints({1}));
+  s.core->on_signal(0, signal_kind::barrier, 7);
+  s.core->on_data(0, ints({2}));  // behind the barrier: waits
+  s.core->on_data(1, ints({10}));
+  BOOST_TEST(s.io.take() == (lines{"out 0: [1]", "out 0: [10]"}));
+  BOOST_TEST(s.io.checkpoints.empty());
+  BOOST_TEST(s.core->queued_batches() == 1u);
+  s.core->on_signal(1, signal_kind::barrier, 7);
+  // the state holds exactly what came before the barrier on each input; the barrier goes out
+  // before anything that followed it
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.checkpoints[0].first == 7u);
+  BOOST_TEST(s.io.take() == (lines{"out 0: barrier 7", "out 0: [2]"}));
+  BOOST_TEST(s.total == 13);
+
+  one_operator_stage restored{2, 1, partitioning::forward, 1, 8, true, 7, s.io.checkpoints[0].second};
+  restored.core->restore();
+  BOOST_TEST(restored.io.failure == "");
+  BOOST_TEST(restored.total == 1 + 10);
+}
+
+BOOST_AUTO_TEST_CASE(an_ended_input_does_not_hold_a_barrier_back) {
+  one_operator_stage s{2, 1, partitioning::forward, 1, 8, true};
+  s.core->on_signal(0, signal_kind::barrier, 3);
+  BOOST_TEST(s.io.checkpoints.empty());
+  s.core->on_signal(1, signal_kind::eos, end_of_time);
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.checkpoints[0].first == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_restore_into_another_plan_fails_naming_what_changed) {
+  one_operator_stage s{2, 1, partitioning::forward, 1, 8, true};
+  s.core->on_signal(0, signal_kind::barrier, 4);
+  s.core->on_signal(1, signal_kind::barrier, 4);
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  one_operator_stage other{1, 1, partitioning::forward, 1, 8, true, 4, s.io.checkpoints[0].second};
+  other.core->restore();
+  BOOST_TEST(other.io.failure.find("checkpoint 4") != std::string::npos, other.io.failure);
+  BOOST_TEST(other.io.failure.find("2 inputs in the checkpoint, 1 in the plan") != std::string::npos,
+             other.io.failure);
 }

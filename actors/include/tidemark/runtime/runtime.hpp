@@ -19,6 +19,22 @@ namespace tidemark {
 
 class live_view;
 
+/// Periodic checkpoints of a run and resuming from them (docs/fault-tolerance.md).
+struct checkpoint_options {
+  /// The checkpoint database (a WiredTiger home, created when missing); empty: no checkpoints.
+  std::string dir;
+  /// Time between the start of one checkpoint and the next; 0: no checkpoints.
+  std::chrono::milliseconds interval{1000};
+  /// Continue from the newest usable checkpoint in `dir` (from the beginning when there is none).
+  /// Without it, a run refuses a `dir` that holds checkpoints, so that one is never overwritten
+  /// by accident.
+  bool resume = false;
+  /// Completed checkpoints kept.
+  std::uint32_t retain = 3;
+
+  bool enabled() const noexcept { return !dir.empty() && interval.count() > 0; }
+};
+
 struct run_options {
   /// Elements per batch on channels between actors (4096 moved 40 % more events per second than
   /// 1024 in the pipeline and window benchmarks; the linger time bounds the latency cost).
@@ -50,6 +66,8 @@ struct run_options {
   std::shared_ptr<block_storage> state_storage;
   /// Settings of the storage service the run starts (data directory, memory budget, threads).
   persistence::storage_config storage;
+  /// Checkpoints (off unless `checkpoints.dir` is set).
+  checkpoint_options checkpoints;
 };
 
 /// Validates, compiles and runs `j` to completion in this process. Throws job_error when the graph

@@ -39,6 +39,15 @@ struct instance_metrics {
   std::int64_t watermark = INT64_MIN;
 };
 
+/// One completed checkpoint of a run.
+struct checkpoint_metrics {
+  std::uint64_t id = 0;
+  double duration_ms = 0;   ///< from the barriers' injection to the last piece being durable
+  double alignment_ms = 0;  ///< longest barrier alignment of a stage instance
+  std::uint64_t bytes = 0;  ///< state written, over all pieces
+  std::uint32_t pieces = 0;
+};
+
 struct job_result {
   std::string job;
   double seconds = 0;
@@ -46,6 +55,12 @@ struct job_result {
   std::vector<instance_metrics> instances;
   /// Most batches alive in the process at once during the run (see batch_gauge).
   std::int64_t peak_live_batches = 0;
+  /// The checkpoint this run resumed from (0: it started from the beginning).
+  std::uint64_t restored_from = 0;
+  /// Checkpoints completed during the run, in order.
+  std::vector<checkpoint_metrics> checkpoints;
+  /// What weakens the run's guarantees (a source that cannot replay makes it at-least-once).
+  std::vector<std::string> warnings;
 
   /// Totals per operator name, summed over its instances, in plan order.
   std::vector<operator_metrics> per_operator() const;

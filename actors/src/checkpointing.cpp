@@ -1,0 +1,136 @@
+// The driver's side of checkpoints (see checkpointing.hpp).
+#include "checkpointing.hpp"
+
+#include <algorithm>
+
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include "tidemark/persistence/checkpoint_store.hpp"
+
+namespace tidemark::detail {
+namespace {
+
+/// FNV-1a over the plan text: stable across builds and platforms, unlike std::hash.
+std::string fingerprint(const std::string& text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+checkpoint_driver::checkpoint_driver(const checkpoint_options& opts, std::string job,
+                                     const std::string& plan, std::size_t instances)
+    : opts_(opts), job_(std::move(job)), plan_(fingerprint(plan)), instances_(instances) {
+  if (!opts_.enabled()) return;
+  store_ = std::make_unique<persistence::checkpoint_store>(opts_.dir, opts_.retain);
+  next_ = clock::now() + opts_.interval;
+}
+
+checkpoint_driver::~checkpoint_driver() = default;
+
+restore_point checkpoint_driver::start_point() {
+  restore_point from;
+  if (!store_) return from;
+  const auto existing = store_->list();
+  if (!opts_.resume) {
+    if (!existing.empty())
+      throw job_error("'" + opts_.dir + "' holds checkpoint " + std::to_string(existing.back().id) +
+                      " of job '" + existing.back().job +
+                      "': pass --resume to continue from it, or remove the directory to start over");
+    store_->clear();  // pieces of checkpoints that never completed
+    return from;
+  }
+  auto loaded = store_->latest(job_, plan_);
+  for (const auto& why : loaded.rejected) spdlog::warn("checkpoint not usable: {}", why);
+  if (loaded.record.id == 0) {
+    if (!existing.empty()) {
+      std::string why = loaded.rejected.empty()
+                            ? "they belong to job '" + existing.back().job + "' or another plan of it"
+                            : "every one is damaged";
+      throw job_error("no usable checkpoint of job '" + job_ + "' in '" + opts_.dir + "': " + why);
+    }
+    spdlog::info("no checkpoint of job '{}' in '{}': starting from the beginning", job_, opts_.dir);
+    store_->clear();
+    return from;
+  }
+  spdlog::info("resuming job '{}' from checkpoint {} ({} pieces, {} bytes)", job_,
+               loaded.record.id, loaded.record.pieces, loaded.record.bytes);
+  from.checkpoint = loaded.record.id;
+  from.pieces = std::move(loaded.pieces);
+  return from;
+}
+
+std::chrono::milliseconds checkpoint_driver::poll(const std::vector<caf::actor>& sources) {
+  constexpr std::chrono::milliseconds never = std::chrono::hours{1};
+  if (!store_ || stopped_) return never;
+  const auto now = clock::now();
+  if (current_ == 0 && now >= next_) {
+    current_ = store_->next_id();
+    started_ = now;
+    received_.clear();
+    progress_ = {};
+    progress_.id = current_;
+    next_ = now + opts_.interval;
+    for (const auto& a : sources) caf::anon_send(a, checkpoint_atom::value, current_);
+  }
+  if (current_ != 0) return never;  // the next one starts after this one completes
+  return std::chrono::duration_cast<std::chrono::milliseconds>(next_ - now) + std::chrono::milliseconds{1};
+}
+
+void checkpoint_driver::on_piece(checkpointed_msg& m, const std::vector<caf::actor>& stages) {
+  if (!store_ || m.id != current_) return;  // an abandoned checkpoint
+  store_->put_piece(m.id, m.stage, m.instance, m.state);
+  received_.insert({m.stage, m.instance});
+  progress_.bytes += m.state.size();
+  progress_.alignment_ms = std::max(progress_.alignment_ms, m.alignment_ms);
+  if (received_.size() < instances_) return;
+  progress_.pieces = static_cast<std::uint32_t>(received_.size());
+  progress_.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - started_).count();
+  persistence::checkpoint_record r;
+  r.id = current_;
+  r.job = job_;
+  r.plan = plan_;
+  r.pieces = progress_.pieces;
+  r.bytes = progress_.bytes;
+  r.completed_ms = wall_ms();
+  r.duration_ms = progress_.duration_ms;
+  r.alignment_ms = progress_.alignment_ms;
+  store_->complete(r);
+  completed_.push_back(progress_);
+  spdlog::debug("checkpoint {} complete: {} pieces, {} bytes, {:.1f} ms", r.id, r.pieces, r.bytes,
+                r.duration_ms);
+  for (const auto& a : stages) caf::anon_send(a, commit_atom::value, current_);
+  current_ = 0;
+  // a checkpoint that took longer than the interval is followed at once, not by a burst
+  next_ = std::max(next_, clock::now());
+}
+
+void checkpoint_driver::on_done(std::uint32_t stage, std::uint32_t instance) {
+  stopped_ = true;
+  if (current_ != 0 && !received_.count({stage, instance})) {
+    spdlog::debug("checkpoint {} abandoned: stage {} instance {} finished before its barrier",
+                  current_, stage, instance);
+    current_ = 0;
+  }
+}
+
+void checkpoint_driver::finished() {
+  if (!store_) return;
+  store_->clear();
+  spdlog::info("job '{}' finished: its checkpoints in '{}' were removed", job_, opts_.dir);
+}
+
+}  // namespace tidemark::detail
