@@ -1,5 +1,6 @@
 // The stage actor's channel protocol, run one message at a time by CAF's test_coordinator:
-// credit exhaustion, signal order, and end-of-stream behind blocked outputs.
+// credit exhaustion, signal order, end-of-stream behind blocked outputs, and a checkpoint's
+// barrier, state and commit.
 #define BOOST_TEST_MODULE stage_protocol
 #include <boost/test/unit_test.hpp>
 
@@ -30,19 +31,32 @@ caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<lines> log) {
         log->push_back(line + "]");
       },
       [log](signal_msg& m) {
-        static const char* names[] = {"watermark", "idle", "active", "eos"};
+        static const char* names[] = {"watermark", "idle", "active", "eos", "barrier"};
         std::string line = names[static_cast<int>(m.kind)];
-        if (m.kind == signal_kind::watermark) line += " " + std::to_string(m.wm);
+        if (m.kind != signal_kind::idle && m.kind != signal_kind::active && m.kind != signal_kind::eos)
+          line += " " + std::to_string(m.wm);
         log->push_back(line);
       },
       [log](credit_msg& m) { log->push_back("credit " + std::to_string(m.n)); },
       [log](done_msg&) { log->push_back("done"); },
       [log](failed_msg& m) { log->push_back("failed: " + m.what); },
+      [log](checkpointed_msg& m) {
+        log->push_back("checkpointed " + std::to_string(m.id) + " by " + std::to_string(m.stage) +
+                       "." + std::to_string(m.instance) + (m.state.empty() ? " without state" : ""));
+      },
   };
 }
 
+/// Passes batches on; records the checkpoints it was told are complete.
 struct pass_through final : operator_logic {
+  explicit pass_through(std::shared_ptr<lines> log = std::make_shared<lines>()) : log_(std::move(log)) {}
   void process(std::size_t, batch_ptr in, emitter& out) override { out.emit(std::move(in)); }
+  void on_checkpoint_complete(std::uint64_t id) override {
+    log_->push_back("commit " + std::to_string(id));
+  }
+
+ private:
+  std::shared_ptr<lines> log_;
 };
 
 struct testing_config : caf::actor_system_config {
@@ -61,6 +75,7 @@ struct fixture {
   caf::actor upstream = sys.spawn(recorder, upstream_log);
   caf::actor downstream = sys.spawn(recorder, downstream_log);
   caf::actor driver = sys.spawn(recorder, driver_log);
+  std::shared_ptr<lines> operator_log = std::make_shared<lines>();
   logical_node node;
   caf::actor stage;
 
@@ -71,7 +86,7 @@ struct fixture {
     auto& c = setup.core;
     c.nodes = {&node};
     c.tree = {{0, 0, 0}};
-    c.ops.push_back(std::make_unique<pass_through>());
+    c.ops.push_back(std::make_unique<pass_through>(operator_log));
     c.input_ports = {0};
     c.outputs = 1;
     c.edges = {output_edge{partitioning::forward, 0, 0, {0}}};
@@ -142,4 +157,21 @@ BOOST_FIXTURE_TEST_CASE(end_of_stream_waits_behind_blocked_outputs, fixture) {
   sched.run();
   BOOST_TEST(*downstream_log == (lines{"data [1]", "data [2]", end_watermark, "eos"}));
   BOOST_TEST(*driver_log == (lines{"done"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_barrier_follows_the_data_before_it_and_the_commit_reaches_the_operators,
+                        fixture) {
+  spawn(100, 8);
+  data({1, 2});
+  signal(signal_kind::barrier, 9);
+  data({3});
+  sched.run();
+  // the barrier sealed the partly filled batch before it and went out behind it; the stage's
+  // state went to the driver
+  BOOST_TEST(*downstream_log == (lines{"data [1 2]", "barrier 9"}));
+  BOOST_TEST(*driver_log == (lines{"checkpointed 9 by 0.0"}));
+  BOOST_TEST(operator_log->empty());
+  caf::anon_send(stage, commit_atom::value, std::uint64_t{9});
+  sched.run();
+  BOOST_TEST(*operator_log == (lines{"commit 9"}));
 }
