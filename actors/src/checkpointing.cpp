@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include "tidemark/persistence/checkpoint_store.hpp"
@@ -73,7 +72,7 @@ restore_point checkpoint_driver::start_point() {
   return from;
 }
 
-std::chrono::milliseconds checkpoint_driver::poll(const std::vector<caf::actor>& sources) {
+std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::uint64_t)>& inject) {
   constexpr std::chrono::milliseconds never = std::chrono::hours{1};
   if (!store_ || stopped_) return never;
   const auto now = clock::now();
@@ -84,19 +83,20 @@ std::chrono::milliseconds checkpoint_driver::poll(const std::vector<caf::actor>&
     progress_ = {};
     progress_.id = current_;
     next_ = now + opts_.interval;
-    for (const auto& a : sources) caf::anon_send(a, checkpoint_atom::value, current_);
+    inject(current_);
   }
   if (current_ != 0) return never;  // the next one starts after this one completes
   return std::chrono::duration_cast<std::chrono::milliseconds>(next_ - now) + std::chrono::milliseconds{1};
 }
 
-void checkpoint_driver::on_piece(checkpointed_msg& m, const std::vector<caf::actor>& stages) {
-  if (!store_ || m.id != current_) return;  // an abandoned checkpoint
-  store_->put_piece(m.id, m.stage, m.instance, m.state);
-  received_.insert({m.stage, m.instance});
-  progress_.bytes += m.state.size();
-  progress_.alignment_ms = std::max(progress_.alignment_ms, m.alignment_ms);
-  if (received_.size() < instances_) return;
+bool checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id,
+                                 std::string_view state, double alignment_ms) {
+  if (!store_ || id != current_) return false;  // an abandoned checkpoint
+  store_->put_piece(id, stage, instance, state);
+  received_.insert({stage, instance});
+  progress_.bytes += state.size();
+  progress_.alignment_ms = std::max(progress_.alignment_ms, alignment_ms);
+  if (received_.size() < instances_) return false;
   progress_.pieces = static_cast<std::uint32_t>(received_.size());
   progress_.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - started_).count();
   persistence::checkpoint_record r;
@@ -112,10 +112,10 @@ void checkpoint_driver::on_piece(checkpointed_msg& m, const std::vector<caf::act
   completed_.push_back(progress_);
   spdlog::debug("checkpoint {} complete: {} pieces, {} bytes, {:.1f} ms", r.id, r.pieces, r.bytes,
                 r.duration_ms);
-  for (const auto& a : stages) caf::anon_send(a, commit_atom::value, current_);
   current_ = 0;
   // a checkpoint that took longer than the interval is followed at once, not by a burst
   next_ = std::max(next_, clock::now());
+  return true;
 }
 
 void checkpoint_driver::on_done(std::uint32_t stage, std::uint32_t instance) {

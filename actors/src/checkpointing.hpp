@@ -1,23 +1,23 @@
-// The driver's side of checkpoints: starts one every interval by sending its barrier to the
-// source stages, stores the pieces the stage instances send back, records the checkpoint once
-// every instance sent its piece, and then tells every stage to commit. It also finds the
-// checkpoint a resumed run starts from. Pieces are written on the driver's thread, never on a
-// stage's, so writing a snapshot does not stall processing.
+// The driver's side of checkpoints: starts one every interval (the caller sends its barrier to
+// the source stages: local actors, or nodes on a cluster), stores the pieces the stage instances
+// send back, and records the checkpoint once every instance sent its piece (the caller then tells
+// every stage to commit). It also finds the checkpoint a resumed run starts from. Pieces are
+// written on the driver's thread, never on a stage's, so writing a snapshot does not stall
+// processing. The embedded driver and the cluster coordinator share it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include <caf/actor.hpp>
-
 #include "deploy.hpp"
-#include "messages.hpp"
 #include "tidemark/core/metrics.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
@@ -44,12 +44,13 @@ class checkpoint_driver {
   /// checkpoints and `resume` is off, or when it holds some but none is usable.
   restore_point start_point();
 
-  /// Starts the next checkpoint when it is due (sends its barrier to `sources`). Returns how long
-  /// until the next one is due.
-  std::chrono::milliseconds poll(const std::vector<caf::actor>& sources);
-  /// Stores one instance's piece; once every instance sent its piece the checkpoint is recorded
-  /// and `stages` are told to commit.
-  void on_piece(checkpointed_msg& m, const std::vector<caf::actor>& stages);
+  /// Starts the next checkpoint when it is due: `inject(id)` sends its barrier to the sources.
+  /// Returns how long until the next one is due.
+  std::chrono::milliseconds poll(const std::function<void(std::uint64_t id)>& inject);
+  /// Stores the piece of (stage, instance) for checkpoint `id`. Returns true when it was the last
+  /// one: the checkpoint is recorded, and the caller tells every stage to commit `id`.
+  bool on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id,
+                std::string_view state, double alignment_ms);
   /// An instance finished: checkpoints can no longer include it, so none starts any more, and the
   /// one in progress is abandoned unless the instance sent its piece already.
   void on_done(std::uint32_t stage, std::uint32_t instance);

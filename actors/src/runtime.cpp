@@ -13,6 +13,7 @@
 #include <caf/after.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include "checkpointing.hpp"
@@ -105,7 +106,9 @@ job_result run(const job& j, const run_options& opts) {
     // wait for the stages, the next live poll or the next checkpoint (an hour is "forever")
     std::chrono::milliseconds wait = std::chrono::hours{1};
     if (live.enabled()) wait = std::min(wait, live.ask(driver, actors.stages()));
-    wait = std::min(wait, checkpoints.poll(actors.sources()));
+    wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
+      for (const auto& a : actors.sources()) caf::anon_send(a, detail::checkpoint_atom::value, id);
+    }));
     self->receive(
         [&](detail::done_msg& m) {
           checkpoints.on_done(m.metrics.stage, m.metrics.instance);
@@ -113,7 +116,10 @@ job_result run(const job& j, const run_options& opts) {
           result.instances.push_back(std::move(m.metrics));
           ++done;
         },
-        [&](detail::checkpointed_msg& m) { checkpoints.on_piece(m, actors.stages()); },
+        [&](detail::checkpointed_msg& m) {
+          if (checkpoints.on_piece(m.stage, m.instance, m.id, m.state, m.alignment_ms))
+            for (const auto& a : actors.stages()) caf::anon_send(a, detail::commit_atom::value, m.id);
+        },
         [&](detail::live_metrics_msg& m) { live.update(std::move(m.metrics)); },
         [&](detail::failed_msg& m) { failure = std::move(m.what); },
         [&](caf::down_msg& m) {
