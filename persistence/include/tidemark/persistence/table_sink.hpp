@@ -95,11 +95,13 @@ class table_sink final : public row_sink {
   ValueFn value_;
 };
 
-/// Ends `in` in a table sink writing row (key(x), value(x)) for each element x into `table` on
-/// `conn` (log enabled), exactly once when the job checkpoints: see row_sink. key and value are
-/// called as f(const T&) and return something convertible to std::string.
+/// Ends `in` in a table sink writing row (key(x), value(x)) for each element x into `table` of the
+/// WiredTiger database in directory `dir` (opened with the log where each instance runs, shared
+/// within a process), exactly once when the job checkpoints: see row_sink. key and value are
+/// called as f(const T&) and return something convertible to std::string. Instances in different
+/// processes cannot share `dir`: gather the stream into one instance, or give each node its own.
 template <class T, class KeyFn, class ValueFn>
-void write_table(const stream<T>& in, std::shared_ptr<wt_connection> conn, std::string table, KeyFn key,
+void write_table(const stream<T>& in, std::string dir, std::string table, KeyFn key,
                  ValueFn value, std::string name = "", table_sink_options opts = {}) {
   static_assert(std::is_convertible_v<std::invoke_result_t<KeyFn&, const T&>, std::string>,
                 "write_table(..., key, value): key must be callable as key(const T&) and return the "
@@ -109,8 +111,10 @@ void write_table(const stream<T>& in, std::shared_ptr<wt_connection> conn, std::
                 "the row value (convertible to std::string)");
   in.sink(
       "write_table",
-      [conn, table, key, value, opts](const instance_info& info) {
-        return std::make_unique<table_sink<T, KeyFn, ValueFn>>(conn, table, info, key, value, opts);
+      [dir, table, key, value, opts](const instance_info& info) {
+        // opened where the instance runs (a node), not where the job is built
+        return std::make_unique<table_sink<T, KeyFn, ValueFn>>(
+            wt_connection::open_shared(dir, "log=(enabled=true)"), table, info, key, value, opts);
       },
       std::move(name));
 }
