@@ -71,9 +71,9 @@ bool text_file_source::pull(std::size_t max, emitter& out) {
   return more;
 }
 
-// An exhausted file (the last getline failed) has no offset: -1 stands for its end.
+// A file read to its end has no offset (tellg fails once eofbit is set): -1 stands for the end.
 void text_file_source::snapshot(state_writer& out) {
-  out.write(in_ ? static_cast<std::int64_t>(in_.tellg()) : std::int64_t{-1});
+  out.write(in_ && !in_.eof() ? static_cast<std::int64_t>(in_.tellg()) : std::int64_t{-1});
   out.write(line_);
 }
 
