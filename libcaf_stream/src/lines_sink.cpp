@@ -34,8 +34,8 @@ void line_writer::open(const std::string& path, const std::string& op) {
   if (out_ || fd_ >= 0) return;
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw job_error("operator '" + op + "': cannot open '" + path + "' for writing: " +
-                    std::strerror(errno));
+    throw job_error("operator '" + op + "': cannot open '" + path +
+                    "' for writing: " + std::strerror(errno));
   fd_ = fd;
   path_ = path;
 }
@@ -101,7 +101,8 @@ std::uint64_t line_writer::size() {
   return size_;
 }
 
-void line_writer::restore_to(std::uint64_t length, const std::string& op, std::uint64_t checkpoint) {
+void line_writer::restore_to(std::uint64_t length, const std::string& op,
+                             std::uint64_t checkpoint) {
   std::lock_guard<std::mutex> guard{mutex_};
   struct stat st {};
   if (::fstat(fd_, &st) != 0) fail("reading the length of");

@@ -36,5 +36,6 @@ BOOST_AUTO_TEST_CASE(each_element_becomes_one_row) {
   BOOST_TEST((got == want));
   table_store markers{conn, "squares.sink_commits", durability::power_loss};
   for (std::uint32_t i = 0; i < 2; ++i)
-    BOOST_TEST(markers.lookup(sink_marker_key("squares", i)).value_or("") == "finished", "instance " << i);
+    BOOST_TEST(markers.lookup(sink_marker_key("squares", i)).value_or("") == "finished",
+               "instance " << i);
 }

@@ -28,7 +28,9 @@ struct null_emitter final : emitter {
   void emit_on(std::uint32_t, batch_ptr) override {}
 };
 
-std::string format(const int& x) { return "line " + std::to_string(x); }
+std::string format(const int& x) {
+  return "line " + std::to_string(x);
+}
 
 using sink_t = ops::lines_sink<int, std::string (*)(const int&)>;
 

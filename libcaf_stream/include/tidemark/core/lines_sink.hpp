@@ -148,8 +148,8 @@ class lines_sink final : public operator_logic {
   std::shared_ptr<line_writer> writer_;
   Format format_;
   instance_info info_;
-  bool checkpointing_ = false;  // a barrier reached this file sink
-  std::string pending_;         // lines since the last snapshot
+  bool checkpointing_ = false;                                 // a barrier reached this file sink
+  std::string pending_;                                        // lines since the last snapshot
   std::vector<std::pair<std::uint64_t, std::string>> staged_;  // per checkpoint, not committed
 };
 

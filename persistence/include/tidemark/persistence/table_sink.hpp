@@ -69,9 +69,9 @@ class row_sink : public operator_logic {
   std::unique_ptr<storage> db_;
   std::string marker_key_;
   table_sink_options opts_;
-  bool checkpointing_ = false;               // a barrier has reached the sink
-  bool restored_ = false;                    // restored, or this run's marker is cleared
-  rows pending_;                             // rows since the last snapshot
+  bool checkpointing_ = false;                          // a barrier has reached the sink
+  bool restored_ = false;                               // restored, or this run's marker is cleared
+  rows pending_;                                        // rows since the last snapshot
   std::vector<std::pair<std::uint64_t, rows>> staged_;  // per checkpoint, not yet committed
   std::uint64_t rows_committed_ = 0;
   std::uint64_t commits_ = 0;
@@ -81,9 +81,11 @@ class row_sink : public operator_logic {
 template <class T, class KeyFn, class ValueFn>
 class table_sink final : public row_sink {
  public:
-  table_sink(std::shared_ptr<wt_connection> conn, const std::string& table, const instance_info& info,
-             KeyFn key, ValueFn value, table_sink_options opts = {})
-      : row_sink(std::move(conn), table, info, opts), key_(std::move(key)), value_(std::move(value)) {}
+  table_sink(std::shared_ptr<wt_connection> conn, const std::string& table,
+             const instance_info& info, KeyFn key, ValueFn value, table_sink_options opts = {})
+      : row_sink(std::move(conn), table, info, opts),
+        key_(std::move(key)),
+        value_(std::move(value)) {}
 
   void process(std::size_t, batch_ptr in, emitter&) override {
     for (const auto& x : static_cast<batch<T>&>(*in).values)
@@ -99,14 +101,16 @@ class table_sink final : public row_sink {
 /// `conn` (log enabled), exactly once when the job checkpoints: see row_sink. key and value are
 /// called as f(const T&) and return something convertible to std::string.
 template <class T, class KeyFn, class ValueFn>
-void write_table(const stream<T>& in, std::shared_ptr<wt_connection> conn, std::string table, KeyFn key,
-                 ValueFn value, std::string name = "", table_sink_options opts = {}) {
-  static_assert(std::is_convertible_v<std::invoke_result_t<KeyFn&, const T&>, std::string>,
-                "write_table(..., key, value): key must be callable as key(const T&) and return the "
-                "row key (convertible to std::string)");
-  static_assert(std::is_convertible_v<std::invoke_result_t<ValueFn&, const T&>, std::string>,
-                "write_table(..., key, value): value must be callable as value(const T&) and return "
-                "the row value (convertible to std::string)");
+void write_table(const stream<T>& in, std::shared_ptr<wt_connection> conn, std::string table,
+                 KeyFn key, ValueFn value, std::string name = "", table_sink_options opts = {}) {
+  static_assert(
+      std::is_convertible_v<std::invoke_result_t<KeyFn&, const T&>, std::string>,
+      "write_table(..., key, value): key must be callable as key(const T&) and return the "
+      "row key (convertible to std::string)");
+  static_assert(
+      std::is_convertible_v<std::invoke_result_t<ValueFn&, const T&>, std::string>,
+      "write_table(..., key, value): value must be callable as value(const T&) and return "
+      "the row value (convertible to std::string)");
   in.sink(
       "write_table",
       [conn, table, key, value, opts](const instance_info& info) {
