@@ -192,10 +192,6 @@ struct instance_fn<instance_factory<Make>> {
 template <class F>
 using instance_fn_t = typename instance_fn<F>::type;
 
-}  // namespace detail
-
-namespace detail {
-
 /// Writes a keyed state table: its size, then hash, key and value of every entry. Keys and values
 /// need a codec (state_writer throws naming the type otherwise).
 template <class K, class V>
