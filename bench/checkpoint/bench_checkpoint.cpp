@@ -30,6 +30,7 @@
 #include "support/window_pipeline.hpp"
 #include "tidemark/aion/workloads.hpp"
 #include "tidemark/core/log.hpp"
+#include "tidemark/core/state.hpp"
 #include "tidemark/persistence/table_sink.hpp"
 #include "tidemark/persistence/table_store.hpp"
 #include "tidemark/runtime/job_registry.hpp"
@@ -155,9 +156,10 @@ json throughput_pairs(const char* name, int pairs, std::uint64_t events, const f
 // ---- 2. recovery: the child job ----
 
 struct reading {
-  std::uint32_t key;
-  event_time t;
-  std::int64_t value;
+  std::uint32_t key = 0;
+  event_time t = 0;
+  std::int64_t value = 0;
+  TIDEMARK_FIELDS(key, t, value)
 };
 
 struct child_config {
@@ -434,7 +436,8 @@ int main(int argc, char** argv) {
   std::uint64_t window_events = 400'000'000;
   std::uint64_t aion_events = 1'500'000;
   std::int64_t interval_ms = 1000;
-  recovery_config rc{6'000'000, 1000, 400'000, 8000, 100'000'000};
+  recovery_config rc{9'000'000, 1000, 400'000, 12000, 100'000'000};
+  double state_mb = 100;
   bool skip_throughput = false;
   child_config child;
   app.add_option("--out", out, "JSON report");
@@ -447,7 +450,7 @@ int main(int argc, char** argv) {
   app.add_option("--recovery-rate", rc.rate, "events per second of the recovery job");
   app.add_option("--recovery-keys", rc.keys, "keys of the recovery job");
   app.add_option("--lateness-ms", rc.lateness, "how long closed windows keep their events (the state)");
-  app.add_option("--state-mb", rc.state_bytes, "kill after a checkpoint of at least this many bytes");
+  app.add_option("--state-mb", state_mb, "kill after a checkpoint of at least this many MB (1e6 bytes)");
   app.add_flag("--skip-throughput", skip_throughput, "measure recovery only");
   std::string child_table;
   app.add_option("--child", child_table, "(internal) run the recovery job into this table");
@@ -465,6 +468,7 @@ int main(int argc, char** argv) {
     return run_child(child);
   }
   rc.interval = interval;
+  rc.state_bytes = static_cast<std::uint64_t>(state_mb * 1e6);
   const fs::path root{work};
   json doc{{"benchmark", "checkpoint"}, {"interval_ms", interval_ms}, {"load_average_before", bench::load_average()}};
   if (!skip_throughput) {
