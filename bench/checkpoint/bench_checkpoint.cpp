@@ -171,28 +171,30 @@ struct child_config {
   std::string table;
   std::string checkpoint_dir;  // empty: no checkpoints
   std::chrono::milliseconds interval{1000};
+  std::int64_t epoch_ns = 0;  // steady clock when the first attempt started (pacing)
 };
 
-/// Reading i: key i mod keys, value i mod 1000, event time i / rate s (ms), whatever the pace.
+/// Reading i: key i mod keys, value i mod 1000, event time i / rate s (ms), whatever the pace;
+/// paced, it is due i / rate s after `epoch_ns`.
 /// Keyed 100 ms tumbling windows whose events are kept `lateness` ms after they close (allowed
 /// lateness): that is the window state. Every result goes into a table, exactly once. Prints
 /// "r NS N" (steady clock, results so far) on its first result and then every >= 20 ms.
 int run_child(const child_config& c) {
+  std::printf("s %lld\n", static_cast<long long>(now_ns()));  // the process runs
+  std::fflush(stdout);
   set_log_level("debug");  // stderr reports each completed checkpoint with its bytes
   job j{"recovery"};
   const auto rate = c.rate;
   const bool paced = c.paced;
   std::uint64_t i = 0;
   auto source = j.from_generator(
-      [i, c, rate, paced, base = std::uint64_t{0},
-       start = std::optional<std::chrono::steady_clock::time_point>{}]() mutable -> std::optional<reading> {
+      [i, c, rate, paced]() mutable -> std::optional<reading> {
         if (i == c.events) return std::nullopt;
+        // reading i is due i / rate s after the first attempt started: a resumed attempt emits
+        // its backlog at once, as a broker that kept the readings would
         if (paced && !replaying_generator()) {
-          const auto now = std::chrono::steady_clock::now();
-          if (!start) start = now, base = i;  // the pace restarts where a restore left off
-          const auto due = base + static_cast<std::uint64_t>(
-                                      std::chrono::duration<double>(now - *start).count() * rate);
-          if (i > due) std::this_thread::sleep_for(std::chrono::microseconds{500});
+          const auto due = c.epoch_ns + static_cast<std::int64_t>(static_cast<double>(i) * 1e9 / rate);
+          if (now_ns() < due) std::this_thread::sleep_for(std::chrono::microseconds{500});
         }
         reading r{static_cast<std::uint32_t>(i % c.keys), static_cast<event_time>(i * 1000 / rate),
                   static_cast<std::int64_t>(i % 1000)};
@@ -362,7 +364,8 @@ json measure_recovery(const std::string& self, const recovery_config& rc, const 
               static_cast<unsigned long long>(rc.rate), rc.state_bytes / 1e6);
   std::fflush(stdout);
   const auto checkpointed = args({"--child", at("results"), "--child-checkpoints", at("checkpoints"),
-                                  "--interval-ms", std::to_string(rc.interval.count()), "--child-paced"});
+                                  "--interval-ms", std::to_string(rc.interval.count()), "--child-paced",
+                                  "--child-epoch", std::to_string(now_ns())});
   const auto first = spawn_self(self, checkpointed, at("first.out"), at("first.err"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{120};
   std::uint64_t state_at_kill = 0;
@@ -396,6 +399,8 @@ json measure_recovery(const std::string& self, const recovery_config& rc, const 
   const auto report = child_report(at("second.out"));
   if (after.empty()) throw std::runtime_error("the resumed job produced no result");
   const double recovery_s = (after.front().first - killed_at) / 1e9;
+  long long started = 0;  // the resumed process's "s NS" line
+  std::sscanf(read_text(at("second.out")).c_str(), "s %lld", &started);
 
   const auto got = table_rows(at("results"));
   std::size_t lost = 0, duplicated = 0;
@@ -416,6 +421,8 @@ json measure_recovery(const std::string& self, const recovery_config& rc, const 
       timeline.push_back({{"t_s", (t - killed_at) / 1e9}, {"results", n}, {"process", marks == &before ? 1 : 2}});
   fs::remove_all(at("checkpoints"));  // the state is large; the tables are kept for inspection
   return {{"recovery_s", recovery_s},
+          {"restart_s", (started - killed_at) / 1e9},
+          {"restart_is", "SIGKILL to the resumed process running main (the rest: loading the checkpoint, restoring, replaying, the first window)"},
           {"state_bytes_at_kill", state_at_kill},
           {"reference_rows", expected.size()},
           {"lost", lost},
@@ -434,10 +441,10 @@ int main(int argc, char** argv) {
   std::string work = TIDEMARK_BENCH_OUT_DIR "/checkpoint-work";
   int pairs = 3;
   std::uint64_t window_events = 400'000'000;
-  std::uint64_t aion_events = 1'500'000;
+  std::uint64_t aion_events = 4'000'000;
   std::int64_t interval_ms = 1000;
-  recovery_config rc{9'000'000, 1000, 400'000, 12000, 100'000'000};
-  double state_mb = 100;
+  recovery_config rc{14'000'000, 1000, 400'000, 12000, 0};
+  double state_mb = 90;
   bool skip_throughput = false;
   child_config child;
   app.add_option("--out", out, "JSON report");
@@ -460,6 +467,7 @@ int main(int argc, char** argv) {
   app.add_option("--child-lateness", child.lateness);
   app.add_option("--child-checkpoints", child.checkpoint_dir);
   app.add_flag("--child-paced", child.paced);
+  app.add_option("--child-epoch", child.epoch_ns);
   CLI11_PARSE(app, argc, argv);
   const std::chrono::milliseconds interval{interval_ms};
   if (!child_table.empty()) {
@@ -491,7 +499,13 @@ int main(int argc, char** argv) {
     doc["checkpoint_stats_of"] = "the window pipeline's checkpointed runs (aion-average: throughput.aion-average)";
     doc["throughput"] = {{"window", window}, {"aion-average", aion}};
   }
-  auto recovery = measure_recovery(argv[0], rc, root / "recovery");
+  json recovery;
+  try {
+    recovery = measure_recovery(argv[0], rc, root / "recovery");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "recovery: %s\n", e.what());
+    return 1;
+  }
   for (const char* k : {"recovery_s", "lost", "duplicated"}) doc[k] = recovery[k];
   doc["recovery_state_bytes"] = recovery["state_bytes_at_kill"];
   doc["recovery"] = recovery;
