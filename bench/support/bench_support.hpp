@@ -1,9 +1,14 @@
 // What several benchmarks share, so that they measure the same thing the same way: the process's
-// CPU time, and the stateless map -> filter -> key_by prefix of the pipeline and window benchmarks
+// CPU time, the load average, percentiles, and the stateless map -> filter -> key_by prefix of the pipeline and window benchmarks
 // (the same stages, so their numbers compare).
 #pragma once
 
 #include <sys/resource.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <fstream>
+#include <vector>
 
 namespace tidemark::bench {
 
@@ -13,6 +18,20 @@ inline double process_cpu_seconds() {
   getrusage(RUSAGE_SELF, &u);
   auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
   return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
+/// The 1-minute load average: other processes on this machine slow every wall-clock number.
+inline double load_average() {
+  double load = 0;
+  std::ifstream{"/proc/loadavg"} >> load;
+  return load;
+}
+
+/// The value at fraction `p` (0..1) of the sorted `xs` (nearest rank below); 0 when empty.
+inline double percentile(std::vector<double> xs, double p) {
+  if (xs.empty()) return 0;
+  std::sort(xs.begin(), xs.end());
+  return xs[static_cast<std::size_t>(p * static_cast<double>(xs.size() - 1))];
 }
 
 /// `s` with every event's `value` doubled, only events with an even `key`, keyed by `key`.

@@ -17,26 +17,18 @@
 #include <nlohmann/json.hpp>
 
 #include "support/bench_support.hpp"
+#include "support/window_pipeline.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
 
 namespace {
 
-constexpr std::uint32_t keys = 1000;
-constexpr event_time window_size = 1000;
-constexpr std::uint64_t events_per_time_unit = 10;  // 10,000 events per window
-
-struct event {
-  std::uint32_t key;
-  event_time t;
-  std::int64_t value;
-};
-
-event make_event(std::uint64_t i) {
-  return {static_cast<std::uint32_t>(i % keys), static_cast<event_time>(i / events_per_time_unit),
-          static_cast<std::int64_t>(i)};
-}
+using bench::events_per_time_unit;
+using bench::window_size;
+using event = bench::window_event;
+constexpr auto keys = bench::window_keys;
+constexpr auto make_event = bench::make_window_event;
 
 using clock_type = std::chrono::steady_clock;
 
@@ -53,14 +45,6 @@ struct delay_log {
   std::vector<std::int64_t> first_result;
 };
 
-/// CPU seconds (user + system) this process used so far, over all threads.
-/// The 1-minute load average: other processes on this machine slow every wall-clock number.
-double load_average() {
-  double load = 0;
-  std::ifstream{"/proc/loadavg"} >> load;
-  return load;
-}
-
 struct measurement {
   double seconds = 0;
   double cpu_seconds = 0;
@@ -76,24 +60,10 @@ measurement run_pipeline(std::uint64_t events, std::size_t batch_size, bool read
   auto results = std::make_shared<std::uint64_t>(0);
   auto checksum = std::make_shared<std::int64_t>(0);
   job j{"window"};
-  std::uint64_t i = 0;
-  auto timestamped =
-      j.from_generator([i, events]() mutable -> std::optional<event> {
-     if (i == events) return std::nullopt;
-     return make_event(i++);
-   }, "source")
-      // One watermark per window boundary: the first element of a window closes the previous one.
-      .assign_timestamps([](const event& e) { return e.t; },
-                         ascending_timestamps().punctuated([log](const event& e) {
-                           if (e.t % window_size != 0) return false;
-                           auto& closed = log->closed[static_cast<std::size_t>(e.t / window_size)];
-                           if (closed == 0) closed = now_ns();
-                           return true;
-                         }),
-                         "timestamps");
-  auto windows_out = bench::doubled_even_keys<event>(std::move(timestamped))
-      .window(tumbling{window_size})
-      .aggregate(agg::sum([](const event& e) { return e.value; }), "window_sum");
+  auto windows_out = bench::window_sums(j, events, [log](std::size_t window) {
+    auto& closed = log->closed[window];
+    if (closed == 0) closed = now_ns();
+  });
   if (read_late) windows_out.late().count("late");
   windows_out.results().for_each([log, results, checksum, last = event_time{-1}](
                     const window_result<std::uint32_t, std::int64_t>& r) mutable {
@@ -161,12 +131,6 @@ measurement run_plain_loop(std::uint64_t events) {
   return m;
 }
 
-double percentile(std::vector<double> xs, double p) {
-  if (xs.empty()) return 0;
-  std::sort(xs.begin(), xs.end());
-  return xs[static_cast<std::size_t>(p * static_cast<double>(xs.size() - 1))];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,7 +145,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "runs of each variant (the median is reported)");
   CLI11_PARSE(app, argc, argv);
 
-  const double load_before = load_average();
+  const double load_before = bench::load_average();
   std::vector<measurement> plain;
   std::vector<measurement> tidemark_runs;
   std::vector<measurement> with_late_runs;  // results() and late() both read
@@ -226,9 +190,9 @@ int main(int argc, char** argv) {
                      {"ratio", eps / plain_eps},
                      {"with_late_output_events_per_s", with_late_eps},
                      {"watermark_to_result_ms",
-                      {{"p50", percentile(t.delays_ms, 0.5)},
-                       {"p99", percentile(t.delays_ms, 0.99)},
-                       {"max", percentile(t.delays_ms, 1.0)},
+                      {{"p50", bench::percentile(t.delays_ms, 0.5)},
+                       {"p99", bench::percentile(t.delays_ms, 0.99)},
+                       {"max", bench::percentile(t.delays_ms, 1.0)},
                        {"windows", t.delays_ms.size()}}},
                      {"cpu_seconds", t.cpu_seconds},
                      {"plain_loop_cpu_seconds", p.cpu_seconds},
@@ -239,5 +203,5 @@ int main(int argc, char** argv) {
   std::printf("tidemark %.1f M events/s = %.2f x the plain loop (%.1f M/s); with the late output "
               "read %.1f M events/s; watermark to result p50 %.3f ms, p99 %.3f ms; report %s\n",
               eps / 1e6, eps / plain_eps, plain_eps / 1e6, with_late_eps / 1e6,
-              percentile(t.delays_ms, 0.5), percentile(t.delays_ms, 0.99), out.c_str());
+              bench::percentile(t.delays_ms, 0.5), bench::percentile(t.delays_ms, 0.99), out.c_str());
 }
