@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tidemark/core/state.hpp"
+
 namespace tidemark {
 
 namespace {
@@ -104,6 +106,28 @@ std::vector<double> decaying_histogram::masses() const {
   return m;
 }
 
+void decaying_histogram::snapshot(state_writer& out) const {
+  out.write(w_);
+  out.write(inc_);
+  out.write(total_);
+  out.write(min_);
+  out.write(max_);
+  out.write(count_);
+}
+
+void decaying_histogram::restore(state_reader& in) {
+  auto w = in.read<std::vector<double>>();
+  if (w.size() != w_.size())
+    throw wire_error("lateness histogram has " + std::to_string(w.size()) + " buckets, expected " +
+                     std::to_string(w_.size()));
+  w_ = std::move(w);
+  in.read(inc_);
+  in.read(total_);
+  in.read(min_);
+  in.read(max_);
+  in.read(count_);
+}
+
 lateness_estimator::lateness_estimator(double half_life)
     : behind_(1.0, half_life), after_end_(1.0, half_life), windows_(1.0 / 64, half_life) {}
 
@@ -131,6 +155,24 @@ void lateness_estimator::observe(event_time behind, event_time after_end,
     snapshot_weight_ = n;
     ++generation_;
   }
+}
+
+void lateness_estimator::snapshot(state_writer& out) const {
+  behind_.snapshot(out);
+  after_end_.snapshot(out);
+  windows_.snapshot(out);
+  out.write(snapshot_);
+  out.write(snapshot_weight_);
+  out.write(generation_);
+}
+
+void lateness_estimator::restore(state_reader& in) {
+  behind_.restore(in);
+  after_end_.restore(in);
+  windows_.restore(in);
+  in.read(snapshot_);
+  in.read(snapshot_weight_);
+  in.read(generation_);
 }
 
 std::optional<event_time> lateness_estimator::covering(double coverage, double confidence) const {
@@ -174,6 +216,16 @@ event_time lateness_bound::current(const lateness_estimator& e, event_time horiz
   seen_ = e.after_end().count();
   if (auto v = e.covering(p->coverage, p->confidence)) value_ = std::clamp(*v, p->min, p->max);
   return value_;
+}
+
+void lateness_bound::snapshot(state_writer& out) const {
+  out.write(value_);
+  out.write(seen_);
+}
+
+void lateness_bound::restore(state_reader& in) {
+  in.read(value_);
+  in.read(seen_);
 }
 
 }  // namespace tidemark

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "tidemark/core/job.hpp"
+#include "tidemark/core/state.hpp"
 
 namespace tidemark {
 
@@ -18,15 +19,28 @@ void batch_gauge::created() noexcept {
   }
 }
 
+namespace {
+thread_local bool replaying = false;
+}  // namespace
+
+bool replaying_generator() noexcept { return replaying; }
+
+detail::replaying_scope::replaying_scope() noexcept : before_(replaying) { replaying = true; }
+detail::replaying_scope::~replaying_scope() { replaying = before_; }
+
 namespace ops {
 namespace {
 
 /// Lines of a text file (without the newline); instance k of p reads lines k, k+p, k+2p, ...
+/// Replayable: a checkpoint saves the byte offset and the line number, restore seeks there.
 class text_file_source final : public source_logic {
  public:
   text_file_source(std::string path, const instance_info& info);
   void open() override;
   bool pull(std::size_t max, emitter& out) override;
+  bool replayable() const override { return true; }
+  void snapshot(state_writer& out) override;
+  void restore(state_reader& in) override;
 
  private:
   std::string path_;
@@ -55,6 +69,28 @@ bool text_file_source::pull(std::size_t max, emitter& out) {
   bool more = static_cast<bool>(in_);
   if (!b->values.empty()) out.emit(std::move(b));
   return more;
+}
+
+// A file read to its end has no offset (tellg fails once eofbit is set): -1 stands for the end.
+void text_file_source::snapshot(state_writer& out) {
+  out.write(in_ && !in_.eof() ? static_cast<std::int64_t>(in_.tellg()) : std::int64_t{-1});
+  out.write(line_);
+}
+
+void text_file_source::restore(state_reader& in) {
+  const auto offset = in.read<std::int64_t>();
+  line_ = in.read<std::uint64_t>();
+  if (offset < 0) {
+    in_.setstate(std::ios::eofbit | std::ios::failbit);
+    return;
+  }
+  in_.seekg(0, std::ios::end);
+  const auto size = static_cast<std::int64_t>(in_.tellg());
+  if (offset > size)
+    throw job_error("cannot restore '" + path_ + "' at byte " + std::to_string(offset) +
+                    ": the file has only " + std::to_string(size) +
+                    " bytes now (it changed since the checkpoint)");
+  in_.seekg(offset);
 }
 
 }  // namespace

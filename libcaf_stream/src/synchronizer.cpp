@@ -207,6 +207,12 @@ void gate_logic::add_metrics(std::map<std::string, double>& out) const {
   out["sync_late"] = static_cast<double>(late_);
 }
 
+void gate_logic::snapshot(state_writer&) {
+  throw job_error("the synchronizer of timezone '" + timezone_name_ +
+                  "' cannot be checkpointed yet: run this job without checkpoints "
+                  "(--checkpoint-interval 0) or without the delayed operator");
+}
+
 exit_reporter::exit_reporter(
     std::unique_ptr<operator_logic> inner,
     std::vector<std::pair<std::shared_ptr<timezone_coordinator>, std::uint32_t>> to)

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tidemark/core/state.hpp"
+
 namespace tidemark {
 
 namespace {
@@ -114,6 +116,16 @@ bool late_policy::on_tick(fire_state& s, std::int64_t now_ms) const {
     due = true;
   }
   return due;
+}
+
+void late_schedule_cache::snapshot(state_writer& out) const {
+  out.write(generation_);
+  out.write(entries_);
+}
+
+void late_schedule_cache::restore(state_reader& in) {
+  in.read(generation_);
+  in.read(entries_);
 }
 
 late_trigger late_trigger::every_event() {

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <utility>
 
 namespace tidemark::persistence {
@@ -60,6 +62,21 @@ std::shared_ptr<wt_connection> wt_connection::open(const std::string& home, cons
   check(wiredtiger_open(home.c_str(), nullptr, full.c_str(), &conn),
         "opening WiredTiger database in '" + home + "' with config \"" + config + "\"");
   return std::make_shared<wt_connection>(key{}, conn, home, config_enables_log(config));
+}
+
+std::shared_ptr<wt_connection> wt_connection::open_shared(const std::string& home,
+                                                          const std::string& config) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<wt_connection>> open;
+  std::error_code ec;
+  std::filesystem::create_directories(home, ec);
+  auto name = std::filesystem::weakly_canonical(home, ec).string();
+  if (ec) name = home;
+  std::lock_guard lock{mutex};
+  if (auto conn = open[name].lock()) return conn;
+  auto conn = wt_connection::open(home, config);
+  open[name] = conn;
+  return conn;
 }
 
 wt_connection::~wt_connection() {

@@ -157,12 +157,20 @@ class event_clock {
  public:
   event_clock(const common& c, std::uint64_t salt) : c_(c), delays_(c.seed + salt) {}
   /// The index and event time of the next event, or nullopt when all were generated.
+  /// Paced at c.rate events per second when it is > 0, except while the generator source replays
+  /// up to a checkpoint's position: pacing then starts again from the first event after it.
   std::optional<std::pair<std::int64_t, event_time>> next() {
     if (i_ == c_.events) return std::nullopt;
-    if (c_.rate > 0) {
-      if (i_ == 0) start_ = std::chrono::steady_clock::now();
+    if (c_.rate > 0 && replaying_generator()) {
+      paced_ = false;
+    } else if (c_.rate > 0) {
+      if (!paced_) {
+        start_ = std::chrono::steady_clock::now();
+        paced_from_ = i_;
+        paced_ = true;
+      }
       std::this_thread::sleep_until(start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                 std::chrono::duration<double>(static_cast<double>(i_) / c_.rate)));
+                                                 std::chrono::duration<double>(static_cast<double>(i_ - paced_from_) / c_.rate)));
     }
     const event_time base = i_ * c_.window_ms / c_.per_window;
     const auto late = delays_.windows_late(std::min(c_.past_windows, base / c_.window_ms));
@@ -173,6 +181,8 @@ class event_clock {
   common c_;
   delay_model delays_;
   std::int64_t i_ = 0;
+  bool paced_ = false;           // start_ and paced_from_ are set
+  std::int64_t paced_from_ = 0;  // the event due at start_
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -22,7 +22,8 @@ struct reading {
 };
 
 /// `events` readings spread over `keys` sensors; with `rate` > 0, paced at that many per second
-/// (a job that runs long enough to watch on the dashboard).
+/// (a job that runs long enough to watch on the dashboard). Replayable: a checkpoint saves the
+/// next reading; after a restore, pacing starts again from it.
 class reading_source final : public source_logic {
  public:
   reading_source(std::int64_t events, std::int64_t keys, std::int64_t rate)
@@ -33,8 +34,8 @@ class reading_source final : public source_logic {
     if (rate_ > 0) {
       auto now = std::chrono::steady_clock::now();
       if (!started_) started_ = now;
-      auto due = std::chrono::duration_cast<std::chrono::microseconds>(now - *started_).count() *
-                 rate_ / 1'000'000;
+      auto due = first_ + std::chrono::duration_cast<std::chrono::microseconds>(now - *started_).count() *
+                              rate_ / 1'000'000;
       if (due <= next_) {
         // nothing due: wait a little instead of spinning, short enough to stay responsive
         std::this_thread::sleep_for(std::chrono::milliseconds{1});
@@ -53,11 +54,23 @@ class reading_source final : public source_logic {
     return next_ < events_;
   }
 
+  bool replayable() const override { return true; }
+  void snapshot(state_writer& out) override { out.write(next_); }
+  void restore(state_reader& in) override {
+    in.read(next_);
+    if (next_ < 0 || next_ > events_)
+      throw job_error("readings: the checkpoint is at reading " + std::to_string(next_) + " of " +
+                      std::to_string(events_) + " (restore it with the same --events)");
+    first_ = next_;
+    started_.reset();
+  }
+
  private:
   std::int64_t events_;
   std::int64_t keys_;
   std::int64_t rate_;
   std::int64_t next_ = 0;
+  std::int64_t first_ = 0;  // the reading pacing counts from
   std::optional<std::chrono::steady_clock::time_point> started_;
 };
 
@@ -114,6 +127,7 @@ void report_window_count(const job_options& o, const job_result& r) {
 }  // namespace
 
 void register_jobs(job_registry& registry) {
+  register_late_windows(registry);
   registry.add({"example-window-count",
                 "keyed tumbling-window count over generated sensor readings",
                 {{"events", "1000000", "readings to generate"},

@@ -1,13 +1,17 @@
 // Replay schedule (temporal and spatial scaling, cycles, rate shaping), the synthetic FIT and GRID
-// generators, and the paper's jitter, checked on exact values.
+// generators, the paper's jitter, and the replay source's checkpoints, checked on exact values.
 #define BOOST_TEST_MODULE riot_replay
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <set>
 
+#include "tidemark/core/state.hpp"
+
 #include "tidemark/riot/apps/metrics.hpp"
 #include "tidemark/riot/apps/replay.hpp"
+#include "tidemark/riot/apps/replay_source.hpp"
 #include "tidemark/riot/senml.hpp"
 
 using namespace tidemark::riot;
@@ -172,4 +176,75 @@ BOOST_AUTO_TEST_CASE(bad_options_are_rejected_with_the_option_named) {
     return std::string{e.what()} == "replay: --scale must be at least 1";
   });
   BOOST_CHECK_THROW(parse_rate_profile("bursty"), std::invalid_argument);
+}
+
+namespace {
+
+/// Keeps the lines a source emits, in order.
+class line_emitter final : public tidemark::emitter {
+ public:
+  void emit_watermark(tidemark::event_time) override {}
+  void emit_idle(bool) override {}
+  std::vector<numbered_line> lines;
+
+ protected:
+  void emit_on(std::uint32_t, tidemark::batch_ptr b) override {
+    for (auto& l : static_cast<tidemark::batch<numbered_line>&>(*b).values) lines.push_back(std::move(l));
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_restored_replay_source_continues_with_the_same_messages) {
+  // three copies, a cycle and a half, the paper's rate profile: every part of the position matters
+  replay_config c;
+  c.scale = 3;
+  c.messages = 4500;
+  c.rate = 30000;
+  c.profile = rate_profile::paper;
+  replay_schedule reference(c);
+  const auto expected = all(reference);
+  for (std::size_t pulls : {0, 1, 7, 40, 100000}) {
+    BOOST_TEST_CONTEXT("snapshot after " << pulls << " pulls") {
+      line_emitter out;
+      std::vector<std::uint8_t> state;
+      {
+        replay_source first(c, std::make_shared<run_metrics>(expected.size()));
+        BOOST_TEST(first.replayable());
+        first.open();
+        for (std::size_t i = 0; i < pulls && first.pull(64, out);) i += out.lines.empty() ? 0 : 1;
+        tidemark::state_writer w{1, state};
+        first.snapshot(w);
+      }
+      const auto before = out.lines.size();
+      replay_source second(c, std::make_shared<run_metrics>(expected.size()));
+      second.open();
+      tidemark::state_reader r{1, state.data(), state.size()};
+      second.restore(r);
+      BOOST_TEST(r.remaining() == 0u);
+      // pacing restarts at the restore: the next message is due at once, not at its old due time
+      if (before < expected.size()) {
+        second.pull(1, out);
+        BOOST_TEST(out.lines.size() == before + 1);
+      }
+      while (second.pull(64, out)) {
+      }
+      BOOST_REQUIRE_EQUAL(out.lines.size(), expected.size());
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        BOOST_TEST(out.lines[i].msg_id == expected[i].msg_id);
+        BOOST_TEST(out.lines[i].line == expected[i].line);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_replay_position_from_another_configuration_is_refused) {
+  replay_config c;
+  c.scale = 3;
+  replay_schedule s(c);
+  for (int i = 0; i < 10; ++i) s.next();
+  auto p = s.tell();
+  c.scale = 2;
+  replay_schedule smaller(c);
+  BOOST_CHECK_THROW(smaller.seek(p), std::invalid_argument);
 }

@@ -1,5 +1,5 @@
-// The job registry: option parsing and its errors, and a registered job run by name whose output
-// equals a plain loop over the same readings.
+// The job registry: option parsing and its errors, a registered job run by name whose output
+// equals a plain loop over the same readings, and that job's source resuming from a checkpoint.
 #define BOOST_TEST_MODULE job_registry
 #include <boost/test/unit_test.hpp>
 
@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "../checkpoint/checkpoint_harness.hpp"
 #include "tidemark/examples/example_jobs.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 
@@ -100,4 +101,41 @@ BOOST_AUTO_TEST_CASE(registered_job_runs_by_name_and_matches_a_plain_loop) {
   std::sort(got.begin(), got.end());
   BOOST_TEST(got == want, boost::test_tools::per_element());
   std::filesystem::remove(out);
+}
+
+BOOST_AUTO_TEST_CASE(the_example_readings_resume_from_a_checkpoint) {
+  const auto registry = examples_registry();
+  const auto& spec = registry.find("example-window-count");
+  for (const std::string rate : {"0", "20000"}) {  // unpaced, and paced (pacing restarts at restore)
+    auto o = spec.make_options();
+    o.set("events", "5000");
+    o.set("rate", rate);
+    auto j = spec.build(o);
+    const auto make_source = j.graph().node(0).make_source;
+    const auto make_timestamps = j.graph().node(1).make_operator;
+    instance_info info;
+    // reading i has event time i: the times say which readings came, in which order
+    std::vector<event_time> expected(5000);
+    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<event_time>(i);
+    for (std::size_t pulls : {0, 3, 40}) {
+      BOOST_TEST_CONTEXT("rate " << rate << ", snapshot after " << pulls << " pulls") {
+        test::event_times out{make_timestamps(info)};
+        std::vector<std::uint8_t> state;
+        {
+          auto first = make_source(info);
+          BOOST_TEST(first->replayable());
+          first->open();
+          for (std::size_t i = 0; i < pulls && first->pull(256, out); ++i) {
+          }
+          state = test::snapshot_of(*first);
+        }
+        auto second = make_source(info);
+        second->open();
+        test::restore_from(*second, state);
+        while (second->pull(256, out)) {
+        }
+        BOOST_TEST(out.times == expected);
+      }
+    }
+  }
 }

@@ -39,6 +39,21 @@ class lockstep_join final : public operator_logic {
     out["mismatched"] = static_cast<double>(mismatched_);
   }
 
+  // the elements still waiting for their partner (the synchronizer before this join refuses
+  // checkpoints for now, but the join itself can be saved)
+  void snapshot(state_writer& out) override {
+    out.write(std::vector<reading>(left_.begin(), left_.end()));
+    out.write(std::vector<enriched>(right_.begin(), right_.end()));
+    out.write(mismatched_);
+  }
+  void restore(state_reader& in) override {
+    auto left = in.read<std::vector<reading>>();
+    auto right = in.read<std::vector<enriched>>();
+    left_.assign(left.begin(), left.end());
+    right_.assign(std::make_move_iterator(right.begin()), std::make_move_iterator(right.end()));
+    in.read(mismatched_);
+  }
+
  private:
   std::uint64_t mismatched_ = 0;
   std::deque<reading> left_;

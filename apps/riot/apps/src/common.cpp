@@ -8,9 +8,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tidemark/core/state.hpp"
 #include "tidemark/riot/parse.hpp"
 
-namespace tidemark::riot::apps::detail {
+namespace tidemark::riot::apps {
 
 replay_source::replay_source(const replay_config& config, std::shared_ptr<run_metrics> metrics)
     : schedule_(config), metrics_(std::move(metrics)) {}
@@ -19,7 +20,7 @@ void replay_source::open() { metrics_->start(); }
 
 bool replay_source::pull(std::size_t max, emitter& out) {
   auto b = std::make_unique<batch<numbered_line>>();
-  auto now = metrics_->now_ns();
+  auto now = metrics_->now_ns() + paced_from_ns_;  // on the schedule's clock
   while (b->values.size() < max) {
     if (!pending_) pending_ = schedule_.next();
     if (!pending_ || pending_->due_ns > now) break;
@@ -37,6 +38,48 @@ bool replay_source::pull(std::size_t max, emitter& out) {
   if (!pending_) pending_ = schedule_.next();
   return pending_.has_value();
 }
+
+void replay_source::snapshot(state_writer& out) {
+  const auto p = schedule_.tell();
+  out.write(p.emitted);
+  out.write(p.due_ns);
+  out.write(p.cursors);
+  out.write(pending_.has_value());
+  if (pending_) {
+    out.write(pending_->msg_id);
+    out.write(pending_->due_ns);
+    out.write(pending_->time);
+    out.write(pending_->line);
+  }
+}
+
+void replay_source::restore(state_reader& in) {
+  replay_schedule::position p;
+  in.read(p.emitted);
+  in.read(p.due_ns);
+  in.read(p.cursors);
+  try {
+    schedule_.seek(p);
+  } catch (const std::invalid_argument& e) {
+    throw job_error(std::string{e.what()} + " (restore the checkpoint with the options it was taken with)");
+  }
+  pending_.reset();
+  if (in.read<bool>()) {
+    auto& m = pending_.emplace();
+    in.read(m.msg_id);
+    in.read(m.due_ns);
+    in.read(m.time);
+    in.read(m.line);
+  } else {
+    pending_ = schedule_.next();
+  }
+  // pacing restarts now: the next message is due at once, later ones keep their gaps to it
+  if (pending_) paced_from_ns_ = pending_->due_ns - metrics_->now_ns();
+}
+
+}  // namespace tidemark::riot::apps
+
+namespace tidemark::riot::apps::detail {
 
 stream<numbered_line> replay(job& j, const app_options& options, const std::shared_ptr<run_metrics>& metrics) {
   return j

@@ -1,4 +1,4 @@
-// Pieces the four RIoTBench applications share: the replay source, latency measurement before a
+// Pieces the four RIoTBench applications share: the replay stream, latency measurement before a
 // sink, the shared WiredTiger connection of a run, the dataset's row layout and the broker address.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include "tidemark/core/job.hpp"
 #include "tidemark/persistence/wiredtiger.hpp"
 #include "tidemark/riot/apps/apps.hpp"
+#include "tidemark/riot/apps/replay_source.hpp"
 #include "tidemark/riot/io/mqtt_tasks.hpp"
 #include "tidemark/riot/io/table_tasks.hpp"
 #include "tidemark/riot/streams.hpp"
@@ -21,20 +22,6 @@ struct tagged {
   std::int64_t msg_id = 0;
   std::string text;
   TIDEMARK_FIELDS(msg_id, text)
-};
-
-/// Emits the replay schedule's lines when they are due (sleeping at most 1 ms when none is), and
-/// records each message's emit time.
-class replay_source final : public source_logic {
- public:
-  replay_source(const replay_config& config, std::shared_ptr<run_metrics> metrics);
-  void open() override;
-  bool pull(std::size_t max, emitter& out) override;
-
- private:
-  replay_schedule schedule_;
-  std::shared_ptr<run_metrics> metrics_;
-  std::optional<scheduled_message> pending_;
 };
 
 /// The replayed lines of `options` as a stream (parallelism 1: message ids follow the schedule).

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "tidemark/core/state.hpp"
 #include "tidemark/riot/io/blob_tasks.hpp"
 #include "tidemark/riot/io/streams.hpp"
 #include "tidemark/riot/model_codec.hpp"
@@ -29,7 +30,9 @@ std::string analytic_type(std::string_view name) {
 
 /// A prediction operator that swaps its model while running: every 10 ms it takes the model
 /// notices that arrived on its subscription, downloads the models of its type (`Predictor::type`)
-/// from the blob store and hands them to the predictor. Rows are predicted in between.
+/// from the blob store and hands them to the predictor. Rows are predicted in between. A
+/// checkpoint saves the model in use (its bytes); notices are not replayed (MQTT at-most-once):
+/// after a restore the operator predicts with the saved model until the next notice.
 template <class Predictor>
 class model_swapping final : public operator_logic {
  public:
@@ -52,8 +55,17 @@ class model_swapping final : public operator_logic {
         errors_.report(r.error());
       } else {
         ++swaps_;
+        model_ = std::move(*bytes);
       }
     }
+  }
+  void snapshot(state_writer& out) override { out.write(model_); }
+  void restore(state_reader& in) override {
+    in.read(model_);
+    if (!model_) return;
+    if (auto r = p_.update(*model_); !r)
+      throw job_error("riot-pred: the checkpoint's " + std::string{Predictor::type} +
+                      " model does not load: " + r.error().message);
   }
   void add_metrics(std::map<std::string, double>& out) const override {
     out["model_swaps"] = static_cast<double>(swaps_);
@@ -66,6 +78,7 @@ class model_swapping final : public operator_logic {
   io::blob_download download_;
   error_sink errors_;
   std::uint64_t swaps_ = 0;
+  std::optional<std::string> model_;  // the bytes of the model in use, for checkpoints
 };
 
 /// DTC: the class of each row ("<msg>,<sensor>,DTC,obsVal:<row>,RES:<class>").

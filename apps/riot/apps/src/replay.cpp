@@ -171,8 +171,38 @@ replay_schedule::replay_schedule(const replay_config& config) : config_(config) 
     c.time = time_of(c);
     heap_.push_back(c);
   }
-  auto later = [](const cursor& a, const cursor& b) { return std::tie(a.time, a.copy) > std::tie(b.time, b.copy); };
   std::make_heap(heap_.begin(), heap_.end(), later);
+}
+
+replay_schedule::position replay_schedule::tell() const {
+  position p{emitted_, due_ns_, {}};
+  for (const auto& c : heap_) p.cursors.emplace_back(c.copy, c.index);
+  return p;
+}
+
+void replay_schedule::seek(const position& p) {
+  if (p.emitted > total_ || p.cursors.size() > config_.scale)
+    throw std::invalid_argument("replay: the position (" + std::to_string(p.emitted) + " messages, " +
+                                std::to_string(p.cursors.size()) + " copies) does not fit this replay of " +
+                                std::to_string(total_) + " messages in " + std::to_string(config_.scale) + " copies");
+  std::vector<cursor> heap;
+  for (const auto& [copy, index] : p.cursors) {
+    if (copy >= config_.scale || (!config_.messages && index >= records_.size()))
+      throw std::invalid_argument("replay: copy " + std::to_string(copy) + " at record " + std::to_string(index) +
+                                  " does not fit this replay");
+    cursor c{0, copy, index};
+    c.time = time_of(c);
+    heap.push_back(c);
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
+  heap_ = std::move(heap);
+  emitted_ = p.emitted;
+  due_ns_ = p.due_ns;
+}
+
+// (time, copy) orders the cursors totally: the heap pops them in one order, however it was built
+bool replay_schedule::later(const cursor& a, const cursor& b) noexcept {
+  return std::tie(a.time, a.copy) > std::tie(b.time, b.copy);
 }
 
 std::string replay_schedule::copy_id(std::string_view id, std::uint32_t copy) {
@@ -188,7 +218,6 @@ std::int64_t replay_schedule::time_of(const cursor& c) const {
 
 std::optional<scheduled_message> replay_schedule::next() {
   if (emitted_ >= total_ || heap_.empty()) return std::nullopt;
-  auto later = [](const cursor& a, const cursor& b) { return std::tie(a.time, a.copy) > std::tie(b.time, b.copy); };
   std::pop_heap(heap_.begin(), heap_.end(), later);
   auto c = heap_.back();
   heap_.pop_back();

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common.hpp"
+#include "tidemark/core/state.hpp"
 #include "tidemark/riot/io/plot_task.hpp"
 #include "tidemark/riot/io/streams.hpp"
 
@@ -26,7 +27,8 @@ struct chart {
 };
 
 /// Archives charts (zip_batch) and emits each archive's path; the last, shorter archive is
-/// written when the input ends.
+/// written when the input ends. A checkpoint saves the charts of the archive being gathered; an
+/// archive written again after a restore replaces the one of the same number.
 class zip_stage final : public operator_logic {
  public:
   explicit zip_stage(io::zip_batch_config config) : zip_(std::move(config)) {}
@@ -45,6 +47,17 @@ class zip_stage final : public operator_logic {
       b->values.push_back({last_, *path});
       out.emit(std::move(b));
     }
+  }
+  void snapshot(state_writer& out) override {
+    out.write(zip_.gathered());
+    out.write(zip_.archives_written());
+    out.write(last_);
+  }
+  void restore(state_reader& in) override {
+    auto gathered = in.read<std::vector<io::zip_entry>>();
+    const auto archives = in.read<std::uint64_t>();
+    in.read(last_);
+    zip_.resume(std::move(gathered), archives);
   }
   void add_metrics(std::map<std::string, double>& out) const override {
     out["archives"] = static_cast<double>(zip_.archives_written());

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common.hpp"
+#include "tidemark/core/state.hpp"
 #include "tidemark/riot/io/blob_tasks.hpp"
 #include "tidemark/riot/io/streams.hpp"
 
@@ -29,6 +30,7 @@ struct train_batch {
 };
 
 /// Emits the ticks one interval apart (the first after one interval) and records their emit time.
+/// A checkpoint saves the next tick; after a restore it comes one interval after the restore.
 class timer_source final : public source_logic {
  public:
   timer_source(std::vector<train_tick> ticks, std::int64_t interval_ns, std::shared_ptr<run_metrics> metrics)
@@ -36,7 +38,7 @@ class timer_source final : public source_logic {
   void open() override { metrics_->start(); }
   bool pull(std::size_t, emitter& out) override {
     if (next_ >= ticks_.size()) return false;
-    auto due = static_cast<std::int64_t>(next_ + 1) * interval_ns_;
+    auto due = paced_from_ns_ + static_cast<std::int64_t>(next_ - first_ + 1) * interval_ns_;
     auto now = metrics_->now_ns();
     if (now < due) {
       std::this_thread::sleep_for(std::chrono::nanoseconds{std::min<std::int64_t>(due - now, 1'000'000)});
@@ -48,12 +50,24 @@ class timer_source final : public source_logic {
     out.emit(std::move(b));
     return next_ < ticks_.size();
   }
+  bool replayable() const override { return true; }
+  void snapshot(state_writer& out) override { out.write(static_cast<std::uint64_t>(next_)); }
+  void restore(state_reader& in) override {
+    const auto next = in.read<std::uint64_t>();
+    if (next > ticks_.size())
+      throw job_error("riot-train timer: the checkpoint is at tick " + std::to_string(next) + " of " +
+                      std::to_string(ticks_.size()) + " (restore it with the options it was taken with)");
+    first_ = next_ = static_cast<std::size_t>(next);
+    paced_from_ns_ = metrics_->now_ns();
+  }
 
  private:
   std::vector<train_tick> ticks_;
   std::int64_t interval_ns_;
   std::shared_ptr<run_metrics> metrics_;
   std::size_t next_ = 0;
+  std::size_t first_ = 0;            // the tick pacing counts from (the restored one)
+  std::int64_t paced_from_ns_ = 0;  // when pacing started, on the metrics' clock
 };
 
 /// Trains with `Task` (decision_tree_train or linear_regression_train) and writes the model file

@@ -75,6 +75,15 @@ std::optional<std::string> zip_batch::process(zip_entry entry) {
   return write_archive();
 }
 
+void zip_batch::resume(std::vector<zip_entry> gathered, std::uint64_t archives_written) {
+  if (gathered.size() >= config_.max_entries)
+    throw std::invalid_argument("zip_batch: " + std::to_string(gathered.size()) +
+                                " gathered entries would have completed an archive of " +
+                                std::to_string(config_.max_entries));
+  pending_ = std::move(gathered);
+  archives_ = archives_written;
+}
+
 std::optional<std::string> zip_batch::process_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {

@@ -2,6 +2,7 @@
 // order from any thread. The runtime wakes the operator on its own thread to emit completions
 // (operator_logic::on_wakeup). The output watermark waits for every element that is still in
 // flight, so a synchronizer downstream knows when a time slice is complete (docs/timezones.md).
+// A checkpoint saves the elements not emitted yet; restore starts them again.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "tidemark/core/operator.hpp"
+#include "tidemark/core/state.hpp"
 
 namespace tidemark {
 
@@ -94,7 +96,10 @@ namespace ops {
 
 /// The async operator: `start(const T&, async_result<U>)` begins the work of one element and
 /// returns; the result may be completed on any thread, in any order. Elements keep their event
-/// time; key hashes are dropped (the result may have another key).
+/// time; key hashes are dropped (the result may have another key). A checkpoint saves, in arrival
+/// order, every element whose result was not emitted yet (in flight, completed but not taken, or
+/// waiting; T needs a codec then); restore starts them again, so `start` may see an element twice
+/// across a crash (its side effects are at-least-once, its outputs exactly-once).
 template <class T, class U, class Start>
 class async_logic final : public operator_logic {
  public:
@@ -134,7 +139,8 @@ class async_logic final : public operator_logic {
       for (auto& d : done) {
         auto it = in_flight_.find(d.seq);
         if (it == in_flight_.end()) continue;
-        auto [t, started] = it->second;
+        const auto t = it->second.time;
+        const auto started = it->second.started;
         in_flight_.erase(it);
         unfinished_.erase(unfinished_.find(t));
         ++completed_;
@@ -157,6 +163,33 @@ class async_logic final : public operator_logic {
     advance_watermark(out);
   }
 
+  void snapshot(state_writer& out) override {
+    out.write(static_cast<std::uint64_t>(in_flight_.size() + waiting_.size()));
+    // in flight first: they were started in arrival order, before every waiting element
+    for (const auto& [seq, f] : in_flight_) {
+      out.write(f.value);
+      out.write(f.time);
+    }
+    for (const auto& w : waiting_) {
+      out.write(w.value);
+      out.write(w.time);
+    }
+    out.write(input_wm_);
+    out.write(emitted_wm_);
+  }
+
+  void restore(state_reader& in) override {
+    for (auto n = in.read<std::uint64_t>(); n > 0; --n) {
+      waiting w{in.read<T>(), start_of_time};
+      in.read(w.time);
+      unfinished_.insert(w.time);
+      waiting_.push_back(std::move(w));
+    }
+    in.read(input_wm_);
+    in.read(emitted_wm_);
+    start_more();  // completions wake the operator (set_wakeup came first)
+  }
+
   bool pending() const override { return !unfinished_.empty(); }
   bool saturated() const override { return waiting_.size() >= concurrency_; }
 
@@ -173,17 +206,25 @@ class async_logic final : public operator_logic {
     T value;
     event_time time;
   };
+  /// An element started and not emitted; its value is kept (moved, not copied) for checkpoints.
+  struct in_flight {
+    event_time time;
+    std::chrono::steady_clock::time_point started;
+    T value;
+  };
 
   void start_more() {
     while (in_flight_.size() < concurrency_ && !waiting_.empty()) {
       auto w = std::move(waiting_.front());
       waiting_.pop_front();
       auto seq = next_seq_++;
-      in_flight_.emplace(seq, std::make_pair(w.time, std::chrono::steady_clock::now()));
+      auto& f = in_flight_
+                    .emplace(seq, in_flight{w.time, std::chrono::steady_clock::now(), std::move(w.value)})
+                    .first->second;
       max_in_flight_ = std::max(max_in_flight_, in_flight_.size());
       async_result<U> r{core_, seq};
       try {
-        start_(w.value, r);
+        start_(f.value, r);
       } catch (const std::exception& e) {
         r.fail(e.what());
       } catch (...) {
@@ -202,7 +243,7 @@ class async_logic final : public operator_logic {
   std::size_t concurrency_;
   std::shared_ptr<detail::async_core<U>> core_;
   std::deque<waiting> waiting_;
-  std::map<std::uint64_t, std::pair<event_time, std::chrono::steady_clock::time_point>> in_flight_;
+  std::map<std::uint64_t, in_flight> in_flight_;
   std::multiset<event_time> unfinished_;  // times of waiting and in-flight elements
   std::uint64_t next_seq_ = 0;
   event_time input_wm_ = start_of_time;

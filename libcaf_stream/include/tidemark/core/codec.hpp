@@ -275,6 +275,37 @@ struct codec<window_result<K, R>, std::enable_if_t<has_codec_v<K> && has_codec_v
   }
 };
 
+// Window state in checkpoints: the late trigger's state of a (window, key) and the accumulators
+// of the built-in aggregates (sum and count accumulate plain numbers, which have codecs).
+
+template <>
+struct codec<fire_state> {
+  static void encode(byte_writer& w, const fire_state& x) {
+    detail::encode_each(w, std::tie(x.revision, x.pending, x.last_fire_ms, x.expired_ms, x.plan));
+  }
+  static void decode(byte_reader& r, fire_state& x) {
+    detail::decode_each(r, std::tie(x.revision, x.pending, x.last_fire_ms, x.expired_ms, x.plan));
+  }
+};
+
+template <class V>
+struct codec<agg::first_and_rest<V>, std::enable_if_t<has_codec_v<V>>> {
+  static void encode(byte_writer& w, const agg::first_and_rest<V>& x) {
+    detail::encode_each(w, std::tie(x.value, x.any));
+  }
+  static void decode(byte_reader& r, agg::first_and_rest<V>& x) {
+    detail::decode_each(r, std::tie(x.value, x.any));
+  }
+};
+
+template <>
+struct codec<agg::mean_acc> {
+  static void encode(byte_writer& w, const agg::mean_acc& x) {
+    detail::encode_each(w, std::tie(x.sum, x.n));
+  }
+  static void decode(byte_reader& r, agg::mean_acc& x) { detail::decode_each(r, std::tie(x.sum, x.n)); }
+};
+
 /// Fails to compile, with a message naming the remedy, when T has no codec.
 template <class T>
 constexpr void require_codec() {

@@ -78,6 +78,9 @@ namespace ops {
 
 /// Fills `times` with `ts(x)` and generates watermarks and idle flags per a watermark_strategy.
 /// Upstream watermarks are not forwarded (this operator defines event time), except end_of_time.
+/// A checkpoint saves the highest event time seen, the last watermark emitted and the count
+/// towards the next periodic one; idleness and the processing-time schedule start afresh on
+/// restore (they measure the wall clock of the running instance).
 template <class T, class TsFn, class Punctuation>
 class timestamp_logic final : public operator_logic {
  public:
@@ -158,6 +161,17 @@ class timestamp_logic final : public operator_logic {
       idle_ = true;
       out.emit_idle(true);
     }
+  }
+
+  void snapshot(state_writer& out) override {
+    out.write(max_seen_);
+    out.write(emitted_);
+    out.write(since_watermark_);
+  }
+  void restore(state_reader& in) override {
+    in.read(max_seen_);
+    in.read(emitted_);
+    in.read(since_watermark_);
   }
 
   void add_metrics(std::map<std::string, double>& out) const override {

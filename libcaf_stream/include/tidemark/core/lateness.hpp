@@ -15,6 +15,9 @@
 
 namespace tidemark {
 
+class state_writer;
+class state_reader;
+
 /// A histogram of non-negative values in logarithmic buckets (`buckets_per_octave` per doubling
 /// above `resolution`, one bucket below it) whose observations decay exponentially: each one
 /// weighs half as much after `half_life` further observations. Memory is fixed; add is O(1).
@@ -35,6 +38,10 @@ class decaying_histogram {
   double quantile(double q) const;
   /// Normalized bucket masses (for shift detection).
   std::vector<double> masses() const;
+  /// Checkpoints: writes the observations (not the configuration); restore reads them into a
+  /// histogram constructed alike and throws wire_error when the bucket count differs.
+  void snapshot(state_writer& out) const;
+  void restore(state_reader& in);
 
  private:
   std::size_t bucket(double x) const;
@@ -79,6 +86,11 @@ class lateness_estimator {
   /// upper confidence bound of that quantile (normal approximation of the order statistic). Empty
   /// while too few observations support it.
   std::optional<event_time> covering(double coverage, double confidence) const;
+
+  /// Checkpoints: every histogram and the shift detector's reference, so that generations and
+  /// bounds continue exactly as they would have.
+  void snapshot(state_writer& out) const;
+  void restore(state_reader& in);
 
  private:
   decaying_histogram behind_;
@@ -135,6 +147,10 @@ class lateness_bound {
   /// The allowed lateness for a window created now, after watching the stream for `horizon`
   /// (event time since the operator's first watermark).
   event_time current(const lateness_estimator& e, event_time horizon);
+
+  /// Checkpoints: the bound in force and when it was computed (the policy is configuration).
+  void snapshot(state_writer& out) const;
+  void restore(state_reader& in);
 
  private:
   lateness policy_;

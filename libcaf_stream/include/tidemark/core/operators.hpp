@@ -1,5 +1,6 @@
 // The logic of the built-in operators: typed loops over whole batches. The runtime calls them
-// through operator_logic / source_logic; tests may call them directly.
+// through operator_logic / source_logic; tests may call them directly. Stateful ones save and
+// load their state for checkpoints (snapshot/restore) only when asked: no cost per element.
 #pragma once
 
 #include <chrono>
@@ -15,8 +16,28 @@
 
 #include "tidemark/core/detail/flat_hash_map.hpp"
 #include "tidemark/core/operator.hpp"
+#include "tidemark/core/state.hpp"
 
 namespace tidemark {
+
+/// True while a generator source re-runs its generator to return to a checkpoint's position
+/// (see generator_source::restore), on the thread that runs it: a generator that paces itself
+/// should not sleep then, and should restart its pacing from its next call.
+bool replaying_generator() noexcept;
+
+namespace detail {
+/// Makes replaying_generator() true on this thread while it lives.
+class replaying_scope {
+ public:
+  replaying_scope() noexcept;
+  ~replaying_scope();
+  replaying_scope(const replaying_scope&) = delete;
+  replaying_scope& operator=(const replaying_scope&) = delete;
+
+ private:
+  bool before_;
+};
+}  // namespace detail
 
 /// Names a side output: elements of U that an operator emits on output port `port` (>= 1; port 0
 /// is its main output) beside its main output. `stream.side_output(tag)` reads it; user functions
@@ -173,6 +194,36 @@ using instance_fn_t = typename instance_fn<F>::type;
 
 }  // namespace detail
 
+namespace detail {
+
+/// Writes a keyed state table: its size, then hash, key and value of every entry. Keys and values
+/// need a codec (state_writer throws naming the type otherwise).
+template <class K, class V>
+void write_table(state_writer& out, flat_hash_map<K, V>& table) {
+  out.write(static_cast<std::uint64_t>(table.size()));
+  table.for_each_hashed([&](std::uint64_t h, const K& k, const V& v) {
+    out.write(h);
+    out.write(k);
+    out.write(v);
+  });
+}
+
+/// Replaces `table` with what write_table wrote. The hashes are kept as written: they are the
+/// ones key_by computes for the key (same binary, same hash).
+template <class K, class V>
+void read_table(state_reader& in, flat_hash_map<K, V>& table) {
+  table.clear();
+  for (auto n = in.read<std::uint64_t>(); n > 0; --n) {
+    const auto h = in.read<std::uint64_t>();
+    auto k = in.read<K>();
+    auto [v, added] = table.find_or_add(h, k);
+    if (!added) throw wire_error("keyed state: a key appears twice in the checkpoint");
+    in.read(v);
+  }
+}
+
+}  // namespace detail
+
 namespace ops {
 
 /// Keeps the columns of the elements that a filter-like operator kept: keep[i] says whether
@@ -319,7 +370,8 @@ class key_by_logic final : public operator_logic {
 
 /// Running per-key fold: for every element, `acc = f(acc, x)` on its key's accumulator, then emits
 /// `project(key, acc)`. The accumulator starts at `init`, or, without one (reduce), at the key's
-/// first element. Lookups use the hash key_by computed.
+/// first element. Lookups use the hash key_by computed. A checkpoint saves every key's
+/// accumulator (K and A need a codec then).
 template <class T, class K, class A, class KeyFn, class F, class Project>
 class fold_logic final : public operator_logic {
  public:
@@ -349,6 +401,9 @@ class fold_logic final : public operator_logic {
     out.emit(std::move(result));
   }
 
+  void snapshot(state_writer& out) override { detail::write_table(out, state_); }
+  void restore(state_reader& in) override { detail::read_table(in, state_); }
+
  private:
   out_type step(std::uint64_t hash, const T& x) {
     K k = key_(x);
@@ -372,7 +427,8 @@ class fold_logic final : public operator_logic {
 /// Per-key stateful process: for every element, `f(state, x, out)` with the state of its key
 /// (made by `make_state()` or `make_state(key)` on the key's first element), emitting any number
 /// of Out and side outputs. State lives in one open-addressing table per instance, looked up by
-/// the hash key_by computed; outputs keep their element's event time.
+/// the hash key_by computed; outputs keep their element's event time. A checkpoint saves every
+/// key's state (K and State need a codec then).
 template <class T, class K, class Out, class KeyFn, class State, class MakeState, class F>
 class keyed_process_logic final : public collecting_logic {
  public:
@@ -408,6 +464,9 @@ class keyed_process_logic final : public collecting_logic {
     out["keyed_states"] = static_cast<double>(states_.size());
   }
 
+  void snapshot(state_writer& out) override { detail::write_table(out, states_); }
+  void restore(state_reader& in) override { detail::read_table(in, states_); }
+
  private:
   KeyFn key_;
   MakeState make_state_;
@@ -418,13 +477,15 @@ class keyed_process_logic final : public collecting_logic {
 
 // ---- sources ---------------------------------------------------------------------------------
 
-/// Emits a shared vector; instance k of p emits the k-th contiguous slice.
+/// Emits a shared vector; instance k of p emits the k-th contiguous slice. Replayable: a
+/// checkpoint saves the position in the slice.
 template <class T>
 class container_source final : public source_logic {
  public:
   container_source(std::shared_ptr<const std::vector<T>> xs, const instance_info& info)
       : xs_(std::move(xs)),
-        pos_(xs_->size() * info.index / info.parallelism),
+        begin_(xs_->size() * info.index / info.parallelism),
+        pos_(begin_),
         end_(xs_->size() * (info.index + 1) / info.parallelism) {}
 
   bool pull(std::size_t max, emitter& out) override {
@@ -438,13 +499,30 @@ class container_source final : public source_logic {
     return pos_ < end_;
   }
 
+  bool replayable() const override { return true; }
+  void snapshot(state_writer& out) override { out.write(static_cast<std::uint64_t>(pos_)); }
+  void restore(state_reader& in) override {
+    const auto pos = in.read<std::uint64_t>();
+    if (pos < begin_ || pos > end_)
+      throw job_error("container source: the checkpoint's position " + std::to_string(pos) +
+                      " lies outside this instance's slice [" + std::to_string(begin_) + ", " +
+                      std::to_string(end_) + "]; restore needs the same data and parallelism");
+    pos_ = static_cast<std::size_t>(pos);
+  }
+
  private:
   std::shared_ptr<const std::vector<T>> xs_;
+  std::size_t begin_;
   std::size_t pos_;
   std::size_t end_;
 };
 
 /// Calls a generator `std::optional<T>()` until it returns nullopt. Each instance runs its own copy.
+/// Replayable when the generator is a deterministic function of how often it was called (a
+/// counter, a seeded random engine): a checkpoint saves the number of elements produced, and
+/// restore calls the generator that many times and drops the values (replaying_generator() is
+/// true meanwhile, so a paced generator skips its sleeps). A generator that reads a clock or
+/// the outside world does not replay what it produced.
 template <class T, class F>
 class generator_source final : public source_logic {
  public:
@@ -476,17 +554,33 @@ class generator_source final : public source_logic {
       xs[n] = std::move(*x);
     }
     xs.resize(n);
+    produced_ += n;
     if (n > 0) out.emit(std::move(b));
     return more;
   }
 
+  bool replayable() const override { return true; }
+  void snapshot(state_writer& out) override { out.write(produced_); }
+  void restore(state_reader& in) override {
+    const auto n = in.read<std::uint64_t>();
+    detail::replaying_scope replaying;
+    for (; produced_ < n; ++produced_)
+      if (!f_())
+        throw job_error("generator source: the generator ended after " +
+                        std::to_string(produced_) + " elements, but the checkpoint had " +
+                        std::to_string(n) + "; to replay, a generator must return the same " +
+                        "elements for the same calls");
+  }
+
  private:
   F f_;
+  std::uint64_t produced_ = 0;
 };
 
 // ---- sinks -----------------------------------------------------------------------------------
 
-/// Calls `f(const T&)` for every element (instances may call it concurrently).
+/// Calls `f(const T&)` for every element (instances may call it concurrently). It keeps no state:
+/// after a restore, `f` sees again the elements that followed the checkpoint (at-least-once).
 template <class T, class F>
 class for_each_sink final : public operator_logic {
  public:
@@ -507,6 +601,9 @@ struct collected_state {
   std::vector<T> values;
 };
 
+/// Gathers its instance's elements and appends them to the shared result when the input ends.
+/// A checkpoint saves what the instance gathered so far (T needs a codec then): the shared result
+/// is only written at the end, so a restored job fills it exactly as an uninterrupted one.
 template <class T>
 class collect_sink final : public operator_logic {
  public:
@@ -525,16 +622,23 @@ class collect_sink final : public operator_logic {
                std::make_move_iterator(local_.end()));
   }
 
+  void snapshot(state_writer& out) override { out.write(local_); }
+  void restore(state_reader& in) override { in.read(local_); }
+
  private:
   std::shared_ptr<collected_state<T>> state_;
   std::vector<T> local_;
 };
 
+/// Counts its instance's elements and adds the count to the shared total when the input ends;
+/// a checkpoint saves the count so far.
 class count_sink final : public operator_logic {
  public:
   explicit count_sink(std::shared_ptr<std::atomic<std::uint64_t>> total) : total_(std::move(total)) {}
   void process(std::size_t, batch_ptr in, emitter&) override { n_ += in->size(); }
   void finish(emitter&) override { total_->fetch_add(n_); }
+  void snapshot(state_writer& out) override { out.write(n_); }
+  void restore(state_reader& in) override { in.read(n_); }
 
  private:
   std::shared_ptr<std::atomic<std::uint64_t>> total_;

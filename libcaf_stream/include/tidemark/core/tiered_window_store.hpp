@@ -84,7 +84,7 @@ class tiered_window_store final : public window_store<K, T> {
         ++stats_.demand_stages;
       }
     }
-    return std::make_unique<cursor>(*this, b);
+    return std::make_unique<cursor>(*this, b, false);
   }
 
   void merge(const window_id& from, const window_id& into, std::uint64_t h, const K& k) override {
@@ -211,6 +211,73 @@ class tiered_window_store final : public window_store<K, T> {
     put("state_write_errors", static_cast<double>(stats_.write_errors));
   }
 
+  /// Writes every (window, key) with all its events, those in memory and those on disk, plus the
+  /// watermark speed that pre-staging predicts from. Blocks on disk are read back through the
+  /// store's staging path and waited for on the operator's thread: this first version stalls the
+  /// operator for the time it takes to read its p-buckets, and the snapshot is as large as all the
+  /// window events (nothing is shared with the blocks on disk). A bucket that was being pre-staged
+  /// keeps its staged blocks. Throws job_error when a block cannot be read (the checkpoint would
+  /// miss events), or when T has no codec.
+  void snapshot(state_writer& out) override {
+    drain();
+    std::vector<bucket*> live;
+    for (auto& entry : index_)
+      entry.second.for_each_slot([&](std::size_t, std::uint64_t, const K&, std::uint64_t serial) {
+        live.push_back(&buckets_.at(serial));
+      });
+    out.write(last_wm_);
+    out.write(wm_rate_);
+    out.write(static_cast<std::uint64_t>(live.size()));
+    const auto now = storage_->now_ms();
+    std::vector<T> events;
+    for (bucket* b : live) {
+      out.write(b->w);
+      out.write(b->h);
+      out.write(b->key);
+      out.write(b->expired);
+      out.write(b->idle_destaged);
+      out.write(b->fire_at_ms >= 0 ? std::max<std::int64_t>(0, b->fire_at_ms - now) : std::int64_t{-1});
+      events.clear();
+      const auto fire_at_ms = b->fire_at_ms;  // a release of the snapshot's staging forgets it
+      {
+        cursor c{*this, b, /*keep_staging=*/b->staging != nullptr};
+        for (auto blk = c.next(); blk.size > 0; blk = c.next())
+          events.insert(events.end(), blk.data, blk.data + blk.size);
+        if (!c.complete())
+          throw job_error("cannot checkpoint tiered window state: a block of window [" +
+                          std::to_string(b->w.start) + "," + std::to_string(b->w.end) +
+                          ") could not be read back from disk");
+      }
+      b->fire_at_ms = fire_at_ms;
+      out.write(events);
+    }
+  }
+
+  /// Rebuilds the buckets of a snapshot in this (empty) store: each bucket's events are appended
+  /// again in their order, so a live window fills its m-bucket and overflows to new blocks, and an
+  /// expired one goes to disk as expire() would have put it. The blocks get this store's own
+  /// addresses; p-buckets of the store that wrote the snapshot are not reused.
+  void restore(state_reader& in) override {
+    if (!buckets_.empty()) throw job_error("tiered window store: restore into a store in use");
+    in.read(last_wm_);
+    in.read(wm_rate_);
+    last_wm_ms_ = storage_->now_ms();
+    std::vector<T> events;
+    for (auto n = detail::read_count(in); n > 0; --n) {
+      const auto w = in.read<window_id>();
+      const auto h = in.read<std::uint64_t>();
+      const auto k = in.read<K>();
+      auto& b = bucket_of(w, h, k);
+      in.read(b.expired);
+      in.read(b.idle_destaged);
+      const auto fire_in = in.read<std::int64_t>();
+      in.read(events);
+      for (auto& x : events) append(w, h, k, std::move(x));
+      if (b.expired) seal_tail(b, io_class::destage);
+      if (fire_in >= 0) b.fire_at_ms = storage_->now_ms() + fire_in;
+    }
+  }
+
   /// Δt: how long before a predicted re-execution pre-staging starts, learned from past staging
   /// times weighted by the events staged. Before the first measurement it is pessimistic: one
   /// window length of processing time when the watermark's speed is known (the paper starts when
@@ -298,11 +365,14 @@ class tiered_window_store final : public window_store<K, T> {
 
   class cursor final : public event_cursor<T> {
    public:
-    cursor(tiered_window_store& s, bucket* b) : s_(s), b_(b) {
+    /// `keep_staging`: leave the staged blocks to the next reader (a snapshot reading a bucket
+    /// that is being pre-staged for its re-execution); otherwise they are freed afterwards.
+    cursor(tiered_window_store& s, bucket* b, bool keep_staging)
+        : s_(s), b_(b), keep_staging_(keep_staging) {
       if (b_) next_block_ = b_->blocks.begin();
     }
     ~cursor() override {
-      if (b_) s_.release_staging(*b_);
+      if (b_ && !keep_staging_) s_.release_staging(*b_);
     }
     event_block<T> next() override {
       if (!b_) return {};
@@ -328,6 +398,7 @@ class tiered_window_store final : public window_store<K, T> {
    private:
     tiered_window_store& s_;
     bucket* b_;
+    bool keep_staging_;
     int phase_ = 0;
     typename std::map<std::uint64_t, block_ref>::iterator next_block_;
     bool complete_ = true;

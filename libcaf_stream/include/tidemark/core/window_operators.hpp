@@ -19,6 +19,7 @@
 #include "tidemark/core/detail/flat_hash_map.hpp"
 #include "tidemark/core/lateness.hpp"
 #include "tidemark/core/operator.hpp"
+#include "tidemark/core/state.hpp"
 #include "tidemark/core/window_store.hpp"
 #include "tidemark/core/windows.hpp"
 
@@ -65,6 +66,12 @@ struct aggregate_function {
   bool incomplete() const { return false; }
   std::uint64_t memory_bytes() const { return 0; }
   void add_metrics(std::map<std::string, double>&) const {}
+  /// Checkpoints: the accumulator is the pane's whole state (a job_error names its type when it
+  /// has no codec); the function keeps nothing else.
+  void snapshot_payload(state_writer& out, const payload& p) const { out.write(p); }
+  void restore_payload(state_reader& in, payload& p) const { in.read(p); }
+  void snapshot(state_writer&) {}
+  void restore(state_reader&) {}
 };
 
 /// Full-window function `f(const K&, const window_id&, window_events<T>&) -> R`: events are kept
@@ -104,6 +111,11 @@ struct process_function {
   void tick() { store->tick(); }
   /// Whether the last result missed events the store could not read.
   bool incomplete() const { return incomplete_; }
+  /// Checkpoints: panes hold nothing; the events are in the store.
+  void snapshot_payload(state_writer&, const payload&) const {}
+  void restore_payload(state_reader&, payload&) const {}
+  void snapshot(state_writer& out) { store->snapshot(out); }
+  void restore(state_reader& in) { store->restore(in); }
   std::uint64_t memory_bytes() const { return store->memory_bytes(); }
   void add_metrics(std::map<std::string, double>& out) const {
     out["window_store_events"] = static_cast<double>(store->memory_events());
@@ -139,6 +151,56 @@ class window_logic_base : public operator_logic {
     out["lateness_after_end_windows_p99"] = estimator_.after_end_windows().quantile(0.99);
     out["lateness_behind_watermark_p99"] = estimator_.behind_watermark().quantile(0.99);
     fn_.add_metrics(out);
+  }
+
+  /// Everything the instance continues from: watermark, counters, the lateness estimator and
+  /// bound, cached late schedules, every open window and pane with its fire state, and the
+  /// function's state (the events of a process function's store). Output batches are always
+  /// flushed when a hook returns, so none is pending here.
+  void snapshot(state_writer& out) override {
+    out.write(state_format);
+    out.write(kind_tag());
+    out.write(wm_);
+    out.write(max_seen_);
+    out.write(now_ms_);
+    out.write(late_accepted_);
+    out.write(late_dropped_);
+    out.write(gap_dropped_);
+    out.write(results_);
+    out.write(panes_);
+    out.write(skipped);
+    out.write(current_lateness_);
+    out.write(purged_end_);
+    out.write(first_wm_);
+    estimator_.snapshot(out);
+    bound_.snapshot(out);
+    schedules_.snapshot(out);
+    snapshot_windows(out);
+    fn_.snapshot(out);
+  }
+
+  void restore(state_reader& in) override {
+    if (in.read<std::uint32_t>() != state_format)
+      throw job_error("window operator '" + name_ + "': checkpoint holds another state format");
+    if (in.read<std::uint8_t>() != kind_tag())
+      throw job_error("window operator '" + name_ + "': checkpoint holds another kind of window");
+    in.read(wm_);
+    in.read(max_seen_);
+    in.read(now_ms_);
+    in.read(late_accepted_);
+    in.read(late_dropped_);
+    in.read(gap_dropped_);
+    in.read(results_);
+    in.read(panes_);
+    in.read(skipped);
+    in.read(current_lateness_);
+    in.read(purged_end_);
+    in.read(first_wm_);
+    estimator_.restore(in);
+    bound_.restore(in);
+    schedules_.restore(in);
+    restore_windows(in);
+    fn_.restore(in);
   }
 
   std::int64_t timer_period_ms() const override {
@@ -185,6 +247,23 @@ class window_logic_base : public operator_logic {
 
   /// Bytes of the operator's own window tables (not the window store's).
   virtual std::uint64_t table_bytes() const = 0;
+
+  /// Version of what snapshot writes; restore refuses other versions.
+  static constexpr std::uint32_t state_format = 1;
+  /// Tells the window kinds apart in a checkpoint (aligned 1, session 2, count 3).
+  virtual std::uint8_t kind_tag() const = 0;
+  /// Writes / reads the windows and panes of the concrete window kind.
+  virtual void snapshot_windows(state_writer& out) const = 0;
+  virtual void restore_windows(state_reader& in) = 0;
+
+  void snapshot_pane(state_writer& out, const pane& p) const {
+    fn_.snapshot_payload(out, p.data);
+    out.write(p.state);
+  }
+  void restore_pane(state_reader& in, pane& p) {
+    fn_.restore_payload(in, p.data);
+    in.read(p.state);
+  }
 
   /// Fires and expires what the watermark `wm` completes (time-based windows only).
   virtual void advance(event_time wm) {}
@@ -481,6 +560,37 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     return n;
   }
 
+  std::uint8_t kind_tag() const override { return 1; }
+
+  void snapshot_windows(state_writer& out) const override {
+    out.write(static_cast<std::uint64_t>(windows_.size()));
+    for (const auto& entry : windows_) {
+      const auto& e = entry.second;
+      out.write(e.w);
+      out.write(e.expired);
+      out.write(e.lateness);
+      detail::snapshot_table(out, e.panes, [&](state_writer& o, const pane& p) { this->snapshot_pane(o, p); });
+    }
+    // The reused slot array decides the layout, hence the result order, of the next new window.
+    out.write(static_cast<std::uint64_t>(spare_.slot_count()));
+  }
+
+  void restore_windows(state_reader& in) override {
+    windows_.clear();
+    last_ = nullptr;
+    for (auto n = detail::read_count(in); n > 0; --n) {
+      window_entry e;
+      in.read(e.w);
+      in.read(e.expired);
+      in.read(e.lateness);
+      detail::restore_table(in, e.panes, [&](state_reader& i, pane& p) { this->restore_pane(i, p); });
+      const auto start = e.w.start;
+      if (!windows_.emplace(start, std::move(e)).second)
+        throw wire_error("window state: window starting at " + std::to_string(start) + " twice");
+    }
+    spare_.reset(static_cast<std::size_t>(in.read<std::uint64_t>()));
+  }
+
   Assigner assigner_;
   std::map<event_time, window_entry> windows_;
   window_entry* last_ = nullptr;
@@ -615,6 +725,36 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     return keys_.memory_bytes() + this->panes_ * sizeof(session_pane);
   }
 
+  std::uint8_t kind_tag() const override { return 2; }
+
+  void snapshot_windows(state_writer& out) const override {
+    detail::snapshot_table(out, keys_, [&](state_writer& o, const std::vector<session_pane>& list) {
+      o.write(static_cast<std::uint64_t>(list.size()));
+      for (const auto& s : list) {
+        o.write(s.w);
+        o.write(s.state);
+        o.write(s.expired);
+        o.write(s.lateness);
+        this->snapshot_pane(o, s.p);
+      }
+    });
+    out.write(next_due_);
+  }
+
+  void restore_windows(state_reader& in) override {
+    detail::restore_table(in, keys_, [&](state_reader& i, std::vector<session_pane>& list) {
+      list.resize(detail::read_count(i));
+      for (auto& s : list) {
+        i.read(s.w);
+        i.read(s.state);
+        i.read(s.expired);
+        i.read(s.lateness);
+        this->restore_pane(i, s.p);
+      }
+    });
+    in.read(next_due_);
+  }
+
   event_time gap_;
   detail::flat_hash_map<K, std::vector<session_pane>> keys_;
   event_time next_due_ = end_of_time;  // no session needs the watermark before this time
@@ -683,6 +823,30 @@ class count_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
 
   std::uint64_t table_bytes() const override {
     return keys_.memory_bytes() + this->panes_ * sizeof(count_pane);
+  }
+
+  std::uint8_t kind_tag() const override { return 3; }
+
+  void snapshot_windows(state_writer& out) const override {
+    detail::snapshot_table(out, keys_, [&](state_writer& o, const key_state& ks) {
+      o.write(ks.next);
+      o.write(static_cast<std::uint64_t>(ks.open.size()));
+      for (const auto& c : ks.open) {
+        o.write(c.w);
+        this->snapshot_pane(o, c.p);
+      }
+    });
+  }
+
+  void restore_windows(state_reader& in) override {
+    detail::restore_table(in, keys_, [&](state_reader& i, key_state& ks) {
+      i.read(ks.next);
+      ks.open.resize(detail::read_count(i));
+      for (auto& c : ks.open) {
+        i.read(c.w);
+        this->restore_pane(i, c.p);
+      }
+    });
   }
 
   count_window c_;

@@ -14,9 +14,59 @@
 #include <vector>
 
 #include "tidemark/core/detail/flat_hash_map.hpp"
+#include "tidemark/core/state.hpp"
 #include "tidemark/core/windows.hpp"
 
 namespace tidemark {
+
+namespace detail {
+
+/// A count of entries written before them in a checkpoint; each entry takes at least one byte, so
+/// a count beyond the bytes left is corrupt (rejected before anything is allocated for it).
+inline std::size_t read_count(state_reader& in) {
+  const auto n = in.read<std::uint64_t>();
+  if (n > in.remaining())
+    throw wire_error("window state: " + std::to_string(n) + " entries in " +
+                     std::to_string(in.remaining()) + " bytes");
+  return static_cast<std::size_t>(n);
+}
+
+/// Writes table `t` for a checkpoint with its slot layout (so that the restored table iterates in
+/// the same order): slot count, entries, then per entry its slot, hash, key and what
+/// `value(out, v)` writes.
+template <class K, class V, class WriteValue>
+void snapshot_table(state_writer& out, const flat_hash_map<K, V>& t, WriteValue&& value) {
+  out.write(static_cast<std::uint64_t>(t.slot_count()));
+  out.write(static_cast<std::uint64_t>(t.size()));
+  t.for_each_slot([&](std::size_t i, std::uint64_t h, const K& k, const V& v) {
+    out.write(static_cast<std::uint64_t>(i));
+    out.write(h);
+    out.write(k);
+    value(out, v);
+  });
+}
+
+/// Rebuilds a table snapshot_table wrote; `value(in, v)` reads each value. Throws wire_error when
+/// the layout is impossible.
+template <class K, class V, class ReadValue>
+void restore_table(state_reader& in, flat_hash_map<K, V>& t, ReadValue&& value) {
+  const auto slots = in.read<std::uint64_t>();
+  const auto n = read_count(in);
+  if ((slots & (slots - 1)) != 0 || (slots > 0 && n >= slots) || (slots == 0 && n > 0))
+    throw wire_error("window state: a table of " + std::to_string(n) + " entries in " +
+                     std::to_string(slots) + " slots");
+  t.reset(static_cast<std::size_t>(slots));
+  for (std::size_t e = 0; e < n; ++e) {
+    const auto i = in.read<std::uint64_t>();
+    const auto h = in.read<std::uint64_t>();
+    const auto k = in.read<K>();
+    V* v = t.put_at(static_cast<std::size_t>(i), h, k);
+    if (!v) throw wire_error("window state: slot " + std::to_string(i) + " taken or out of range");
+    value(in, *v);
+  }
+}
+
+}  // namespace detail
 
 /// A contiguous run of events handed out by a cursor.
 template <class T>
@@ -72,6 +122,19 @@ class window_store {
   virtual std::int64_t tick_ms() const { return 0; }
   /// Processing time passed (the operator's timer).
   virtual void tick() {}
+
+  // Checkpoints (see operator_logic::snapshot): called between two calls of the others.
+  /// Writes the events of every (window, key) and whatever later calls depend on. The default
+  /// throws job_error: a store written for a job without checkpoints need not support them.
+  virtual void snapshot(state_writer& out) {
+    throw job_error("this window store cannot be checkpointed: implement window_store::snapshot "
+                    "and restore, or use memory_window_store or the tiered store");
+  }
+  /// Loads what snapshot wrote into an empty store constructed like the one that wrote it, so
+  /// that later calls behave as they would have on that one.
+  virtual void restore(state_reader& in) {
+    throw job_error("this window store cannot be restored from a checkpoint");
+  }
 };
 
 /// The all-in-memory store: per window an open-addressing table of keys to event vectors.
@@ -119,6 +182,28 @@ class memory_window_store final : public window_store<K, T> {
     std::uint64_t tables = 0;
     for (const auto& [w, t] : windows_) tables += t.memory_bytes();
     return bytes_ + tables;
+  }
+
+  /// Every window with its key table; events through codec<T> (a job_error names T if it has none).
+  void snapshot(state_writer& out) override {
+    out.write(static_cast<std::uint64_t>(windows_.size()));
+    for (const auto& [w, t] : windows_) {
+      out.write(w);
+      detail::snapshot_table(out, t, [](state_writer& o, const std::vector<T>& events) { o.write(events); });
+    }
+  }
+
+  void restore(state_reader& in) override {
+    windows_.clear();
+    events_ = bytes_ = 0;
+    for (auto n = detail::read_count(in); n > 0; --n) {
+      const auto w = in.read<window_id>();
+      detail::restore_table(in, windows_[w], [&](state_reader& i, std::vector<T>& events) {
+        i.read(events);
+        events_ += events.size();
+        bytes_ += events.capacity() * sizeof(T);
+      });
+    }
   }
 
  private:

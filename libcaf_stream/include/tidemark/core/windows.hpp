@@ -148,6 +148,8 @@ struct fire_state {
 };
 
 class lateness_estimator;
+class state_writer;
+class state_reader;
 
 /// Re-fire offsets computed from the lateness distribution, kept per operator instance: one
 /// schedule per allowed lateness, all dropped when the distribution shifts (a new estimator
@@ -167,6 +169,12 @@ class late_schedule_cache {
     entries_.emplace_back(lateness, compute());
     return entries_.back().second;
   }
+
+  /// Checkpoints save the cache rather than rebuild it: an entry was computed from the estimator
+  /// as it was when the entry's generation first needed it, and the estimator moved on since, so
+  /// recomputing after a restore would give windows other re-fire times than before the crash.
+  void snapshot(state_writer& out) const;
+  void restore(state_reader& in);
 
  private:
   std::uint64_t generation_ = ~std::uint64_t{0};

@@ -42,6 +42,11 @@ class wt_connection : public std::enable_shared_from_this<wt_connection> {
   /// missing. `config` is a wiredtiger_open configuration string (`create` is added), e.g.
   /// "log=(enabled=true),cache_size=256MB". Throws storage_error naming `home`.
   static std::shared_ptr<wt_connection> open(const std::string& home, const std::string& config = "");
+  /// The connection this process has open on `home`, or a new one opened with `config`.
+  /// WiredTiger allows one connection per directory and process, so components that find a
+  /// directory by name (sink instances of one job) share it this way; the first opener's `config`
+  /// applies. Thread-safe.
+  static std::shared_ptr<wt_connection> open_shared(const std::string& home, const std::string& config = "");
 
   /// Use open(); the key keeps construction inside it, so every connection is shared-owned.
   class key {

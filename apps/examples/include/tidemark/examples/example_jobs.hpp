@@ -6,7 +6,10 @@
 
 namespace tidemark::examples {
 
-/// Registers `example-window-count`: a keyed tumbling-window count over a seeded generator.
+/// Registers `example-window-count` (a keyed tumbling-window count over a seeded generator) and
+/// `example-late-windows` (late re-firings, tiered state, a WiredTiger table sink).
 void register_jobs(job_registry& registry);
+/// Registers `example-late-windows` only.
+void register_late_windows(job_registry& registry);
 
 }  // namespace tidemark::examples

@@ -105,6 +105,38 @@ class flat_hash_map {
       if (s.used) f(s.hash, s.key, s.value);
   }
 
+  // ---- the slot layout, for checkpoints: iteration order depends on it, and operators emit in
+  // iteration order, so a restored table must have the same layout, not just the same entries.
+
+  /// Slots of the table: 0 or a power of two.
+  std::size_t slot_count() const noexcept { return slots_.size(); }
+
+  /// Calls f(index, hash, key, value) for every entry, in slot order.
+  template <class F>
+  void for_each_slot(F&& f) const {
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].used) f(i, slots_[i].hash, slots_[i].key, slots_[i].value);
+  }
+
+  /// Empties the table and gives it `n` slots (0 or a power of two).
+  void reset(std::size_t n) {
+    slots_ = std::vector<slot>(n);
+    size_ = 0;
+  }
+
+  /// Puts `key` (hash `h`) into slot `i` of a table being rebuilt from for_each_slot; returns its
+  /// (default-constructed) value, or nullptr when `i` is out of range or taken, or when the entry
+  /// would fill the last free slot (lookups need one).
+  V* put_at(std::size_t i, std::uint64_t h, const K& key) {
+    if (i >= slots_.size() || slots_[i].used || size_ + 1 >= slots_.size()) return nullptr;
+    auto& s = slots_[i];
+    s.used = true;
+    s.hash = h;
+    s.key = key;
+    ++size_;
+    return &s.value;
+  }
+
  private:
   void grow() {
     std::vector<slot> old(slots_.empty() ? 16 : slots_.size() * 2);

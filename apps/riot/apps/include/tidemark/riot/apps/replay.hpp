@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tidemark/riot/dataset.hpp"
@@ -83,6 +84,18 @@ class replay_schedule {
   /// The next message, or nullopt after size() messages.
   std::optional<scheduled_message> next();
 
+  /// Where the schedule stands (for checkpoints): a schedule built from the same config and
+  /// moved there with seek() continues with the same messages at the same due times.
+  struct position {
+    std::uint64_t emitted = 0;  ///< messages produced so far
+    std::int64_t due_ns = 0;    ///< due time of the next message under a target rate
+    /// (copy, index across cycles) of the next record of every copy that has one
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> cursors;
+  };
+  position tell() const;
+  /// Throws std::invalid_argument when `p` cannot come from a schedule of this config.
+  void seek(const position& p);
+
  private:
   struct record {
     std::int64_t time;
@@ -95,6 +108,7 @@ class replay_schedule {
   };
 
   std::int64_t time_of(const cursor& c) const;
+  static bool later(const cursor& a, const cursor& b) noexcept;
 
   replay_config config_;
   std::vector<record> records_;

@@ -48,6 +48,12 @@ class zip_batch {
   std::optional<std::string> finish();
 
   std::uint64_t archives_written() const noexcept { return archives_; }
+  /// The entries gathered for the next archive (what a checkpoint saves with archives_written()).
+  const std::vector<zip_entry>& gathered() const noexcept { return pending_; }
+  /// Continues from a checkpoint: `gathered` entries waiting, `archives_written` archives done
+  /// (the next one gets that number). Throws std::invalid_argument when `gathered` would have
+  /// completed an archive.
+  void resume(std::vector<zip_entry> gathered, std::uint64_t archives_written);
   const error_sink& errors() const noexcept { return errors_; }
 
  private:

@@ -1,0 +1,148 @@
+// example-late-windows: sensor readings of which some arrive late, counted and summed per sensor in
+// tumbling windows that accept late readings for a while and re-fire for each, with the window
+// events in tiered state (memory and WiredTiger). Every result revision goes into a WiredTiger
+// table. The readings are a function of their index, the watermarks follow every 64 readings, so
+// the table of a run is the same in every run: the job exactly_once_embedded kills and resumes.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "tidemark/core/state.hpp"
+#include "tidemark/core/tiered_window_store.hpp"
+#include "tidemark/examples/example_jobs.hpp"
+#include "tidemark/persistence/table_sink.hpp"
+
+namespace tidemark::examples {
+namespace {
+
+struct late_reading {
+  std::int64_t ts = 0;
+  std::uint32_t sensor = 0;
+  std::int64_t value = 0;
+  TIDEMARK_FIELDS(ts, sensor, value)
+};
+
+/// Reading i: sensor by a multiplicative hash of i, value i mod 97, event time i ms; every 53rd
+/// reading is 300 ms late (behind closed windows, within their allowed lateness), every 211th is
+/// 3 s late (past it: it leaves on the late port). With `rate` > 0, paced at that many per second.
+class late_reading_source final : public source_logic {
+ public:
+  late_reading_source(std::int64_t events, std::int64_t keys, std::int64_t rate)
+      : events_(events), keys_(keys), rate_(rate) {}
+
+  bool pull(std::size_t max, emitter& out) override {
+    auto until = std::min(events_, next_ + static_cast<std::int64_t>(max));
+    if (rate_ > 0) {
+      auto now = std::chrono::steady_clock::now();
+      if (!started_) started_ = now;
+      auto due = paced_from_ + std::chrono::duration_cast<std::chrono::microseconds>(now - *started_).count() *
+                                   rate_ / 1'000'000;
+      if (due <= next_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{1});
+        return true;
+      }
+      until = std::min(until, due);
+    }
+    auto b = std::make_unique<batch<late_reading>>();
+    for (; next_ < until; ++next_) {
+      auto ts = next_ - (next_ % 211 == 0 ? 3000 : next_ % 53 == 0 ? 300 : 0);
+      b->values.push_back({ts, static_cast<std::uint32_t>((next_ * 2654435761u) % keys_), next_ % 97});
+    }
+    if (!b->values.empty()) out.emit(std::move(b));
+    return next_ < events_;
+  }
+
+  bool replayable() const override { return true; }
+  void snapshot(state_writer& w) override { w.write(next_); }
+  void restore(state_reader& r) override {
+    r.read(next_);
+    paced_from_ = next_;  // the pace restarts at the restored position
+  }
+
+ private:
+  std::int64_t events_;
+  std::int64_t keys_;
+  std::int64_t rate_;
+  std::int64_t next_ = 0;
+  std::int64_t paced_from_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> started_;
+};
+
+struct count_sum {
+  std::int64_t count = 0;
+  std::int64_t sum = 0;
+  TIDEMARK_FIELDS(count, sum)
+};
+
+job build_late_windows(const job_options& o) {
+  const auto events = o.get_int("events");
+  const auto keys = o.get_int("keys");
+  const auto rate = o.get_int("rate");
+  const auto parallelism = o.get_int("parallelism");
+  const auto table = o.get("table");
+  if (events < 0 || keys < 1 || rate < 0 || parallelism < 1 || table.empty())
+    throw job_error("example-late-windows: --events >= 0, --keys >= 1, --rate >= 0, "
+                    "--parallelism >= 1 and --table DIR are required");
+  job j{"example-late-windows"};
+  auto windows =
+      j.from_source<late_reading>(
+           [events, keys, rate](const instance_info&) {
+             return std::make_unique<late_reading_source>(events, keys, rate);
+           },
+           "readings")
+          .assign_timestamps([](const late_reading& r) { return r.ts; },
+                             bounded_out_of_orderness(20).every_events(64))
+          .key_by([](const late_reading& r) { return r.sensor; }, "by_sensor")
+          .window(tumbling{100})
+          .allowed_lateness(1000)
+          .state(tiered{/*memory_events=*/64, 0, /*block_events=*/32})
+          .process(
+              [](const std::uint32_t&, const window_id&, window_events<late_reading>& xs) {
+                count_sum r;
+                for (const auto& x : xs) {
+                  ++r.count;
+                  r.sum += x.value;
+                }
+                return r;
+              },
+              "windows")
+          .parallelism(static_cast<std::uint32_t>(parallelism));
+  windows.late().count("too_late");
+  // one sink instance for the whole table: a cluster can pin it to a node (`pins: {results: n1}`)
+  auto results = windows.results().rebalance().map([](const auto& r) { return r; }, "gather").parallelism(1);
+  persistence::write_table(
+      results, table, "results",
+      [](const window_result<std::uint32_t, count_sum>& r) {
+        char key[64];
+        std::snprintf(key, sizeof key, "%08u/%012lld/%04u", r.key,
+                      static_cast<long long>(r.window.start), r.revision);
+        return std::string{key};
+      },
+      [](const window_result<std::uint32_t, count_sum>& r) {
+        return std::to_string(r.value.count) + " " + std::to_string(r.value.sum) + " " +
+               to_string(r.timing) + (r.final ? " final" : "");
+      },
+      "results");
+  return j;
+}
+
+}  // namespace
+
+void register_late_windows(job_registry& registry) {
+  registry.add({"example-late-windows",
+                "late readings in keyed tumbling windows with late re-firings and tiered state; "
+                "every result revision into a WiredTiger table, exactly once with checkpoints",
+                {{"events", "200000", "readings to generate"},
+                 {"keys", "50", "distinct sensors"},
+                 {"rate", "0", "readings per second (0: as fast as possible)"},
+                 {"parallelism", "2", "instances of the window operator"},
+                 {"table", "", "WiredTiger directory of the results table (required)"}},
+                nullptr,
+                build_late_windows,
+                nullptr});
+}
+
+}  // namespace tidemark::examples

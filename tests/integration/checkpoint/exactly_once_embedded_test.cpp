@@ -1,0 +1,147 @@
+// exactly_once_embedded: `tidemark run example-late-windows` with checkpoints is killed with
+// SIGKILL four times at random moments and resumed with --resume each time; the results table it
+// finally holds must equal, row for row, the table of a run without faults (nothing lost, nothing
+// twice, the same revision ids). The job has keyed tumbling windows with late re-firings, tiered
+// window state on disk and a WiredTiger table sink.
+#define BOOST_TEST_MODULE exactly_once_embedded
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../support/temp_dir.hpp"
+#include "tidemark/persistence/table_store.hpp"
+
+extern char** environ;
+
+namespace {
+
+using rows = std::map<std::string, std::string>;
+
+/// Starts `tidemark run example-late-windows ARGS...` with stderr into `log`.
+pid_t start_job(const std::vector<std::string>& tool_args, const std::vector<std::string>& job_args,
+                const std::string& log) {
+  std::vector<std::string> args{TIDEMARK_BIN, "run"};
+  args.insert(args.end(), tool_args.begin(), tool_args.end());
+  args.push_back("example-late-windows");
+  args.insert(args.end(), job_args.begin(), job_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, TIDEMARK_BIN, &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  BOOST_REQUIRE_MESSAGE(rc == 0, "cannot start " TIDEMARK_BIN);
+  return pid;
+}
+
+/// Waits for `pid`; true when it exited with status 0.
+bool succeeded(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Every result row of the job's table (the sink's commit markers are not results).
+rows results_of(const std::string& dir) {
+  auto db = tidemark::persistence::wt_connection::open(dir);
+  tidemark::persistence::table_store t{db, "results"};
+  rows out;
+  t.scan({}, std::nullopt, [&](std::string_view k, std::string_view v) {
+    out.emplace(std::string{k}, std::string{v});
+    return true;
+  });
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(four_kills_and_resumes_give_the_table_of_a_run_without_faults) {
+  tidemark::test::temp_dir dir{"exactly-once"};
+  const std::vector<std::string> job{"--events", "100000", "--keys", "20", "--parallelism", "2"};
+
+  // the reference: the same readings without checkpoints and without faults, as fast as possible
+  auto reference_job = job;
+  reference_job.insert(reference_job.end(), {"--table", dir / "reference"});
+  BOOST_REQUIRE_MESSAGE(succeeded(start_job({}, reference_job, dir / "reference.log")),
+                        read_file(dir / "reference.log"));
+  const auto expected = results_of(dir / "reference");
+  // the reference exercises what the test is about: late re-firings and readings past lateness
+  std::size_t late_revisions = 0;
+  for (const auto& [k, v] : expected) late_revisions += v.find(" late") != std::string::npos;
+  BOOST_TEST_MESSAGE(expected.size() << " result rows, " << late_revisions << " late re-firings");
+  BOOST_REQUIRE(expected.size() > 1000u);
+  BOOST_REQUIRE(late_revisions > 100u);
+
+  // paced so that one attempt takes longer than the time before its kill
+  auto paced = job;
+  paced.insert(paced.end(), {"--rate", "12000", "--table", dir / "results"});
+  const std::vector<std::string> tool{"--data-dir", dir / "state", "--checkpoint-interval", "200",
+                                      "--resume"};
+  std::random_device seeder;
+  const auto seed = seeder();
+  std::mt19937 rng{seed};
+  std::uniform_int_distribution<int> kill_after_ms{700, 1800};
+  BOOST_TEST_MESSAGE("seed " << seed);
+  const auto log = dir / "faulty.log";
+  for (int kill = 0; kill < 4; ++kill) {
+    auto pid = start_job(tool, paced, log);
+    const auto wait = kill_after_ms(rng);
+    std::this_thread::sleep_for(std::chrono::milliseconds{wait});
+    BOOST_TEST_MESSAGE("kill " << kill + 1 << " after " << wait << " ms (seed " << seed << ")");
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    BOOST_REQUIRE_MESSAGE(WIFSIGNALED(status), "the job ended before its kill: " << read_file(log));
+  }
+  BOOST_REQUIRE_MESSAGE(succeeded(start_job(tool, paced, log)), read_file(log));
+
+  // the attempts really resumed from checkpoints (not from the beginning each time)
+  const auto text = read_file(log);
+  std::size_t resumes = 0;
+  for (auto at = text.find("from checkpoint"); at != std::string::npos;
+       at = text.find("from checkpoint", at + 1))
+    ++resumes;
+  BOOST_TEST(resumes >= 3u, text);
+
+  const auto got = results_of(dir / "results");
+  BOOST_TEST(got.size() == expected.size());
+  std::size_t missing = 0, wrong = 0, extra = 0;
+  for (const auto& [k, v] : expected) {
+    auto it = got.find(k);
+    if (it == got.end()) {
+      if (++missing <= 5) BOOST_TEST_MESSAGE("lost: " << k << " = " << v);
+    } else if (it->second != v) {
+      if (++wrong <= 5) BOOST_TEST_MESSAGE("wrong: " << k << " = " << it->second << ", expected " << v);
+    }
+  }
+  for (const auto& [k, v] : got)
+    if (!expected.count(k) && ++extra <= 5) BOOST_TEST_MESSAGE("extra: " << k << " = " << v);
+  BOOST_TEST(missing == 0u);
+  BOOST_TEST(wrong == 0u);
+  BOOST_TEST(extra == 0u);
+}
