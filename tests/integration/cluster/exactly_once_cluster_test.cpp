@@ -21,9 +21,20 @@ namespace {
 
 using rows = std::map<std::string, std::string>;
 
-/// Every result row of the job's table (the sink's commit markers are not results).
+/// Every result row of the job's table (the sink's commit markers are not results). The node
+/// that ran the sink closes the table when it handles the coordinator's Stop, a moment after the
+/// run returned: until then WiredTiger refuses a second process.
 rows results_of(const std::string& dir) {
-  auto db = persistence::wt_connection::open_shared(dir, "log=(enabled=true)");
+  std::shared_ptr<persistence::wt_connection> db;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!db) {
+    try {
+      db = persistence::wt_connection::open_shared(dir, "log=(enabled=true)");
+    } catch (const persistence::storage_error&) {
+      if (std::chrono::steady_clock::now() > deadline) throw;
+      std::this_thread::sleep_for(50ms);
+    }
+  }
   persistence::table_store t{db, "results"};
   rows out;
   t.scan({}, std::nullopt, [&](std::string_view k, std::string_view v) {
