@@ -156,6 +156,60 @@ std::string hosted(const logical_graph& g, const physical_plan& p,
   return out.empty() ? "no operators" : out;
 }
 
+/// The cluster of the nodes that answered (`members`, cluster indices, in order): a pin to a node
+/// that did not answer is dropped, so the pinned stage moves to another node.
+cluster_config answering(const cluster_config& cluster, const std::vector<std::uint32_t>& members) {
+  cluster_config on = cluster;
+  on.nodes.clear();
+  for (auto n : members) on.nodes.push_back(cluster.nodes[n]);
+  for (auto it = on.pins.begin(); it != on.pins.end();) {
+    if (on.find(it->second)) {
+      ++it;
+      continue;
+    }
+    spdlog::warn("coordinator: operator '{}' is pinned to node '{}', which is gone: it moves to "
+                 "another node",
+                 it->first, it->second);
+    it = on.pins.erase(it);
+  }
+  return on;
+}
+
+/// What a Deploy tells node `self` of `on`.
+struct deploy_args {
+  const std::string& job;
+  const job_options& options;
+  const cluster_config& on;
+  const std::vector<std::uint32_t>& placement;
+  std::uint32_t self;
+  const run_options& opts;
+  std::uint64_t restore_checkpoint;
+  std::uint32_t deployment;
+};
+
+zmq::message_t deploy_message(const deploy_args& a) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<std::string> names, values;
+  for (const auto& [k, v] : a.options.values()) {
+    names.push_back(k);
+    values.push_back(v);
+  }
+  std::vector<flatbuffers::Offset<wire::NodeAddress>> nodes;
+  for (const auto& n : a.on.nodes)
+    nodes.push_back(wire::CreateNodeAddress(b, b.CreateString(n.id), b.CreateString(n.endpoint),
+                                            b.CreateString(n.public_key)));
+  const auto& o = a.opts;
+  auto body = wire::CreateDeploy(
+      b, b.CreateString(a.job), b.CreateVectorOfStrings(names), b.CreateVectorOfStrings(values),
+      b.CreateVector(nodes), a.self, b.CreateVector(a.placement),
+      static_cast<std::uint32_t>(o.batch_size), o.credit,
+      static_cast<std::uint32_t>(o.linger.count()), o.fuse,
+      static_cast<std::uint32_t>(a.on.heartbeat_interval.count()),
+      o.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.live_period.count())) : 0u,
+      a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes));
+  return net::control_message(b, body);
+}
+
 }  // namespace
 
 job_result run_on_cluster(const job_spec& spec, job_options options, const cluster_config& cluster,
@@ -251,20 +305,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     if (members.empty())
       throw job_error("job '" + j.name() + "' lost a node and no node of the cluster answers "
                       "any more");
-    // the job's nodes, as the deployment numbers them (placement indices)
-    cluster_config on = cluster;
-    on.nodes.clear();
-    for (auto n : members) on.nodes.push_back(cluster.nodes[n]);
-    for (auto it = on.pins.begin(); it != on.pins.end();) {
-      if (on.find(it->second)) {
-        ++it;
-        continue;
-      }
-      spdlog::warn("coordinator: operator '{}' is pinned to node '{}', which is gone: it moves "
-                   "to another node",
-                   it->first, it->second);
-      it = on.pins.erase(it);
-    }
+    const auto on = answering(cluster, members);
     const auto placement = place(g, plan, on);
     check_placement(g, plan, placement, on);
     std::vector<std::string> ids;
@@ -282,28 +323,9 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
             links.send(members[placement[offsets[s] + i]], std::move(f));
     // nodes drop data frames of another deployment (0 is what a coordinator without recovery sends)
     const std::uint32_t deployment = std::max(1u, first_deployment + pass);
-    for (std::uint32_t m = 0; m < job_nodes; ++m) {
-      flatbuffers::FlatBufferBuilder b;
-      std::vector<std::string> names, values;
-      for (const auto& [k, v] : options.values()) {
-        names.push_back(k);
-        values.push_back(v);
-      }
-      std::vector<flatbuffers::Offset<wire::NodeAddress>> nodes;
-      for (const auto& n : on.nodes)
-        nodes.push_back(wire::CreateNodeAddress(b, b.CreateString(n.id), b.CreateString(n.endpoint),
-                                                b.CreateString(n.public_key)));
-      auto body = wire::CreateDeploy(
-          b, b.CreateString(spec.name), b.CreateVectorOfStrings(names),
-          b.CreateVectorOfStrings(values), b.CreateVector(nodes), m, b.CreateVector(placement),
-          static_cast<std::uint32_t>(opts.batch_size), opts.credit,
-          static_cast<std::uint32_t>(opts.linger.count()), opts.fuse,
-          static_cast<std::uint32_t>(cluster.heartbeat_interval.count()),
-          opts.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, opts.live_period.count()))
-                    : 0u,
-          from.checkpoint, deployment, static_cast<std::uint64_t>(cluster.max_message_bytes));
-      links.send(members[m], net::control_message(b, body));
-    }
+    for (std::uint32_t m = 0; m < job_nodes; ++m)
+      links.send(members[m], deploy_message({spec.name, options, on, placement, m, opts,
+                                             from.checkpoint, deployment}));
     const auto deployed = await(members, wire::Body::Deployed, "deploy", !lost_at,
                                 [&](std::uint32_t n, const wire::ControlFrame& f) {
       const auto* d = f.body_as_Deployed();

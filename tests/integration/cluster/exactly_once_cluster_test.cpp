@@ -1,8 +1,9 @@
 // exactly_once_cluster: example-late-windows runs on three tidemark-node processes with
-// checkpoints every 250 ms while the test kills a random node with SIGKILL every 3-5 s and
-// restarts it about 1 s later; the coordinator recovers from each loss and the results table the
-// job finally holds must equal, row for row, the table of an embedded run without faults. The
-// job runs about 20 s (fewer than the 60 s, to keep the test well under its timeout).
+// checkpoints every 250 ms while the test kills a random node with SIGKILL every 3-5 s (five
+// times) and restarts it about 1 s later; the coordinator recovers from each loss and the results
+// table the job finally holds must equal, row for row, the table of an embedded run without
+// faults. The readings take 20 s at their pace, about 35 s with the recoveries: fewer than the
+// issue's 60 s, to keep the test well under its timeout.
 #define BOOST_TEST_MODULE exactly_once_cluster
 #include <boost/test/unit_test.hpp>
 
@@ -84,9 +85,11 @@ BOOST_AUTO_TEST_CASE(killed_and_restarted_nodes_give_the_table_of_a_run_without_
   std::uniform_int_distribution<int> kill_after_ms{3000, 5000};
   std::uniform_int_distribution<std::size_t> victim{0, nodes.cluster.nodes.size() - 1};
   BOOST_TEST_MESSAGE("seed " << seed);
+  // five kills at most, then the job finishes: on a loaded machine a recovery can take as long as
+  // the time between kills, and the job would never get ahead
   int kills = 0;
-  while (running.wait_for(std::chrono::milliseconds{kill_after_ms(rng)}) !=
-         std::future_status::ready) {
+  while (kills < 5 && running.wait_for(std::chrono::milliseconds{kill_after_ms(rng)}) !=
+                          std::future_status::ready) {
     const auto n = victim(rng);
     BOOST_TEST_MESSAGE("kill " << ++kills << ": node " << nodes.cluster.nodes[n].id << " (seed "
                                << seed << ")");
