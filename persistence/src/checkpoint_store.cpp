@@ -23,7 +23,8 @@ constexpr std::uint8_t record_format = 1;
 const std::string next_id_key = "next_id";
 
 void put_be(std::string& out, std::uint64_t x, int bytes) {
-  for (int shift = (bytes - 1) * 8; shift >= 0; shift -= 8) out += static_cast<char>((x >> shift) & 0xff);
+  for (int shift = (bytes - 1) * 8; shift >= 0; shift -= 8)
+    out += static_cast<char>((x >> shift) & 0xff);
 }
 
 std::uint64_t get_be(std::string_view in, std::size_t at, std::size_t bytes) {
@@ -110,10 +111,14 @@ checkpoint_store::checkpoint_store(const std::string& dir, std::uint32_t retain)
 checkpoint_store::checkpoint_store(std::shared_ptr<wt_connection> conn, std::uint32_t retain)
     : retain_(retain),
       session_(conn->open_session()),
-      records_(detail::open_bytes_table(session_, "checkpoint store", "table:checkpoint.records", level)),
-      pieces_(detail::open_bytes_table(session_, "checkpoint store", "table:checkpoint.pieces", level)),
-      chunks_(detail::open_bytes_table(session_, "checkpoint store", "table:checkpoint.chunks", level)),
-      meta_(detail::open_bytes_table(session_, "checkpoint store", "table:checkpoint.meta", level)) {
+      records_(detail::open_bytes_table(session_, "checkpoint store", "table:checkpoint.records",
+                                        level)),
+      pieces_(
+          detail::open_bytes_table(session_, "checkpoint store", "table:checkpoint.pieces", level)),
+      chunks_(
+          detail::open_bytes_table(session_, "checkpoint store", "table:checkpoint.chunks", level)),
+      meta_(
+          detail::open_bytes_table(session_, "checkpoint store", "table:checkpoint.meta", level)) {
   if (retain_ == 0)
     throw std::invalid_argument("checkpoint store in '" + conn->home() +
                                 "': retain must be at least 1 (the checkpoint a restore needs)");
@@ -129,9 +134,11 @@ std::map<std::string, checkpoint_store::piece_header> checkpoint_store::pieces_w
     auto v = pieces_.value();
     if (k.size() != 16 || v.size() != 20)
       throw storage_error(EIO, "checkpoint store: piece header " + quote_bytes(k) + " has " +
-                                   std::to_string(v.size()) + " bytes, expected 20 (store damaged)");
-    result.emplace(std::string{k}, piece_header{get_be(v, 0, 8), static_cast<std::uint32_t>(get_be(v, 8, 4)),
-                                                get_be(v, 12, 8)});
+                                   std::to_string(v.size()) +
+                                   " bytes, expected 20 (store damaged)");
+    result.emplace(std::string{k},
+                   piece_header{get_be(v, 0, 8), static_cast<std::uint32_t>(get_be(v, 8, 4)),
+                                get_be(v, 12, 8)});
   }
   pieces_.reset();
   return result;
@@ -189,8 +196,8 @@ void checkpoint_store::complete(const checkpoint_record& r) {
     s.record.bytes += h.size;
   }
   if (s.pieces.size() != r.pieces)
-    throw std::invalid_argument("checkpoint store: checkpoint " + std::to_string(r.id) + " announces " +
-                                std::to_string(r.pieces) + " pieces but " +
+    throw std::invalid_argument("checkpoint store: checkpoint " + std::to_string(r.id) +
+                                " announces " + std::to_string(r.pieces) + " pieces but " +
                                 std::to_string(s.pieces.size()) + " were put; not recorded");
   {
     const auto value = encode(s);
@@ -245,14 +252,16 @@ bool checkpoint_store::read_piece(std::string_view key, std::string& bytes, std:
     chunks_.set_key(k);
     if (!chunks_.search()) {
       chunks_.reset();
-      why = "is incomplete (chunk " + std::to_string(i) + " of " + std::to_string(h.chunks) + " is missing)";
+      why = "is incomplete (chunk " + std::to_string(i) + " of " + std::to_string(h.chunks) +
+            " is missing)";
       return false;
     }
     bytes += chunks_.value();
   }
   chunks_.reset();
   if (bytes.size() != h.size) {
-    why = "is corrupt (" + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(h.size) + ")";
+    why = "is corrupt (" + std::to_string(bytes.size()) + " bytes, expected " +
+          std::to_string(h.size) + ")";
     return false;
   }
   if (crc32_of(bytes) != h.crc) {
@@ -274,7 +283,8 @@ loaded_checkpoint checkpoint_store::latest(std::string_view job, std::string_vie
     const std::string name = "checkpoint " + std::to_string(it->record.id);
     if (it->record.plan != plan) {
       result.rejected.push_back(name + ": written for another plan (fingerprint " +
-                                quote_bytes(it->record.plan) + ", the job's is " + quote_bytes(plan) + ")");
+                                quote_bytes(it->record.plan) + ", the job's is " +
+                                quote_bytes(plan) + ")");
       continue;
     }
     std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> pieces;

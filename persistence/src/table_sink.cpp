@@ -35,8 +35,10 @@ row_sink::row_sink(std::shared_ptr<wt_connection> conn, const std::string& table
   detail::validate_store_name("table sink", table);
   auto session = conn->open_session();
   auto rows_cursor = detail::open_bytes_table(session, "table sink", "table:" + table, level);
-  auto markers = detail::open_bytes_table(session, "table sink", "table:" + table + ".sink_commits", level);
-  db_ = std::make_unique<storage>(storage{std::move(session), std::move(rows_cursor), std::move(markers)});
+  auto markers =
+      detail::open_bytes_table(session, "table sink", "table:" + table + ".sink_commits", level);
+  db_ = std::make_unique<storage>(
+      storage{std::move(session), std::move(rows_cursor), std::move(markers)});
 }
 
 row_sink::~row_sink() = default;

@@ -184,7 +184,8 @@ BOOST_AUTO_TEST_CASE(other_jobs_are_ignored_and_other_plans_are_reported) {
   auto loaded = store.latest("job", "plan-a");
   BOOST_TEST(loaded.record.id == 1u);
   BOOST_REQUIRE(loaded.rejected.size() == 1u);
-  BOOST_TEST(loaded.rejected[0].find("checkpoint 2: written for another plan") == 0u, loaded.rejected[0]);
+  BOOST_TEST(loaded.rejected[0].find("checkpoint 2: written for another plan") == 0u,
+             loaded.rejected[0]);
   auto other = store.latest("another job", "plan-a");
   BOOST_TEST(other.record.id == 0u);
   BOOST_TEST(other.rejected.empty());
@@ -215,7 +216,8 @@ BOOST_AUTO_TEST_CASE(a_corrupt_piece_falls_back_to_the_previous_checkpoint_and_n
   BOOST_TEST(loaded.record.id == 1u);
   BOOST_TEST((loaded.pieces == pieces_of(1)));
   BOOST_REQUIRE(loaded.rejected.size() == 1u);
-  BOOST_TEST(loaded.rejected[0] == "checkpoint 2: piece stage 2 instance 1 is corrupt (CRC-32 mismatch)");
+  BOOST_TEST(loaded.rejected[0] ==
+             "checkpoint 2: piece stage 2 instance 1 is corrupt (CRC-32 mismatch)");
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_piece_falls_back_to_the_previous_checkpoint_and_names_the_piece) {
@@ -260,7 +262,8 @@ BOOST_AUTO_TEST_CASE(no_usable_checkpoint_leaves_id_zero_and_every_reason) {
   auto loaded = store.latest("job", "plan-a");
   BOOST_TEST(loaded.record.id == 0u);
   BOOST_TEST(loaded.pieces.empty());
-  BOOST_TEST(loaded.rejected == std::vector<std::string>{"checkpoint 1: piece stage 0 instance 0 is missing"});
+  BOOST_TEST(loaded.rejected ==
+             std::vector<std::string>{"checkpoint 1: piece stage 0 instance 0 is missing"});
 }
 
 BOOST_AUTO_TEST_CASE(next_id_never_repeats_not_even_after_clear) {
@@ -321,5 +324,6 @@ BOOST_AUTO_TEST_CASE(a_completed_checkpoint_survives_kill_9_right_after_complete
   BOOST_TEST(loaded.rejected.empty());
   BOOST_TEST(loaded.record.id == 2u);
   BOOST_TEST((loaded.pieces == second));
-  BOOST_TEST(store.next_id() == 4u);  // the piece of 3 survived the crash too (put_piece is durable)
+  BOOST_TEST(store.next_id() ==
+             4u);  // the piece of 3 survived the crash too (put_piece is durable)
 }

@@ -34,11 +34,14 @@ std::string key_of(int x) {
   return k;
 }
 
-std::string value_of(int x) { return "v" + std::to_string(x * x); }
+std::string value_of(int x) {
+  return "v" + std::to_string(x * x);
+}
 
 using sink_t = table_sink<int, std::string (*)(int), std::string (*)(int)>;
 
-std::unique_ptr<sink_t> make_sink(const std::shared_ptr<wt_connection>& conn, table_sink_options opts = {}) {
+std::unique_ptr<sink_t> make_sink(const std::shared_ptr<wt_connection>& conn,
+                                  table_sink_options opts = {}) {
   instance_info info;
   info.name = "results";
   info.index = 0;

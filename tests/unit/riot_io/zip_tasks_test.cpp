@@ -1,5 +1,6 @@
 // Zip batches read back with libzip: entry names, counts and exact contents, in local mode and
-// in "remote" mode (staged locally, then moved into the target directory).
+// in "remote" mode (staged locally, then moved into the target directory), and resumed from a
+// checkpoint.
 #define BOOST_TEST_MODULE riot_zip_tasks
 #include <boost/test/unit_test.hpp>
 
@@ -114,4 +115,28 @@ BOOST_AUTO_TEST_CASE(unreadable_files_and_unwritable_archives_are_counted) {
   BOOST_TEST(zip.errors().count() == 2u);
   BOOST_TEST(zip.errors().last().find("zip_batch: zip archive " + (dir / "out/x-0.zip")) == 0u);
   BOOST_TEST(zip.archives_written() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_resumed_zip_batch_writes_what_the_interrupted_one_would_have) {
+  // archives of 3 from 7 entries, interrupted after entry 4 (archive 0 written, 1 gathering)
+  temp_dir dir;
+  auto entries = city_entries();
+  std::vector<zip_entry> gathered;
+  std::uint64_t written = 0;
+  {
+    zip_batch first{{dir / "out", "stats", 3}};
+    for (std::size_t i = 0; i < 5; ++i) first.process(entries[i]);
+    gathered = first.gathered();
+    written = first.archives_written();
+  }
+  BOOST_TEST(gathered.size() == 2u);
+  zip_batch second{{dir / "out", "stats", 3}};
+  second.resume(gathered, written);
+  BOOST_TEST(second.process(entries[5]).value() == dir / "out/stats-1.zip");
+  second.process(entries[6]);
+  BOOST_TEST(second.finish().value() == dir / "out/stats-2.zip");
+  auto middle = read_zip(dir / "out/stats-1.zip");
+  BOOST_TEST(middle.size() == 3u);
+  for (std::size_t i = 3; i < 6; ++i) BOOST_TEST(middle.at(entries[i].name) == entries[i].bytes);
+  BOOST_CHECK_THROW(second.resume(std::vector<zip_entry>(3), 0), std::invalid_argument);
 }

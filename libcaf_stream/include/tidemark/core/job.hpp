@@ -454,7 +454,7 @@ class stream {
     auto writer = std::make_shared<ops::line_writer>();
     then_sink("write_lines", std::move(name), [writer, path, format](const instance_info& info) {
       writer->open(path, info.name);
-      return std::make_unique<ops::lines_sink<T, Format>>(writer, format);
+      return std::make_unique<ops::lines_sink<T, Format>>(writer, format, info);
     });
   }
 

@@ -67,7 +67,8 @@ class checkpoint_store {
 
   /// Stores the state of (stage, instance) for checkpoint `id` with a CRC-32 (zlib), replacing a
   /// piece put before under the same names; durable on return (survives kill -9 and power loss).
-  void put_piece(std::uint64_t id, std::uint32_t stage, std::uint32_t instance, std::string_view bytes);
+  void put_piece(std::uint64_t id, std::uint32_t stage, std::uint32_t instance,
+                 std::string_view bytes);
   /// Records checkpoint `r.id` as complete; durable on return. `r.pieces` must equal the number
   /// of pieces put for `r.id` (else std::invalid_argument, nothing recorded); `r.bytes` is
   /// replaced by their total size. Then keeps only the newest `retain` completed checkpoints and

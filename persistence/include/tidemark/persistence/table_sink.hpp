@@ -69,9 +69,9 @@ class row_sink : public operator_logic {
   std::unique_ptr<storage> db_;
   std::string marker_key_;
   table_sink_options opts_;
-  bool checkpointing_ = false;               // a barrier has reached the sink
-  bool restored_ = false;                    // restored, or this run's marker is cleared
-  rows pending_;                             // rows since the last snapshot
+  bool checkpointing_ = false;                          // a barrier has reached the sink
+  bool restored_ = false;                               // restored, or this run's marker is cleared
+  rows pending_;                                        // rows since the last snapshot
   std::vector<std::pair<std::uint64_t, rows>> staged_;  // per checkpoint, not yet committed
   std::uint64_t rows_committed_ = 0;
   std::uint64_t commits_ = 0;
@@ -81,9 +81,11 @@ class row_sink : public operator_logic {
 template <class T, class KeyFn, class ValueFn>
 class table_sink final : public row_sink {
  public:
-  table_sink(std::shared_ptr<wt_connection> conn, const std::string& table, const instance_info& info,
-             KeyFn key, ValueFn value, table_sink_options opts = {})
-      : row_sink(std::move(conn), table, info, opts), key_(std::move(key)), value_(std::move(value)) {}
+  table_sink(std::shared_ptr<wt_connection> conn, const std::string& table,
+             const instance_info& info, KeyFn key, ValueFn value, table_sink_options opts = {})
+      : row_sink(std::move(conn), table, info, opts),
+        key_(std::move(key)),
+        value_(std::move(value)) {}
 
   void process(std::size_t, batch_ptr in, emitter&) override {
     for (const auto& x : static_cast<batch<T>&>(*in).values)
