@@ -296,6 +296,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   const std::uint32_t first_deployment = random();
   std::vector<net::piece_assembler> assemblers(count);
   std::optional<clock::time_point> lost_at;  // set while recovering
+  int failed_recoveries = 0;                 // in a row
   auto started = clock::now();
   for (std::uint32_t pass = 0;; ++pass) {
     links.send_all(hello);
@@ -326,22 +327,30 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     for (std::uint32_t m = 0; m < job_nodes; ++m)
       links.send(members[m], deploy_message({spec.name, options, on, placement, m, opts,
                                              from.checkpoint, deployment}));
+    std::string refused;  // a node's deploy error
     const auto deployed = await(members, wire::Body::Deployed, "deploy", !lost_at,
                                 [&](std::uint32_t n, const wire::ControlFrame& f) {
       const auto* d = f.body_as_Deployed();
       if (d->ok()) return;
+      refused = "node '" + cluster.nodes[n].id + "' could not deploy job '" + spec.name + "': " +
+                str(d->error());
+      if (lost_at) return;  // the first deployment worked: probably lost again, see below
       stop_all("deploy failed on another node");
-      throw job_error("node '" + cluster.nodes[n].id + "' could not deploy job '" + spec.name +
-                      "': " + str(d->error()));
+      throw job_error(refused);
     });
-    if (deployed.size() < members.size()) {  // lost again while recovering: once more
-      spdlog::warn("coordinator: a node did not answer deploy while recovering job '{}': "
-                   "recovering again",
-                   j.name());
+    if (deployed.size() < members.size() || !refused.empty()) {
+      // a node lost again while recovering (restarted while its pieces were on the way, say):
+      // once more, but not forever
       stop_all("recovering");
+      if (++failed_recoveries == 3)
+        throw job_error("job '" + j.name() + "' could not be recovered 3 times in a row: " +
+                        (refused.empty() ? "a node did not answer deploy" : refused));
+      spdlog::warn("coordinator: {} while recovering job '{}': recovering again",
+                   refused.empty() ? "a node did not answer deploy" : refused, j.name());
       from = checkpoints.recover();
       continue;
     }
+    failed_recoveries = 0;
     if (lost_at)
       spdlog::warn("coordinator: job '{}' recovered in {:.3f} s from {} on {}", j.name(),
                    std::chrono::duration<double>(clock::now() - *lost_at).count(),
