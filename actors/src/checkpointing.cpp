@@ -72,6 +72,20 @@ restore_point checkpoint_driver::start_point() {
   return from;
 }
 
+restore_point checkpoint_driver::recover() {
+  restore_point from;
+  if (!store_) return from;
+  if (current_ != 0) spdlog::info("checkpoint {} abandoned: the job restarts", current_);
+  current_ = 0;
+  stopped_ = false;
+  next_ = clock::now() + opts_.interval;
+  auto loaded = store_->latest(job_, plan_);
+  for (const auto& why : loaded.rejected) spdlog::warn("checkpoint not usable: {}", why);
+  from.checkpoint = loaded.record.id;
+  from.pieces = std::move(loaded.pieces);
+  return from;
+}
+
 std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::uint64_t)>& inject) {
   constexpr std::chrono::milliseconds never = std::chrono::hours{1};
   if (!store_ || stopped_) return never;

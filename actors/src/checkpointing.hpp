@@ -44,6 +44,12 @@ class checkpoint_driver {
   /// checkpoints and `resume` is off, or when it holds some but none is usable.
   restore_point start_point();
 
+  /// The state to restart from after a failure mid-run (a lost node): the newest completed
+  /// checkpoint of this job and plan — of this run or of the one it resumed from — or nothing
+  /// when none completed, so the job starts from the beginning. Abandons the checkpoint in
+  /// progress; checkpoints start again (the restarted instances have not finished).
+  restore_point recover();
+
   /// Starts the next checkpoint when it is due: `inject(id)` sends its barrier to the sources.
   /// Returns how long until the next one is due.
   std::chrono::milliseconds poll(const std::function<void(std::uint64_t id)>& inject);

@@ -53,6 +53,7 @@ std::string job_result::summary() const {
     out << line;
   }
   if (restored_from) out << "resumed from checkpoint " << restored_from << '\n';
+  if (recoveries) out << "recovered from " << recoveries << " lost node(s)\n";
   if (!checkpoints.empty()) {
     std::vector<double> durations;
     std::uint64_t bytes = 0;
@@ -98,6 +99,7 @@ std::string job_result::to_json() const {
                     {"operators", std::move(ops)}});
   }
   doc["restored_from"] = restored_from;
+  doc["recoveries"] = recoveries;
   auto& cps = doc["checkpoints"] = nlohmann::json::array();
   for (const auto& c : checkpoints)
     cps.push_back({{"id", c.id},

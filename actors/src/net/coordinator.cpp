@@ -2,10 +2,13 @@
 // starts it, watches heartbeats, collects metrics and reports the result (see cluster.hpp).
 #include <algorithm>
 #include <fstream>
+#include <numeric>
+#include <random>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
+#include "../checkpointing.hpp"
 #include "../live_poll.hpp"
 #include "../wiring.hpp"
 #include "channels.hpp"
@@ -30,6 +33,15 @@ class control_links {
     for (const auto& n : c.nodes) {
       auto& s = sockets_.emplace_back(ctx_, zmq::socket_type::dealer);
       net::make_client(s, c.coordinator, n.public_key, c.insecure, c.max_message_bytes);
+      // the pieces of a restored checkpoint may be many chunks: queue them all, never drop one
+      s.set(zmq::sockopt::sndhwm, 0);
+      // a broken connection (a killed node) is reported before its heartbeats are overdue
+      const auto address = "inproc://node-monitor-" + std::to_string(sockets_.size() - 1);
+      if (zmq_socket_monitor(s.handle(), address.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+        throw zmq::error_t{};
+      auto& m = monitors_.emplace_back(ctx_, zmq::socket_type::pair);
+      m.set(zmq::sockopt::linger, 0);
+      m.connect(address);
       s.connect(n.endpoint);
     }
   }
@@ -69,6 +81,19 @@ class control_links {
     return true;
   }
 
+  /// Nodes whose connection broke since the last call, in order, once per break.
+  std::vector<std::uint32_t> disconnected() {
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t n = 0; n < monitors_.size(); ++n) {
+      zmq::message_t event;
+      while (monitors_[n].recv(event, zmq::recv_flags::dontwait)) {
+        while (event.more()) (void)monitors_[n].recv(event);  // the address part
+        out.push_back(n);
+      }
+    }
+    return out;
+  }
+
   /// Drops a frame of node `n` that cannot be used, saying why.
   void bad_frame(std::uint32_t n, const std::string& why) {
     ++bad_frames_;
@@ -96,6 +121,7 @@ class control_links {
   const cluster_config& cluster_;
   zmq::context_t ctx_{1};
   std::vector<zmq::socket_t> sockets_;
+  std::vector<zmq::socket_t> monitors_;  // per node: ZMQ_EVENT_DISCONNECTED of its socket
 };
 
 template <class Body>
@@ -130,6 +156,60 @@ std::string hosted(const logical_graph& g, const physical_plan& p,
   return out.empty() ? "no operators" : out;
 }
 
+/// The cluster of the nodes that answered (`members`, cluster indices, in order): a pin to a node
+/// that did not answer is dropped, so the pinned stage moves to another node.
+cluster_config answering(const cluster_config& cluster, const std::vector<std::uint32_t>& members) {
+  cluster_config on = cluster;
+  on.nodes.clear();
+  for (auto n : members) on.nodes.push_back(cluster.nodes[n]);
+  for (auto it = on.pins.begin(); it != on.pins.end();) {
+    if (on.find(it->second)) {
+      ++it;
+      continue;
+    }
+    spdlog::warn("coordinator: operator '{}' is pinned to node '{}', which is gone: it moves to "
+                 "another node",
+                 it->first, it->second);
+    it = on.pins.erase(it);
+  }
+  return on;
+}
+
+/// What a Deploy tells node `self` of `on`.
+struct deploy_args {
+  const std::string& job;
+  const job_options& options;
+  const cluster_config& on;
+  const std::vector<std::uint32_t>& placement;
+  std::uint32_t self;
+  const run_options& opts;
+  std::uint64_t restore_checkpoint;
+  std::uint32_t deployment;
+};
+
+zmq::message_t deploy_message(const deploy_args& a) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<std::string> names, values;
+  for (const auto& [k, v] : a.options.values()) {
+    names.push_back(k);
+    values.push_back(v);
+  }
+  std::vector<flatbuffers::Offset<wire::NodeAddress>> nodes;
+  for (const auto& n : a.on.nodes)
+    nodes.push_back(wire::CreateNodeAddress(b, b.CreateString(n.id), b.CreateString(n.endpoint),
+                                            b.CreateString(n.public_key)));
+  const auto& o = a.opts;
+  auto body = wire::CreateDeploy(
+      b, b.CreateString(a.job), b.CreateVectorOfStrings(names), b.CreateVectorOfStrings(values),
+      b.CreateVector(nodes), a.self, b.CreateVector(a.placement),
+      static_cast<std::uint32_t>(o.batch_size), o.credit,
+      static_cast<std::uint32_t>(o.linger.count()), o.fuse,
+      static_cast<std::uint32_t>(a.on.heartbeat_interval.count()),
+      o.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.live_period.count())) : 0u,
+      a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes));
+  return net::control_message(b, body);
+}
+
 }  // namespace
 
 job_result run_on_cluster(const job_spec& spec, job_options options, const cluster_config& cluster,
@@ -144,25 +224,40 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                     "only for now, because a timezone's synchronizer cannot span nodes yet");
   const auto& g = synced.graph;
   auto plan = compile(g, {opts.fuse});
-  auto placement = place(g, plan, cluster);
-  check_placement(g, plan, placement, cluster);
-  std::vector<std::string> ids;
-  for (const auto& n : cluster.nodes) ids.push_back(n.id);
+  // fails early, before any node is contacted, when the cluster file cannot hold the job
+  check_placement(g, plan, place(g, plan, cluster), cluster);
+  const auto offsets = net::instance_offsets(plan);
+  const auto instances = static_cast<std::uint32_t>(
+      plan.stages.empty() ? 0 : offsets.back() + plan.stages.back().parallelism);
+
+  job_result result;
+  result.job = j.name();
+  result.plan = to_text(synced, plan);
+  // the checkpoint database lives here, on another host than the nodes that write the pieces
+  detail::checkpoint_driver checkpoints{opts.checkpoints, j.name(), result.plan, instances};
+  auto from = checkpoints.start_point();
+  result.restored_from = from.checkpoint;
 
   const auto count = static_cast<std::uint32_t>(cluster.nodes.size());
+  std::vector<std::uint32_t> everyone(count);
+  std::iota(everyone.begin(), everyone.end(), 0u);
   control_links links{cluster};
   auto stop_all = [&](const std::string& why) {
     links.send_all([&](std::uint32_t) { return stop_message(why); });
   };
-  // Wait until every node answered with `Body` (or fail naming the ones that did not).
-  auto await_all = [&](wire::Body want, const char* step, auto&& on_reply) {
+  // Waits until every node of `expected` (cluster indices) answered with `Body`; returns those
+  // that did. When they must all answer, fails naming the ones that did not.
+  auto await = [&](const std::vector<std::uint32_t>& expected, wire::Body want, const char* step,
+                   bool all_must_answer, auto&& on_reply) {
     std::vector<bool> answered(count, false);
+    std::size_t answers = 0;
     auto deadline = clock::now() + cluster.connect_timeout;
-    while (std::count(answered.begin(), answered.end(), true) < count) {
+    while (answers < expected.size()) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
       if (left <= 0ms) {
+        if (!all_must_answer) break;
         std::string missing;
-        for (std::uint32_t n = 0; n < count; ++n)
+        for (auto n : expected)
           if (!answered[n])
             missing += (missing.empty() ? "" : ", ") + ("'" + cluster.nodes[n].id + "' at " +
                                                         cluster.nodes[n].endpoint);
@@ -176,124 +271,226 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         if (f.body_type() == wire::Body::HelloReply && !f.body_as_HelloReply()->accepted())
           throw job_error("node '" + cluster.nodes[n].id +
                           "' refused the coordinator: " + str(f.body_as_HelloReply()->reason()));
-        if (f.body_type() != want) return;
+        if (f.body_type() != want || answered[n] ||
+            std::find(expected.begin(), expected.end(), n) == expected.end())
+          return;
         on_reply(n, f);
         answered[n] = true;
+        ++answers;
       });
     }
+    std::vector<std::uint32_t> result;
+    for (auto n : expected)
+      if (answered[n]) result.push_back(n);
+    return result;
   };
-
-  links.send_all([&](std::uint32_t) {
+  auto hello = [](std::uint32_t) {
     flatbuffers::FlatBufferBuilder b;
     return net::control_message(b, wire::CreateHello(b, b.CreateString("coordinator")));
-  });
-  await_all(wire::Body::HelloReply, "hello", [](std::uint32_t, const wire::ControlFrame&) {});
-
-  links.send_all([&](std::uint32_t self) {
-    flatbuffers::FlatBufferBuilder b;
-    std::vector<std::string> names, values;
-    for (const auto& [k, v] : options.values()) {
-      names.push_back(k);
-      values.push_back(v);
-    }
-    std::vector<flatbuffers::Offset<wire::NodeAddress>> nodes;
-    for (const auto& n : cluster.nodes)
-      nodes.push_back(wire::CreateNodeAddress(b, b.CreateString(n.id), b.CreateString(n.endpoint),
-                                              b.CreateString(n.public_key)));
-    auto body = wire::CreateDeploy(
-        b, b.CreateString(spec.name), b.CreateVectorOfStrings(names),
-        b.CreateVectorOfStrings(values), b.CreateVector(nodes), self, b.CreateVector(placement),
-        static_cast<std::uint32_t>(opts.batch_size), opts.credit,
-        static_cast<std::uint32_t>(opts.linger.count()), opts.fuse,
-        static_cast<std::uint32_t>(cluster.heartbeat_interval.count()),
-        opts.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, opts.live_period.count()))
-                  : 0u);
-    return net::control_message(b, body);
-  });
-  await_all(wire::Body::Deployed, "deploy", [&](std::uint32_t n, const wire::ControlFrame& f) {
-    const auto* d = f.body_as_Deployed();
-    if (d->ok()) return;
-    stop_all("deploy failed on another node");
-    throw job_error("node '" + cluster.nodes[n].id + "' could not deploy job '" + spec.name +
-                    "': " + str(d->error()));
-  });
-
-  spdlog::info("coordinator: deployed job '{}' on {}", spec.name, fmt::join(ids, ", "));
-
-  job_result result;
-  result.job = j.name();
-  result.plan = to_text(synced, plan);
-  // the job's one live view: the nodes send their instances' counters every live period and
-  // their transport counters with every heartbeat
-  std::vector<std::string> node_of;
-  for (auto n : placement) node_of.push_back(cluster.nodes[n].id);
-  detail::live_poll live{opts.live, live_plan::of(j.name(), g, plan, node_of), opts.live_period};
-  const auto offsets = net::instance_offsets(plan);
-  // Records the instances a node reports, refusing the frame when one of them is not placed there.
-  auto record_live = [&](std::uint32_t n, std::vector<instance_metrics> instances) {
-    for (const auto& m : instances)
-      if (m.stage >= plan.stages.size() || m.instance >= plan.stages[m.stage].parallelism ||
-          placement[offsets[m.stage] + m.instance] != n) {
-        links.refuse(n, "metrics of stage " + std::to_string(m.stage) + " instance " +
-                            std::to_string(m.instance) + ", which does not run there");
-        return;
-      }
-    for (auto& m : instances) live.update(std::move(m));
   };
 
+  // Each pass deploys the job on the nodes that answered and runs it until it finishes or a node
+  // is lost; after a loss (with checkpoints) the next pass restarts it from the latest completed
+  // checkpoint on the nodes that answer then.
+  std::random_device random;
+  const std::uint32_t first_deployment = random();
+  std::vector<net::piece_assembler> assemblers(count);
+  std::optional<clock::time_point> lost_at;  // set while recovering
+  int failed_recoveries = 0;                 // in a row
   auto started = clock::now();
-  links.send_all([](std::uint32_t) { return empty_control<wire::Start>(); });
-  std::vector<clock::time_point> last_seen(count, started);
-  std::vector<bool> done(count, false);
-  while (std::count(done.begin(), done.end(), true) < count) {
-    bool fresh = false;
-    links.poll(50ms, [&](std::uint32_t n, const wire::ControlFrame& f) {
-      last_seen[n] = clock::now();
-      const auto* beat = f.body_as_Heartbeat();
-      if (live.enabled() && beat && beat->counters()) {
-        auto status = net::read_status(*beat->counters());
-        status.node = cluster.nodes[n].id;  // the connection says who it is
-        live.update(std::move(status));
-      }
-      if (live.enabled() && f.body_type() == wire::Body::LiveMetrics) {
-        record_live(n, net::read_metrics(*f.body_as_LiveMetrics()));
-        fresh = true;
-      }
-      if (f.body_type() == wire::Body::Failure) {
-        stop_all("job failed");
-        throw job_error("job '" + j.name() + "' failed on node '" + cluster.nodes[n].id +
-                        "': " + str(f.body_as_Failure()->what()));
-      }
-      if (f.body_type() == wire::Body::Done && !done[n]) {
-        done[n] = true;
-        const auto* d = f.body_as_Done();
-        for (auto& m : net::read_metrics(*d)) {
-          if (live.enabled()) live.update(m);
-          result.instances.push_back(std::move(m));
-        }
-        result.peak_live_batches = std::max(result.peak_live_batches, d->peak_live_batches());
-        fresh = true;
-      }
+  for (std::uint32_t pass = 0;; ++pass) {
+    links.send_all(hello);
+    // a recovery goes on with the nodes that answer, a lost node that was restarted included
+    const auto members =
+        await(everyone, wire::Body::HelloReply, "hello", !lost_at, [](auto, const auto&) {});
+    if (members.empty())
+      throw job_error("job '" + j.name() + "' lost a node and no node of the cluster answers "
+                      "any more");
+    const auto on = answering(cluster, members);
+    const auto placement = place(g, plan, on);
+    check_placement(g, plan, placement, on);
+    std::vector<std::string> ids;
+    for (const auto& n : on.nodes) ids.push_back(n.id);
+    const auto job_nodes = static_cast<std::uint32_t>(members.size());
+    std::vector<std::optional<std::uint32_t>> member_of(count);
+    for (std::uint32_t m = 0; m < job_nodes; ++m) member_of[members[m]] = m;
+
+    // the pieces of each node's instances go before its Deploy, on the same ordered connection
+    const auto chunk = net::piece_chunk_bytes(cluster.max_message_bytes);
+    for (std::uint32_t s = 0; s < plan.stages.size() && from.checkpoint; ++s)
+      for (std::uint32_t i = 0; i < plan.stages[s].parallelism; ++i)
+        if (auto piece = from.pieces.find({s, i}); piece != from.pieces.end())
+          for (auto& f : net::piece_frames(from.checkpoint, s, i, piece->second, 0, chunk))
+            links.send(members[placement[offsets[s] + i]], std::move(f));
+    // nodes drop data frames of another deployment (0 is what a coordinator without recovery sends)
+    const std::uint32_t deployment = std::max(1u, first_deployment + pass);
+    for (std::uint32_t m = 0; m < job_nodes; ++m)
+      links.send(members[m], deploy_message({spec.name, options, on, placement, m, opts,
+                                             from.checkpoint, deployment}));
+    std::string refused;  // a node's deploy error
+    const auto deployed = await(members, wire::Body::Deployed, "deploy", !lost_at,
+                                [&](std::uint32_t n, const wire::ControlFrame& f) {
+      const auto* d = f.body_as_Deployed();
+      if (d->ok()) return;
+      refused = "node '" + cluster.nodes[n].id + "' could not deploy job '" + spec.name + "': " +
+                str(d->error());
+      if (lost_at) return;  // the first deployment worked: probably lost again, see below
+      stop_all("deploy failed on another node");
+      throw job_error(refused);
     });
-    if (fresh) {
-      live.update(links.status());
-      live.publish(false);
+    if (deployed.size() < members.size() || !refused.empty()) {
+      // a node lost again while recovering (restarted while its pieces were on the way, say):
+      // once more, but not forever
+      stop_all("recovering");
+      if (++failed_recoveries == 3)
+        throw job_error("job '" + j.name() + "' could not be recovered 3 times in a row: " +
+                        (refused.empty() ? "a node did not answer deploy" : refused));
+      spdlog::warn("coordinator: {} while recovering job '{}': recovering again",
+                   refused.empty() ? "a node did not answer deploy" : refused, j.name());
+      from = checkpoints.recover();
+      continue;
     }
-    auto now = clock::now();
-    for (std::uint32_t n = 0; n < count; ++n)
-      if (!done[n] && now - last_seen[n] > cluster.heartbeat_timeout) {
-        auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_seen[n]);
-        stop_all("node '" + cluster.nodes[n].id + "' failed");
-        throw job_error("node '" + cluster.nodes[n].id + "' at " + cluster.nodes[n].endpoint +
-                        " sent no heartbeat for " + std::to_string(silent.count()) +
-                        " ms (timeout " + std::to_string(cluster.heartbeat_timeout.count()) +
-                        " ms); it hosted " + hosted(g, plan, placement, n));
+    failed_recoveries = 0;
+    if (lost_at)
+      spdlog::warn("coordinator: job '{}' recovered in {:.3f} s from {} on {}", j.name(),
+                   std::chrono::duration<double>(clock::now() - *lost_at).count(),
+                   from.checkpoint ? "checkpoint " + std::to_string(from.checkpoint)
+                                   : std::string{"the beginning (no checkpoint had completed)"},
+                   fmt::join(ids, ", "));
+    else
+      spdlog::info("coordinator: deployed job '{}' on {}", spec.name, fmt::join(ids, ", "));
+    lost_at.reset();
+    from = {};  // shipped; a later recovery loads the checkpoint again
+
+    // the job's one live view: the nodes send their instances' counters every live period and
+    // their transport counters with every heartbeat
+    std::vector<std::string> node_of;
+    for (auto m : placement) node_of.push_back(on.nodes[m].id);
+    detail::live_poll live{opts.live, live_plan::of(j.name(), g, plan, node_of), opts.live_period};
+    // Records the instances a node reports, refusing the frame when one of them is not placed there.
+    auto placed_on = [&](std::uint32_t m, std::uint32_t stage, std::uint32_t instance) {
+      return stage < plan.stages.size() && instance < plan.stages[stage].parallelism &&
+             placement[offsets[stage] + instance] == m;
+    };
+    auto record_live = [&](std::uint32_t n, std::vector<instance_metrics> reported) {
+      for (const auto& m : reported)
+        if (!placed_on(*member_of[n], m.stage, m.instance)) {
+          links.refuse(n, "metrics of stage " + std::to_string(m.stage) + " instance " +
+                              std::to_string(m.instance) + ", which does not run there");
+          return;
+        }
+      for (auto& m : reported) live.update(std::move(m));
+    };
+    auto on_piece = [&](std::uint32_t n, const wire::StatePiece& chunk) {
+      std::optional<net::state_piece> piece;
+      try {
+        piece = assemblers[n].add(chunk);
+      } catch (const net::bad_chunk& e) {
+        links.refuse(n, e.what());
+        return;
       }
+      if (!piece) return;
+      if (!placed_on(*member_of[n], piece->stage, piece->instance)) {
+        links.refuse(n, "state of stage " + std::to_string(piece->stage) + " instance " +
+                            std::to_string(piece->instance) + ", which does not run there");
+        return;
+      }
+      if (checkpoints.on_piece(piece->stage, piece->instance, piece->checkpoint, piece->bytes,
+                               piece->alignment_ms))
+        for (auto member : members) links.send(member, net::commit_frame(piece->checkpoint));
+    };
+
+    for (auto& a : assemblers) a.clear();
+    result.instances.clear();
+    (void)links.disconnected();  // breaks before this deployment (the lost node's) are old news
+    for (auto member : members) links.send(member, empty_control<wire::Start>());
+    std::vector<clock::time_point> last_seen(count, clock::now());
+    std::vector<bool> done(count, false);
+    std::size_t finished = 0;
+    std::optional<std::uint32_t> lost;
+    std::string lost_why;
+    while (finished < job_nodes && !lost) {
+      bool fresh = false;
+      auto wait = checkpoints.poll([&](std::uint64_t id) {
+        for (auto member : members) links.send(member, net::checkpoint_start_frame(id));
+      });
+      links.poll(std::min<std::chrono::milliseconds>(50ms, wait),
+                 [&](std::uint32_t n, const wire::ControlFrame& f) {
+        if (!member_of[n]) return;  // a node this deployment does not use
+        last_seen[n] = clock::now();
+        const auto* beat = f.body_as_Heartbeat();
+        if (live.enabled() && beat && beat->counters()) {
+          auto status = net::read_status(*beat->counters());
+          status.node = cluster.nodes[n].id;  // the connection says who it is
+          live.update(std::move(status));
+        }
+        if (live.enabled() && f.body_type() == wire::Body::LiveMetrics) {
+          record_live(n, net::read_metrics(*f.body_as_LiveMetrics()));
+          fresh = true;
+        }
+        if (f.body_type() == wire::Body::StatePiece) on_piece(n, *f.body_as_StatePiece());
+        if (f.body_type() == wire::Body::Failure) {
+          stop_all("job failed");
+          throw job_error("job '" + j.name() + "' failed on node '" + cluster.nodes[n].id +
+                          "': " + str(f.body_as_Failure()->what()));
+        }
+        if (f.body_type() == wire::Body::Done && !done[n]) {
+          done[n] = true;
+          ++finished;
+          const auto* d = f.body_as_Done();
+          for (auto& m : net::read_metrics(*d)) {
+            checkpoints.on_done(m.stage, m.instance);
+            if (live.enabled()) live.update(m);
+            result.instances.push_back(std::move(m));
+          }
+          result.peak_live_batches = std::max(result.peak_live_batches, d->peak_live_batches());
+          fresh = true;
+        }
+      });
+      if (fresh) {
+        live.update(links.status());
+        live.publish(false);
+      }
+      // with checkpoints a broken connection starts the recovery at once; without, the failure
+      // is reported as it always was, when the heartbeats are overdue
+      for (auto n : links.disconnected())
+        if (checkpoints.enabled() && member_of[n] && !done[n] && !lost) {
+          lost = n;
+          lost_why = "the connection to node '" + cluster.nodes[n].id + "' at " +
+                     cluster.nodes[n].endpoint + " broke; it hosted " +
+                     hosted(g, plan, placement, *member_of[n]);
+        }
+      auto now = clock::now();
+      for (auto n : members)
+        if (!lost && !done[n] && now - last_seen[n] > cluster.heartbeat_timeout) {
+          auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_seen[n]);
+          lost = n;
+          lost_why = "node '" + cluster.nodes[n].id + "' at " + cluster.nodes[n].endpoint +
+                     " sent no heartbeat for " + std::to_string(silent.count()) + " ms (timeout " +
+                     std::to_string(cluster.heartbeat_timeout.count()) + " ms); it hosted " +
+                     hosted(g, plan, placement, *member_of[n]);
+          break;
+        }
+    }
+    if (!lost) {
+      live.update(links.status());
+      live.publish(true);
+      break;
+    }
+    stop_all("node '" + cluster.nodes[*lost].id + "' failed");
+    if (!checkpoints.enabled()) throw job_error(lost_why);
+    lost_at = clock::now();
+    from = checkpoints.recover();
+    ++result.recoveries;
+    spdlog::warn("coordinator: {}; restarting job '{}' from {} (recovery {})", lost_why, j.name(),
+                 from.checkpoint ? "checkpoint " + std::to_string(from.checkpoint)
+                                 : std::string{"the beginning: no checkpoint completed yet"},
+                 result.recoveries);
   }
   stop_all("job finished");
-  live.update(links.status());
-  live.publish(true);
   result.seconds = std::chrono::duration<double>(clock::now() - started).count();
+  result.checkpoints = checkpoints.completed();
+  checkpoints.finished();
   spdlog::info("coordinator: job '{}' finished on every node in {:.3f} s", spec.name,
                result.seconds);
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {

@@ -1,6 +1,7 @@
 // Frame building and verification (see frames.hpp).
 #include "frames.hpp"
 
+#include <algorithm>
 #include <memory>
 
 namespace tidemark::net {
@@ -64,16 +65,83 @@ zmq::message_t to_message(flatbuffers::FlatBufferBuilder& b) {
 }
 
 zmq::message_t signal_frame(std::uint32_t channel, std::uint64_t seq, wire::FrameKind kind,
-                            std::int64_t watermark, std::uint32_t credit) {
+                            std::int64_t watermark, std::uint32_t credit,
+                            std::uint32_t deployment) {
   flatbuffers::FlatBufferBuilder b{128};
   wire::DataFrameBuilder f{b};
   f.add_channel(channel);
+  f.add_deployment(deployment);
   f.add_seq(seq);
   f.add_kind(kind);
   f.add_watermark(watermark);
   f.add_credit(credit);
   wire::FinishDataFrameBuffer(b, f.Finish());
   return to_message(b);
+}
+
+std::size_t piece_chunk_bytes(std::int64_t max_message_bytes) {
+  constexpr std::int64_t most = 1 << 20;
+  return static_cast<std::size_t>(std::clamp<std::int64_t>(max_message_bytes / 4, 1, most));
+}
+
+std::vector<zmq::message_t> piece_frames(std::uint64_t checkpoint, std::uint32_t stage,
+                                         std::uint32_t instance, std::string_view state,
+                                         double alignment_ms, std::size_t chunk_bytes) {
+  std::vector<zmq::message_t> frames;
+  std::size_t offset = 0;
+  do {
+    const auto n = std::min(chunk_bytes, state.size() - offset);
+    flatbuffers::FlatBufferBuilder b{n + 128};
+    auto bytes = b.CreateVector(reinterpret_cast<const std::uint8_t*>(state.data() + offset), n);
+    frames.push_back(control_message(
+        b, wire::CreateStatePiece(b, checkpoint, stage, instance, offset, state.size(),
+                                  alignment_ms, bytes)));
+    offset += n;
+  } while (offset < state.size());
+  return frames;
+}
+
+zmq::message_t checkpoint_start_frame(std::uint64_t id) {
+  flatbuffers::FlatBufferBuilder b{64};
+  return control_message(b, wire::CreateCheckpointStart(b, id));
+}
+
+zmq::message_t commit_frame(std::uint64_t id) {
+  flatbuffers::FlatBufferBuilder b{64};
+  return control_message(b, wire::CreateCommit(b, id));
+}
+
+std::optional<state_piece> piece_assembler::add(const wire::StatePiece& c) {
+  const auto key = std::make_tuple(c.checkpoint(), c.stage(), c.instance());
+  const auto size = c.bytes() ? c.bytes()->size() : 0;
+  const auto what = "chunk of checkpoint " + std::to_string(c.checkpoint()) + " stage " +
+                    std::to_string(c.stage()) + " instance " + std::to_string(c.instance());
+  if (c.offset() == 0) partial_.erase(key);  // a piece starts (again)
+  auto it = partial_.find(key);
+  const auto have = it == partial_.end() ? 0 : it->second.piece.bytes.size();
+  auto refuse = [&](const std::string& why) {
+    if (it != partial_.end()) partial_.erase(it);
+    throw bad_chunk(what + ": " + why);
+  };
+  if (c.offset() != have)
+    refuse("starts at byte " + std::to_string(c.offset()) + ", " + std::to_string(have) +
+           " bytes of the piece came before");
+  if (it != partial_.end() && it->second.total != c.total())
+    refuse("says the piece has " + std::to_string(c.total()) + " bytes, its first chunk said " +
+           std::to_string(it->second.total));
+  if (c.total() - c.offset() < size || (size == 0 && c.offset() < c.total()))
+    refuse("carries " + std::to_string(size) + " bytes at offset " + std::to_string(c.offset()) +
+           " of a piece of " + std::to_string(c.total()));
+  if (it == partial_.end()) {
+    it = partial_.emplace(key, partial{}).first;
+    it->second.total = c.total();
+    it->second.piece = {c.checkpoint(), c.stage(), c.instance(), c.alignment_ms(), {}};
+  }
+  if (size) it->second.piece.bytes.append(reinterpret_cast<const char*>(c.bytes()->data()), size);
+  if (it->second.piece.bytes.size() < it->second.total) return std::nullopt;
+  auto whole = std::move(it->second.piece);
+  partial_.erase(it);
+  return whole;
 }
 
 namespace {

@@ -4,8 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <zmq.hpp>
@@ -19,7 +23,7 @@ namespace tidemark::net {
 
 /// Version of the control schema; peers with another major version are refused.
 inline constexpr std::uint16_t wire_version_major = 1;
-inline constexpr std::uint16_t wire_version_minor = 1;
+inline constexpr std::uint16_t wire_version_minor = 2;
 
 /// Why a frame was refused, or nullopt when it may be read.
 std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t max_bytes);
@@ -47,9 +51,54 @@ inline const wire::DataFrame& read_data(const zmq::message_t& m) {
   return *wire::GetDataFrame(m.data());
 }
 
-/// A data frame without payload (signal or credit).
+/// A data frame without payload (signal or credit) of deployment `deployment`.
 zmq::message_t signal_frame(std::uint32_t channel, std::uint64_t seq, wire::FrameKind kind,
-                            std::int64_t watermark, std::uint32_t credit);
+                            std::int64_t watermark, std::uint32_t credit,
+                            std::uint32_t deployment = 0);
+
+/// Bytes of a state piece per StatePiece frame: a quarter of `max_message_bytes` and at most
+/// 1 MiB, so a chunk and its header always fit well below the peer's frame limit.
+std::size_t piece_chunk_bytes(std::int64_t max_message_bytes);
+/// The StatePiece frames carrying `state`, the piece of (stage, instance) for `checkpoint`, in
+/// chunks of at most `chunk_bytes` (one frame when it is empty).
+std::vector<zmq::message_t> piece_frames(std::uint64_t checkpoint, std::uint32_t stage,
+                                         std::uint32_t instance, std::string_view state,
+                                         double alignment_ms, std::size_t chunk_bytes);
+/// A CheckpointStart or Commit frame of checkpoint `id`.
+zmq::message_t checkpoint_start_frame(std::uint64_t id);
+zmq::message_t commit_frame(std::uint64_t id);
+
+/// A state piece put back together from its StatePiece frames.
+struct state_piece {
+  std::uint64_t checkpoint = 0;
+  std::uint32_t stage = 0;
+  std::uint32_t instance = 0;
+  double alignment_ms = 0;
+  std::string bytes;
+};
+
+/// A chunk that does not continue its piece (wrong offset, total changed, past the end).
+struct bad_chunk : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Puts the pieces of one peer back together. Chunks of a piece come in order (one connection
+/// is ordered), pieces may interleave.
+class piece_assembler {
+ public:
+  /// Adds a chunk; returns the whole piece with its last chunk. Throws bad_chunk, and forgets the
+  /// partial piece, when the chunk does not continue it.
+  std::optional<state_piece> add(const wire::StatePiece& chunk);
+  /// Forgets every partial piece (the peer's deployment ended).
+  void clear() { partial_.clear(); }
+
+ private:
+  struct partial {
+    std::uint64_t total = 0;
+    state_piece piece;
+  };
+  std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, partial> partial_;
+};
 
 /// Metrics of the instances one node ran, as a Done frame, and back.
 zmq::message_t done_frame(const std::string& node, const std::vector<instance_metrics>& instances,

@@ -45,6 +45,8 @@ struct deployment {
   std::vector<std::uint32_t> placement;
   std::vector<cluster_node> nodes;
   std::uint32_t self = 0;
+  std::uint32_t id = 0;  ///< Deploy.deployment: tags its data frames
+  std::size_t chunk_bytes = 0;  ///< of StatePiece frames to the coordinator
   run_options opts;
   std::chrono::milliseconds heartbeat{250};
   std::chrono::milliseconds live_period{0};  ///< the coordinator's wish; 0: it wants no live metrics
@@ -109,7 +111,8 @@ struct driver_state {
 };
 
 caf::behavior node_driver(caf::stateful_actor<driver_state>* self, std::shared_ptr<net::outbox> out,
-                          std::string node, std::size_t expected, live_setup live) {
+                          std::string node, std::size_t expected, live_setup live,
+                          std::size_t chunk_bytes) {
   self->state.expected = expected;
   if (live.view) {
     self->state.view = live.view;
@@ -133,6 +136,12 @@ caf::behavior node_driver(caf::stateful_actor<driver_state>* self, std::shared_p
       },
       [=](detail::live_metrics_msg& m) {
         if (self->state.live) self->state.live->update(std::move(m.metrics));
+      },
+      // the coordinator stores the pieces (another host: losing this node loses no checkpoint)
+      [=](detail::checkpointed_msg& m) {
+        for (auto& f : net::piece_frames(m.id, m.stage, m.instance, m.state, m.alignment_ms,
+                                         chunk_bytes))
+          out->push({net::outgoing::coordinator, std::move(f)});
       },
       [=](detail::done_msg& m) {
         auto& st = self->state;
@@ -168,6 +177,9 @@ struct node_server::impl {
   mutable std::mutex published_mutex;  // guards published: status() reads it from other threads
   node_status published;
   std::unique_ptr<deployment> dep;
+  // pieces of the checkpoint the next Deploy restores, as the coordinator sends them
+  net::piece_assembler assembler;
+  detail::restore_point incoming;
   std::shared_ptr<net::outbox> out = std::make_shared<net::outbox>();
   clock::time_point next_heartbeat = clock::now();
 
@@ -185,6 +197,9 @@ struct node_server::impl {
                                                "node '" + opts.id + "'");
     }
     net::make_server(control, own, opts.insecure, opts.max_message_bytes);
+    // state pieces to the coordinator may be many chunks: a ROUTER drops what passes its
+    // high-water mark
+    control.set(zmq::sockopt::sndhwm, 0);
     net::make_server(data, own, opts.insecure, opts.max_message_bytes);
     control.bind(opts.listen);
     data.bind(data_endpoint(opts.listen));
@@ -335,6 +350,29 @@ struct node_server::impl {
         if (dep)
           spdlog::info("node '{}': stopped the job: {}", opts.id, str(f.body_as_Stop()->reason()));
         dep.reset();
+        assembler.clear();
+        incoming = {};
+        break;
+      case wire::Body::CheckpointStart:
+        if (dep)
+          for (const auto& a : dep->stages->sources())
+            caf::anon_send(a, detail::checkpoint_atom::value, f.body_as_CheckpointStart()->id());
+        break;
+      case wire::Body::Commit:
+        if (dep)
+          for (const auto& a : dep->stages->stages())
+            caf::anon_send(a, detail::commit_atom::value, f.body_as_Commit()->id());
+        break;
+      case wire::Body::StatePiece:
+        try {
+          if (auto piece = assembler.add(*f.body_as_StatePiece())) {
+            if (piece->checkpoint != incoming.checkpoint) incoming = {piece->checkpoint, {}};
+            incoming.pieces[{piece->stage, piece->instance}] = std::move(piece->bytes);
+          }
+        } catch (const net::bad_chunk& e) {
+          --status.frames_in;
+          bad_frame(payload, e.what());
+        }
         break;
       case wire::Body::StatusRequest:
         status.refused_peers = zap ? zap->refused() : 0;
@@ -371,6 +409,11 @@ struct node_server::impl {
     const auto& g = x.synced.graph;
     x.heartbeat = std::chrono::milliseconds{std::max<std::uint32_t>(1, d.heartbeat_ms())};
     x.live_period = std::chrono::milliseconds{d.live_period_ms()};
+    x.id = d.deployment();
+    x.chunk_bytes = net::piece_chunk_bytes(
+        d.coordinator_max_bytes() ? std::min<std::int64_t>(opts.max_message_bytes,
+                                                           d.coordinator_max_bytes())
+                                  : opts.max_message_bytes);
     x.plan = compile(g, {x.opts.fuse});
     x.wiring = detail::wire(x.plan);
     x.channels = net::enumerate_channels(g, x.plan, x.wiring);
@@ -397,13 +440,26 @@ struct node_server::impl {
     std::vector<std::string> ids;
     for (const auto& n : x.nodes) ids.push_back(n.id);
     net::check_codecs(x.channels, x.offsets, x.placement, ids);
-    start_actors(x);
+    detail::restore_point from;
+    if (d.restore_checkpoint() != 0) {
+      if (incoming.checkpoint != d.restore_checkpoint())
+        throw job_error("deploy: restore checkpoint " + std::to_string(d.restore_checkpoint()) +
+                        ", but no state of it arrived");
+      from = std::move(incoming);
+    }
+    incoming = {};
+    assembler.clear();
+    start_actors(x, from);
     dep = std::move(fresh);
     next_heartbeat = clock::now();
-    spdlog::info("node '{}': deployed job '{}'", opts.id, dep->built.name());
+    if (from.checkpoint)
+      spdlog::info("node '{}': deployed job '{}' from checkpoint {}", opts.id, dep->built.name(),
+                   from.checkpoint);
+    else
+      spdlog::info("node '{}': deployed job '{}'", opts.id, dep->built.name());
   }
 
-  void start_actors(deployment& x) {
+  void start_actors(deployment& x, detail::restore_point& from) {
     const auto& g = x.synced.graph;
     x.out = out;
     detail::keep_freed_batches_in_heap();
@@ -412,17 +468,18 @@ struct node_server::impl {
     x.sys = std::make_unique<caf::actor_system>(*x.cfg);
     batch_gauge::reset_peak();
     const detail::placement where{x.placement, x.self};
-    x.driver = x.sys->spawn(node_driver, out, opts.id, where.local_instances(), live_of(x));
+    x.driver = x.sys->spawn(node_driver, out, opts.id, where.local_instances(), live_of(x),
+                            x.chunk_bytes);
     x.expected_seq.assign(x.channels.size(), 0);
     detail::remote_channels remote;
     remote.outbound = [&](std::uint32_t c, std::uint32_t peer, const batch_codec* codec) {
-      return net::spawn_outbound(*x.sys, out, c, peer, codec);
+      return net::spawn_outbound(*x.sys, out, c, peer, codec, x.id);
     };
     remote.inbound = [&](std::uint32_t c, std::uint32_t peer, caf::actor receiver) {
-      return net::spawn_inbound(*x.sys, out, c, peer, std::move(receiver));
+      return net::spawn_inbound(*x.sys, out, c, peer, std::move(receiver), x.id);
     };
     x.stages = std::make_unique<detail::deployment_actors>(*x.sys, g, x.plan, x.wiring, where,
-                                                           x.opts, x.driver, &remote);
+                                                           x.opts, x.driver, &remote, &from);
     caf::anon_send(x.driver, local_stages_msg{x.stages->stages()});
   }
 
@@ -454,6 +511,8 @@ struct node_server::impl {
       return;
     }
     auto& x = *dep;
+    // still in flight from the deployment a recovery replaced (or from before this node restarted)
+    if (f.deployment() != x.id) return;
     auto c = f.channel();
     if (c >= x.channels.size()) {
       bad_frame(payload, "unknown channel " + std::to_string(c));

@@ -31,7 +31,8 @@ struct outbound_state {
 };
 
 caf::behavior outbound(caf::stateful_actor<outbound_state>* self, std::shared_ptr<outbox> out,
-                       std::uint32_t channel, std::uint32_t peer, const batch_codec* codec) {
+                       std::uint32_t channel, std::uint32_t peer, const batch_codec* codec,
+                       std::uint32_t deployment) {
   return {
       [=](detail::data_msg& m) {
         auto& st = self->state;
@@ -44,6 +45,7 @@ caf::behavior outbound(caf::stateful_actor<outbound_state>* self, std::shared_pt
         auto hashes = b.hashes.empty() ? 0 : fb.CreateVector(b.hashes).o;
         wire::DataFrameBuilder f{fb};
         f.add_channel(channel);
+        f.add_deployment(deployment);
         f.add_seq(st.seq++);
         f.add_kind(wire::FrameKind::data);
         f.add_count(static_cast<std::uint32_t>(b.size()));
@@ -54,7 +56,8 @@ caf::behavior outbound(caf::stateful_actor<outbound_state>* self, std::shared_pt
         out->push({peer, to_message(fb)});
       },
       [=](detail::signal_msg& m) {
-        out->push({peer, signal_frame(channel, self->state.seq++, kind_of(m.kind), m.wm, 0)});
+        out->push({peer, signal_frame(channel, self->state.seq++, kind_of(m.kind), m.wm, 0,
+                                          deployment)});
       },
   };
 }
@@ -64,12 +67,14 @@ struct inbound_state {
 };
 
 caf::behavior inbound(caf::stateful_actor<inbound_state>* self, std::shared_ptr<outbox> out,
-                      std::uint32_t channel, std::uint32_t peer, caf::actor target) {
+                      std::uint32_t channel, std::uint32_t peer, caf::actor target,
+                      std::uint32_t deployment) {
   return {
       [=](detail::data_msg& m) { self->send(target, std::move(m)); },
       [=](detail::signal_msg& m) { self->send(target, m); },
       [=](detail::credit_msg& m) {
-        out->push({peer, signal_frame(channel, self->state.seq++, wire::FrameKind::credit, 0, m.n)});
+        out->push({peer, signal_frame(channel, self->state.seq++, wire::FrameKind::credit, 0, m.n,
+                                          deployment)});
       },
   };
 }
@@ -101,13 +106,15 @@ std::vector<outgoing> outbox::take() {
 }
 
 caf::actor spawn_outbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
-                          std::uint32_t channel, std::uint32_t peer, const batch_codec* codec) {
-  return sys.spawn(outbound, std::move(out), channel, peer, codec);
+                          std::uint32_t channel, std::uint32_t peer, const batch_codec* codec,
+                          std::uint32_t deployment) {
+  return sys.spawn(outbound, std::move(out), channel, peer, codec, deployment);
 }
 
 caf::actor spawn_inbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
-                         std::uint32_t channel, std::uint32_t peer, caf::actor target) {
-  return sys.spawn(inbound, std::move(out), channel, peer, std::move(target));
+                         std::uint32_t channel, std::uint32_t peer, caf::actor target,
+                         std::uint32_t deployment) {
+  return sys.spawn(inbound, std::move(out), channel, peer, std::move(target), deployment);
 }
 
 }  // namespace tidemark::net

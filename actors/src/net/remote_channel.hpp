@@ -41,12 +41,15 @@ class outbox {
   int fd_;
 };
 
-/// Stands in for a receiver on node `peer`: encodes batches and signals of `channel`.
+/// Stands in for a receiver on node `peer`: encodes batches and signals of `channel`, tagged
+/// with `deployment` (Deploy.deployment).
 caf::actor spawn_outbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
-                          std::uint32_t channel, std::uint32_t peer, const batch_codec* codec);
+                          std::uint32_t channel, std::uint32_t peer, const batch_codec* codec,
+                          std::uint32_t deployment);
 /// Stands in for a sender on node `peer`: forwards what the I/O thread decoded to `target`
 /// (so the stage's credit comes back here) and sends that credit back over the wire.
 caf::actor spawn_inbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
-                         std::uint32_t channel, std::uint32_t peer, caf::actor target);
+                         std::uint32_t channel, std::uint32_t peer, caf::actor target,
+                         std::uint32_t deployment);
 
 }  // namespace tidemark::net

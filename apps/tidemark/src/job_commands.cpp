@@ -134,7 +134,8 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   auto data_dir = std::make_shared<std::string>();
   run_cmd->add_option("--data-dir", *data_dir,
                       "durable state of the job: tiered window state (DIR/window_state) and "
-                      "checkpoints (DIR/checkpoints); default: a temporary directory, no checkpoints");
+                      "checkpoints (DIR/checkpoints; with --cluster only these, kept by the "
+                      "coordinator); default: a temporary directory, no checkpoints");
   auto checkpoint_ms = std::make_shared<std::int64_t>(opts->checkpoints.interval.count());
   run_cmd->add_option("--checkpoint-interval", *checkpoint_ms,
                       "with --data-dir: milliseconds between checkpoints (0: none; default 1000)");
@@ -177,10 +178,8 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
       run_registered(spec, std::move(options), *opts);
       return;
     }
-    if (!data_dir->empty())
-      throw std::runtime_error("--data-dir is for embedded runs: on a cluster each node keeps its "
-                               "state under its own --data-dir (checkpoints of cluster jobs are "
-                               "not built yet)");
+    // on a cluster, --data-dir holds the checkpoint database only: the coordinator stores every
+    // node's pieces there; window state stays under each node's own --data-dir
     auto cluster = cluster_config::load(*cluster_file);
     if (*insecure && !cluster.insecure)
       throw std::runtime_error("--insecure needs 'insecure: true' in the cluster file too: the "

@@ -57,6 +57,8 @@ struct job_result {
   std::int64_t peak_live_batches = 0;
   /// The checkpoint this run resumed from (0: it started from the beginning).
   std::uint64_t restored_from = 0;
+  /// Times a cluster run restarted from its latest checkpoint after losing a node.
+  std::uint32_t recoveries = 0;
   /// Checkpoints completed during the run, in order.
   std::vector<checkpoint_metrics> checkpoints;
   /// What weakens the run's guarantees (a source that cannot replay makes it at-least-once).

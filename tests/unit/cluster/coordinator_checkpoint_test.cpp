@@ -1,0 +1,261 @@
+// Checkpoints and recovery as the coordinator drives them, against scripted nodes (ROUTER sockets
+// in the test, plain text): it starts checkpoints, stores the chunked pieces the nodes send and
+// commits on every node once all arrived; when a node falls silent it stops the others, deploys
+// again on the nodes that answer, with the pieces of the latest completed checkpoint shipped
+// before the Deploy that restores it, and counts the recovery.
+#define BOOST_TEST_MODULE coordinator checkpoints
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <future>
+#include <map>
+
+#include <unistd.h>
+
+#include "../../support/wait_until.hpp"
+#include "net/frames.hpp"
+#include "tidemark/examples/example_jobs.hpp"
+#include "tidemark/runtime/cluster.hpp"
+
+using namespace tidemark;
+using namespace std::chrono_literals;
+
+namespace {
+
+using piece_key = std::pair<std::uint32_t, std::uint32_t>;
+
+/// One node of the cluster, played by the test on its own thread: answers what its script says
+/// and, while `beating`, sends a heartbeat every 50 ms.
+struct scripted_node {
+  std::string id;
+  zmq::context_t ctx{1};
+  zmq::socket_t s{ctx, zmq::socket_type::router};
+  std::string coordinator;
+  std::string endpoint;
+  bool beating = false;
+
+  explicit scripted_node(std::string name) : id(std::move(name)) {
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::rcvtimeo, 50);
+    s.bind("tcp://127.0.0.1:*");
+    endpoint = s.get(zmq::sockopt::last_endpoint);
+  }
+
+  void send(zmq::message_t m) {
+    s.send(zmq::buffer(coordinator), zmq::send_flags::sndmore);
+    s.send(m, zmq::send_flags::none);
+  }
+
+  /// The next frame whose body is `want` (others are skipped; `seen` gets each one); throws when
+  /// none comes within 10 s.
+  zmq::message_t expect(wire::Body want, const std::function<void(const wire::ControlFrame&)>& seen = {}) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (beating) {
+        flatbuffers::FlatBufferBuilder b;
+        send(net::control_message(b, wire::CreateHeartbeat(b, b.CreateString(id))));
+      }
+      zmq::message_t from, m;
+      if (!s.recv(from)) continue;
+      (void)s.recv(m);
+      coordinator = from.to_string();
+      if (net::verify_control(m.data(), m.size(), 64 << 20))
+        throw std::runtime_error(id + ": the coordinator sent a bad frame");
+      const auto& f = net::read_control(m);
+      if (f.body_type() == want) return m;
+      if (seen) seen(f);
+    }
+    throw std::runtime_error(id + ": no " + wire::EnumNameBody(want) + " within 10 s");
+  }
+
+  void reply_hello() {
+    expect(wire::Body::Hello);
+    flatbuffers::FlatBufferBuilder b;
+    send(net::control_message(b, wire::CreateHelloReply(b, true, 0, b.CreateString(id))));
+  }
+
+  /// Answers a Deploy; returns it (a copy of the frame).
+  zmq::message_t deployed(const std::function<void(const wire::ControlFrame&)>& seen = {}) {
+    auto m = expect(wire::Body::Deploy, seen);
+    flatbuffers::FlatBufferBuilder b;
+    send(net::control_message(b, wire::CreateDeployed(b, true)));
+    return m;
+  }
+
+  /// The stage instances a Deploy places on this node.
+  static std::vector<piece_key> mine(const wire::Deploy& d, const physical_plan& plan) {
+    std::vector<piece_key> out;
+    std::uint32_t at = 0;
+    for (std::uint32_t s = 0; s < plan.stages.size(); ++s)
+      for (std::uint32_t i = 0; i < plan.stages[s].parallelism; ++i, ++at)
+        if (d.placement()->Get(at) == d.self_index()) out.push_back({s, i});
+    return out;
+  }
+};
+
+/// What the test writes as the state of (stage, instance): several chunks of recognizable bytes.
+std::string state_of(piece_key k) {
+  std::string s;
+  for (int i = 0; i < 700; ++i) s += "stage " + std::to_string(k.first) + " instance " + std::to_string(k.second) + ";";
+  return s;
+}
+
+struct fixture {
+  job_registry registry;
+  const job_spec* spec = nullptr;
+  job_options options;
+  physical_plan plan;
+  std::filesystem::path dir;
+
+  fixture() {
+    examples::register_jobs(registry);
+    spec = &registry.find("example-window-count");
+    options = spec->make_options();
+    options.set("parallelism", "2");
+    auto j = spec->build(options);
+    plan = compile(j.graph());
+    dir = std::filesystem::temp_directory_path() /
+          ("tidemark-coordinator-checkpoints-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+  }
+  ~fixture() { std::filesystem::remove_all(dir); }
+
+  run_options checkpointed() const {
+    run_options ro;
+    ro.checkpoints.dir = (dir / "checkpoints").string();
+    ro.checkpoints.interval = 100ms;
+    return ro;
+  }
+};
+
+/// Sends this node's pieces for the next checkpoint (8 KiB chunks) and returns its id.
+std::uint64_t answer_checkpoint(scripted_node& n, const std::vector<piece_key>& mine) {
+  auto start = n.expect(wire::Body::CheckpointStart);
+  const auto id = net::read_control(start).body_as_CheckpointStart()->id();
+  for (auto k : mine)
+    for (auto& f : net::piece_frames(id, k.first, k.second, state_of(k), 1.0, 8192)) n.send(std::move(f));
+  return id;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(pieces_are_stored_at_the_coordinator_and_committed_on_every_node, fixture) {
+  scripted_node n1{"n1"}, n2{"n2"};
+  cluster_config cluster;
+  cluster.insecure = true;
+  cluster.nodes = {{"n1", n1.endpoint, ""}, {"n2", n2.endpoint, ""}};
+  cluster.heartbeat_timeout = 10s;
+  auto ro = checkpointed();
+  ro.live = std::make_shared<live_view>();
+  auto running = std::async(std::launch::async, [&] { return run_on_cluster(*spec, options, cluster, ro); });
+  auto script = [&](scripted_node& n, bool garbage) {
+    n.reply_hello();
+    auto deploy = n.deployed();
+    const auto& d = *net::read_control(deploy).body_as_Deploy();
+    BOOST_TEST(d.restore_checkpoint() == 0u);
+    auto mine = scripted_node::mine(d, plan);
+    n.expect(wire::Body::Start);
+    n.beating = true;
+    if (garbage)  // a chunk that does not start its piece: counted, the checkpoint goes on
+      n.send(std::move(net::piece_frames(1, 0, 0, "xyz", 0, 1)[1]));
+    auto id = answer_checkpoint(n, mine);
+    auto commit = n.expect(wire::Body::Commit);
+    BOOST_TEST(net::read_control(commit).body_as_Commit()->id() == id);
+    n.send(net::done_frame(n.id, {}, 0));
+    n.expect(wire::Body::Stop);
+    return id;
+  };
+  auto a = std::async(std::launch::async, [&] { return script(n1, true); });
+  auto b = std::async(std::launch::async, [&] { return script(n2, false); });
+  auto id = a.get();
+  BOOST_TEST(b.get() == id);
+  auto result = running.get();
+  BOOST_REQUIRE(!result.checkpoints.empty());
+  BOOST_TEST(result.checkpoints.front().id == id);
+  std::uint32_t instances = 0;
+  for (const auto& st : plan.stages) instances += st.parallelism;
+  BOOST_TEST(result.checkpoints.front().pieces == instances);
+  BOOST_TEST(result.recoveries == 0u);
+  const auto seen = ro.live->latest();
+  BOOST_REQUIRE(seen);
+  BOOST_REQUIRE(!seen->nodes.empty());
+  BOOST_TEST(seen->nodes.back().node == "coordinator");
+  BOOST_TEST(seen->nodes.back().bad_frames == 1u);  // the stray chunk
+}
+
+BOOST_FIXTURE_TEST_CASE(a_silent_node_is_replaced_from_the_latest_checkpoint, fixture) {
+  scripted_node n1{"n1"}, n2{"n2"};
+  cluster_config cluster;
+  cluster.insecure = true;
+  cluster.nodes = {{"n1", n1.endpoint, ""}, {"n2", n2.endpoint, ""}};
+  cluster.heartbeat_timeout = 500ms;
+  cluster.connect_timeout = 1000ms;
+  cluster.pins = {{"counts", "n2"}};  // its node goes: the pinned stage moves too
+  auto running = std::async(std::launch::async, [&] {
+    return run_on_cluster(*spec, options, cluster, checkpointed());
+  });
+  std::promise<std::uint64_t> committed;
+  auto second = std::async(std::launch::async, [&] {
+    n2.reply_hello();
+    auto deploy = n2.deployed();
+    auto mine = scripted_node::mine(*net::read_control(deploy).body_as_Deploy(), plan);
+    n2.expect(wire::Body::Start);
+    n2.beating = true;
+    answer_checkpoint(n2, mine);
+    committed.set_value(net::read_control(n2.expect(wire::Body::Commit)).body_as_Commit()->id());
+    n2.beating = false;  // and it answers nothing any more
+  });
+  n1.reply_hello();
+  auto first = n1.deployed();
+  auto mine = scripted_node::mine(*net::read_control(first).body_as_Deploy(), plan);
+  n1.expect(wire::Body::Start);
+  n1.beating = true;
+  const auto id = answer_checkpoint(n1, mine);
+  n1.expect(wire::Body::Commit);
+  second.get();
+  BOOST_TEST(committed.get_future().get() == id);
+
+  // n2 falls silent: n1 is stopped, greeted again and given every piece of checkpoint `id`
+  n1.expect(wire::Body::Stop);
+  n1.reply_hello();
+  std::map<piece_key, std::string> shipped;
+  net::piece_assembler assembler;
+  auto redeploy = n1.deployed([&](const wire::ControlFrame& f) {
+    if (f.body_type() != wire::Body::StatePiece) return;
+    if (auto piece = assembler.add(*f.body_as_StatePiece())) {
+      BOOST_TEST(piece->checkpoint == id);
+      shipped[{piece->stage, piece->instance}] = std::move(piece->bytes);
+    }
+  });
+  const auto& d = *net::read_control(redeploy).body_as_Deploy();
+  BOOST_TEST(d.restore_checkpoint() == id);
+  BOOST_REQUIRE_EQUAL(d.nodes()->size(), 1u);
+  BOOST_TEST(d.nodes()->Get(0)->id()->str() == "n1");
+  auto all = scripted_node::mine(d, plan);
+  std::uint32_t instances = 0;
+  for (const auto& st : plan.stages) instances += st.parallelism;
+  BOOST_REQUIRE_EQUAL(all.size(), instances);  // n2's instances moved here, the pinned one too
+  BOOST_REQUIRE_EQUAL(shipped.size(), instances);
+  for (auto k : all) BOOST_TEST((shipped[k] == state_of(k)), "stage " << k.first << " instance " << k.second);
+  n1.expect(wire::Body::Start);
+  n1.send(net::done_frame("n1", {}, 0));
+  auto result = running.get();
+  BOOST_TEST(result.recoveries == 1u);
+  BOOST_TEST(result.checkpoints.front().id == id);
+}
+
+BOOST_FIXTURE_TEST_CASE(without_checkpoints_a_silent_node_fails_the_job_as_before, fixture) {
+  scripted_node n1{"n1"};
+  cluster_config cluster;
+  cluster.insecure = true;
+  cluster.nodes = {{"n1", n1.endpoint, ""}};
+  cluster.heartbeat_timeout = 300ms;
+  auto running = std::async(std::launch::async, [&] { return run_on_cluster(*spec, options, cluster); });
+  n1.reply_hello();
+  n1.deployed();
+  n1.expect(wire::Body::Start);
+  BOOST_CHECK_EXCEPTION(running.get(), job_error, [](const job_error& e) {
+    return std::string{e.what()}.find("sent no heartbeat") != std::string::npos;
+  });
+}
