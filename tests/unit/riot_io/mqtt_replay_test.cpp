@@ -1,7 +1,8 @@
 // The replayable MQTT source and the publisher's stable ids, against a real mosquitto broker: a
 // restore emits exactly what followed the snapshot (from the log and from the persistent session),
-// a SIGKILLed subscriber loses nothing it acknowledged, repeats of a tidemark-id are dropped, and a
-// restored publisher gives replayed messages the ids they had.
+// a SIGKILLed subscriber loses nothing it acknowledged, repeats of a tidemark-id are dropped, a
+// restored publisher gives replayed messages the ids they had, and its checkpoint waits for the
+// broker's acknowledgements.
 #define BOOST_TEST_MODULE riot_mqtt_replay
 #include <boost/test/unit_test.hpp>
 
@@ -298,4 +299,32 @@ BOOST_AUTO_TEST_CASE(a_restored_publisher_gives_replayed_messages_the_same_ids) 
   auto again = receive(1);
   BOOST_REQUIRE(again.size() == 1u);
   BOOST_TEST(again[0].id != before[0].id);
+}
+
+BOOST_AUTO_TEST_CASE(a_publisher_checkpoint_waits_for_the_brokers_acknowledgements) {
+  broker mosquitto;
+  mqtt_publish_config config{at(mosquitto.port()), "out", 1};
+  config.flush_timeout = 2s;
+  mqtt_publish_sink sink{config, instance("publish")};
+  BOOST_REQUIRE(eventually([&] { return sink.task().connected(); }, 5s));
+  auto feed = [&](std::string x) {
+    auto b = std::make_unique<batch<std::string>>();
+    b->values.push_back(std::move(x));
+    collecting_emitter none;
+    sink.process(0, std::move(b), none);
+  };
+  std::vector<std::uint8_t> bytes;
+  feed("acknowledged");
+  state_writer first{1, bytes};
+  BOOST_CHECK_NO_THROW(sink.snapshot(first));
+
+  mosquitto.stop();
+  BOOST_REQUIRE(eventually([&] { return !sink.task().connected(); }, 5s));
+  feed("kept by the client");  // QoS 1: libmosquitto keeps it for the next connection
+  state_writer second{2, bytes};
+  BOOST_CHECK_THROW(sink.snapshot(second), job_error);  // it would be lost if this completed
+
+  mosquitto.start();  // the client reconnects and sends it; now the checkpoint can complete
+  state_writer third{3, bytes};
+  BOOST_CHECK_NO_THROW(sink.snapshot(third));
 }

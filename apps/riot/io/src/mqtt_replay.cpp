@@ -227,7 +227,8 @@ std::uint64_t mqtt_log_source::duplicates() const {
 // ---- mqtt_publish_sink ----
 
 mqtt_publish_sink::mqtt_publish_sink(mqtt_publish_config config, const instance_info& info)
-    : task_(std::move(config)),
+    : flush_timeout_(config.flush_timeout),
+      task_(std::move(config)),
       prefix_(info.name + "/"),
       instance_(info.index),
       run_(std::random_device{}()) {
@@ -250,7 +251,15 @@ void mqtt_publish_sink::add_metrics(std::map<std::string, double>& out) const {
   out["task_errors"] = static_cast<double>(task_.errors().count());
 }
 
+// What was published before the barrier must be at the broker before the checkpoint can
+// complete: the replay starts after it, so a message still in the client would be lost.
 void mqtt_publish_sink::snapshot(state_writer& out) {
+  if (auto left = task_.flush(flush_timeout_); left > 0)
+    throw job_error("MQTT publisher '" + prefix_.substr(0, prefix_.size() - 1) + "': " + std::to_string(left) +
+                    " messages not acknowledged by the broker within " +
+                    std::to_string(flush_timeout_.count()) + " ms, so checkpoint " +
+                    std::to_string(out.checkpoint()) + " cannot complete" +
+                    (task_.errors().count() ? " (" + task_.errors().last() + ")" : ""));
   out.write(run_);
   out.write(seq_);
 }

@@ -53,6 +53,7 @@ class mqtt_client {
     mosquitto_disconnect_callback_set(mosq_, &on_disconnect);
     mosquitto_subscribe_callback_set(mosq_, &on_subscribe);
     mosquitto_message_v5_callback_set(mosq_, &on_message);
+    mosquitto_publish_callback_set(mosq_, &on_publish);
     mosquitto_reconnect_delay_set(mosq_, broker.reconnect_min_s, broker.reconnect_max_s, true);
     if (int rc = connect(broker); rc != MOSQ_ERR_SUCCESS)
       connection_failed(rc == MOSQ_ERR_ERRNO ? errno_text() : mosquitto_strerror(rc));
@@ -88,12 +89,23 @@ class mqtt_client {
     int rc = mosquitto_publish_v5(mosq_, nullptr, topic.c_str(), static_cast<int>(payload.size()),
                                   payload.data(), qos, retain, props);
     mosquitto_property_free_all(&props);
-    if (rc == MOSQ_ERR_SUCCESS) return true;
     std::lock_guard<std::mutex> lock{mutex_};
+    // libmosquitto queues a QoS > 0 message before it tries to send it, and sends it after a
+    // reconnect when there is no connection now: that one, too, awaits an acknowledgement.
+    if (qos > 0 && (rc == MOSQ_ERR_SUCCESS || rc == MOSQ_ERR_NO_CONN)) ++unacknowledged_;
+    if (rc == MOSQ_ERR_SUCCESS) return true;
     std::string why = rc == MOSQ_ERR_NO_CONN ? "not connected to the broker" : mosquitto_strerror(rc);
     if (rc == MOSQ_ERR_NO_CONN && !last_failure_.empty()) why += " (last attempt: " + last_failure_ + ")";
     errors_.report({"MQTT publish to topic '" + topic + "' at " + endpoint_ + " failed: " + why});
     return false;
+  }
+
+  /// Waits up to `limit` until the broker acknowledged every QoS > 0 publish; the number still
+  /// unacknowledged (0: all are).
+  std::uint64_t flush(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock{mutex_};
+    acknowledged_.wait_for(lock, limit, [this] { return unacknowledged_ == 0; });
+    return unacknowledged_;
   }
 
   std::optional<mqtt_message> poll(std::chrono::milliseconds wait) {
@@ -195,6 +207,17 @@ class mqtt_client {
     c.ready_.notify_all();
   }
 
+  // A publish was sent (QoS 0) or acknowledged (QoS > 0). A client publishes at one QoS, and only
+  // QoS > 0 publishes were counted.
+  static void on_publish(mosquitto*, void* obj, int) {
+    auto& c = self(obj);
+    {
+      std::lock_guard<std::mutex> lock{c.mutex_};
+      if (c.unacknowledged_ > 0) --c.unacknowledged_;
+    }
+    c.acknowledged_.notify_all();
+  }
+
   static void on_message(mosquitto*, void* obj, const mosquitto_message* m,
                          const mosquitto_property* props) {
     auto& c = self(obj);
@@ -226,6 +249,8 @@ class mqtt_client {
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::condition_variable arrived_;
+  std::condition_variable acknowledged_;
+  std::uint64_t unacknowledged_ = 0;
   bool connected_ = false;
   bool subscribed_ = false;
   std::string last_failure_;
@@ -256,6 +281,8 @@ bool mqtt_publish::process(std::string_view payload, std::string_view id) {
   published_ += ok;
   return ok;
 }
+
+std::uint64_t mqtt_publish::flush(std::chrono::milliseconds limit) { return client_->flush(limit); }
 
 bool mqtt_publish::connected() const { return client_->ready_now(); }
 error_sink mqtt_publish::errors() const { return client_->errors(); }

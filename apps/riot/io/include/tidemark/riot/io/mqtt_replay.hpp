@@ -3,6 +3,7 @@
 // restore replays it; and a publisher sink whose messages carry ids that a replay repeats.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -102,7 +103,9 @@ class mqtt_log_source final : public source_logic {
 /// the job, across restores) carries tidemark-id `<name>/<run>/<instance>/<i>`, where <run> is
 /// drawn when the job starts afresh and kept in every checkpoint: after a restore the replayed
 /// messages carry the ids they had before the crash, so a consumer can drop repeats. Nothing is
-/// staged: the publisher is at-least-once.
+/// staged: the publisher is at-least-once (with QoS >= 1): a snapshot waits until the broker
+/// acknowledged everything published before it, and fails the checkpoint naming the count when
+/// that takes longer than config.flush_timeout.
 class mqtt_publish_sink final : public operator_logic {
  public:
   mqtt_publish_sink(mqtt_publish_config config, const instance_info& info);
@@ -117,6 +120,7 @@ class mqtt_publish_sink final : public operator_logic {
   const mqtt_publish& task() const noexcept { return task_; }
 
  private:
+  std::chrono::milliseconds flush_timeout_;
   mqtt_publish task_;
   std::string prefix_;  // "<name>/", the run and the instance follow
   std::uint32_t instance_;

@@ -47,6 +47,9 @@ struct mqtt_publish_config {
   std::string topic;  ///< IO.MQTT_PUBLISH.TOPIC_NAME, e.g. "citydata"
   int qos = 0;        ///< the originals publish with QoS 0, not retained
   bool retain = false;
+  /// How long a checkpoint of the publisher sink (mqtt_publish_sink) waits for the broker to
+  /// acknowledge what was published before it.
+  std::chrono::milliseconds flush_timeout{10000};
 };
 
 /// Publishes each payload to the configured topic.
@@ -61,6 +64,11 @@ class mqtt_publish {
   /// the library refuses it. QoS 0 payloads are not kept for a later connection. A non-empty
   /// `id` travels as the user property "tidemark-id", so consumers can drop repeats.
   bool process(std::string_view payload, std::string_view id = {});
+
+  /// Waits up to `limit` until the broker acknowledged every QoS > 0 message handed over so far
+  /// (libmosquitto keeps them, also across reconnects, until then); returns how many are still
+  /// unacknowledged, 0 when all are.
+  std::uint64_t flush(std::chrono::milliseconds limit);
 
   bool connected() const;
   std::uint64_t published() const noexcept { return published_; }
