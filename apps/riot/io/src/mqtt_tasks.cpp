@@ -7,6 +7,7 @@
 #include <mqtt_protocol.h>
 
 #include <condition_variable>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <system_error>
@@ -104,8 +105,8 @@ class mqtt_client {
   /// unacknowledged (0: all are).
   std::uint64_t flush(std::chrono::milliseconds limit) {
     std::unique_lock<std::mutex> lock{mutex_};
-    acknowledged_.wait_for(lock, limit, [this] { return unacknowledged_ == 0; });
-    return unacknowledged_;
+    acknowledged_.wait_for(lock, limit, [this] { return unacknowledged_ <= 0; });
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(unacknowledged_, 0));
   }
 
   std::optional<mqtt_message> poll(std::chrono::milliseconds wait) {
@@ -207,13 +208,14 @@ class mqtt_client {
     c.ready_.notify_all();
   }
 
-  // A publish was sent (QoS 0) or acknowledged (QoS > 0). A client publishes at one QoS, and only
-  // QoS > 0 publishes were counted.
+  // A publish was sent (QoS 0) or acknowledged (QoS > 0). A client publishes at its one QoS;
+  // the acknowledgement can come before publish() counted the message, so the count may dip
+  // below zero for a moment.
   static void on_publish(mosquitto*, void* obj, int) {
     auto& c = self(obj);
     {
       std::lock_guard<std::mutex> lock{c.mutex_};
-      if (c.unacknowledged_ > 0) --c.unacknowledged_;
+      if (c.qos_ > 0) --c.unacknowledged_;
     }
     c.acknowledged_.notify_all();
   }
@@ -250,7 +252,7 @@ class mqtt_client {
   std::condition_variable ready_;
   std::condition_variable arrived_;
   std::condition_variable acknowledged_;
-  std::uint64_t unacknowledged_ = 0;
+  std::int64_t unacknowledged_ = 0;
   bool connected_ = false;
   bool subscribed_ = false;
   std::string last_failure_;
