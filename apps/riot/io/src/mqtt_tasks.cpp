@@ -4,11 +4,15 @@
 #include "tidemark/riot/io/mqtt_tasks.hpp"
 
 #include <mosquitto.h>
+#include <mqtt_protocol.h>
 
 #include <condition_variable>
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <system_error>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 
@@ -23,24 +27,36 @@ std::string errno_text() { return std::error_code{errno, std::generic_category()
 
 class mqtt_client {
  public:
+  /// Called on the network thread for each message, before libmosquitto acknowledges it (QoS 1:
+  /// the PUBACK is queued for that same thread, so it cannot leave before the handler returns).
+  using message_handler = mqtt_subscribe::message_handler;
+
   /// Connects to `broker`; when `subscription` is non-empty, subscribes to it on every connect
-  /// and queues what arrives (up to `capacity` messages).
-  mqtt_client(const mqtt_broker& broker, std::string subscription, int qos, std::size_t capacity)
+  /// and hands what arrives to `handler`, or, without one, queues it (up to `capacity` messages).
+  mqtt_client(const mqtt_broker& broker, std::string subscription, int qos, std::size_t capacity,
+              message_handler handler = {})
       : endpoint_(broker.host + ":" + std::to_string(broker.port)),
         subscription_(std::move(subscription)),
         qos_(qos),
-        capacity_(capacity) {
+        capacity_(capacity),
+        handler_(std::move(handler)) {
     static std::once_flag init;
     std::call_once(init, [] { mosquitto_lib_init(); });
-    mosq_ = mosquitto_new(broker.client_id.empty() ? nullptr : broker.client_id.c_str(), true, this);
+    if (broker.persistent_session && broker.client_id.empty())
+      throw std::invalid_argument("MQTT client for " + endpoint_ +
+                                  ": a persistent session needs a stable client_id");
+    mosq_ = mosquitto_new(broker.client_id.empty() ? nullptr : broker.client_id.c_str(),
+                          !broker.persistent_session, this);
     if (!mosq_) throw std::runtime_error("MQTT client for " + endpoint_ + ": cannot create a client");
+    // MQTT 5 for user properties (the tidemark-id of a message) and session expiry.
+    mosquitto_int_option(mosq_, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5);
     mosquitto_connect_callback_set(mosq_, &on_connect);
     mosquitto_disconnect_callback_set(mosq_, &on_disconnect);
     mosquitto_subscribe_callback_set(mosq_, &on_subscribe);
-    mosquitto_message_callback_set(mosq_, &on_message);
+    mosquitto_message_v5_callback_set(mosq_, &on_message);
+    mosquitto_publish_callback_set(mosq_, &on_publish);
     mosquitto_reconnect_delay_set(mosq_, broker.reconnect_min_s, broker.reconnect_max_s, true);
-    if (int rc = mosquitto_connect_async(mosq_, broker.host.c_str(), broker.port, broker.keepalive_s);
-        rc != MOSQ_ERR_SUCCESS)
+    if (int rc = connect(broker); rc != MOSQ_ERR_SUCCESS)
       connection_failed(rc == MOSQ_ERR_ERRNO ? errno_text() : mosquitto_strerror(rc));
     if (int rc = mosquitto_loop_start(mosq_); rc != MOSQ_ERR_SUCCESS) {
       mosquitto_destroy(mosq_);
@@ -63,16 +79,34 @@ class mqtt_client {
 
   const std::string& endpoint() const noexcept { return endpoint_; }
 
-  /// Publishes; on failure counts an error naming the topic and returns false.
-  bool publish(const std::string& topic, std::string_view payload, int qos, bool retain) {
-    int rc = mosquitto_publish(mosq_, nullptr, topic.c_str(), static_cast<int>(payload.size()),
-                               payload.data(), qos, retain);
-    if (rc == MOSQ_ERR_SUCCESS) return true;
+  /// Publishes, with user property tidemark-id = `id` when `id` is not empty; on failure counts
+  /// an error naming the topic and returns false.
+  bool publish(const std::string& topic, std::string_view payload, int qos, bool retain,
+               std::string_view id) {
+    mosquitto_property* props = nullptr;
+    if (!id.empty())
+      mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, tidemark_id_property,
+                                         std::string{id}.c_str());
+    int rc = mosquitto_publish_v5(mosq_, nullptr, topic.c_str(), static_cast<int>(payload.size()),
+                                  payload.data(), qos, retain, props);
+    mosquitto_property_free_all(&props);
     std::lock_guard<std::mutex> lock{mutex_};
+    // libmosquitto queues a QoS > 0 message before it tries to send it, and sends it after a
+    // reconnect when there is no connection now: that one, too, awaits an acknowledgement.
+    if (qos > 0 && (rc == MOSQ_ERR_SUCCESS || rc == MOSQ_ERR_NO_CONN)) ++unacknowledged_;
+    if (rc == MOSQ_ERR_SUCCESS) return true;
     std::string why = rc == MOSQ_ERR_NO_CONN ? "not connected to the broker" : mosquitto_strerror(rc);
     if (rc == MOSQ_ERR_NO_CONN && !last_failure_.empty()) why += " (last attempt: " + last_failure_ + ")";
     errors_.report({"MQTT publish to topic '" + topic + "' at " + endpoint_ + " failed: " + why});
     return false;
+  }
+
+  /// Waits up to `limit` until the broker acknowledged every QoS > 0 publish; the number still
+  /// unacknowledged (0: all are).
+  std::uint64_t flush(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock{mutex_};
+    acknowledged_.wait_for(lock, limit, [this] { return unacknowledged_ <= 0; });
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(unacknowledged_, 0));
   }
 
   std::optional<mqtt_message> poll(std::chrono::milliseconds wait) {
@@ -99,6 +133,36 @@ class mqtt_client {
  private:
   static mqtt_client& self(void* obj) { return *static_cast<mqtt_client*>(obj); }
 
+  // A persistent session must say how long the broker keeps it: under MQTT 5 a session without
+  // an expiry interval ends with the connection. libmosquitto keeps the CONNECT properties for
+  // its reconnects. Only the non-blocking connect takes no properties, so a persistent client
+  // connects synchronously (its network thread retries a failed first attempt all the same).
+  int connect(const mqtt_broker& broker) {
+    if (!broker.persistent_session)
+      return mosquitto_connect_async(mosq_, broker.host.c_str(), broker.port, broker.keepalive_s);
+    mosquitto_property* props = nullptr;
+    mosquitto_property_add_int32(&props, MQTT_PROP_SESSION_EXPIRY_INTERVAL, broker.session_expiry_s);
+    int rc = mosquitto_connect_bind_v5(mosq_, broker.host.c_str(), broker.port, broker.keepalive_s,
+                                       nullptr, props);
+    mosquitto_property_free_all(&props);
+    return rc;
+  }
+
+  // The tidemark-id user property, or "" when the message has none.
+  static std::string tidemark_id(const mosquitto_property* props) {
+    std::string id;
+    char* name = nullptr;
+    char* value = nullptr;
+    for (auto* p = mosquitto_property_read_string_pair(props, MQTT_PROP_USER_PROPERTY, &name, &value, false);
+         p; p = mosquitto_property_read_string_pair(p, MQTT_PROP_USER_PROPERTY, &name, &value, true)) {
+      if (id.empty() && std::string_view{name} == tidemark_id_property) id = value;
+      std::free(name);
+      std::free(value);
+      name = value = nullptr;
+    }
+    return id;
+  }
+
   // Called with mutex_ not held.
   void connection_failed(const std::string& why) {
     std::lock_guard<std::mutex> lock{mutex_};
@@ -109,7 +173,7 @@ class mqtt_client {
   static void on_connect(mosquitto* mosq, void* obj, int rc) {
     auto& c = self(obj);
     if (rc != 0) {
-      c.connection_failed(mosquitto_connack_string(rc));
+      c.connection_failed(mosquitto_reason_string(rc));  // MQTT 5 reason codes
       return;
     }
     {
@@ -144,16 +208,35 @@ class mqtt_client {
     c.ready_.notify_all();
   }
 
-  static void on_message(mosquitto*, void* obj, const mosquitto_message* m) {
+  // A publish was sent (QoS 0) or acknowledged (QoS > 0). A client publishes at its one QoS;
+  // the acknowledgement can come before publish() counted the message, so the count may dip
+  // below zero for a moment.
+  static void on_publish(mosquitto*, void* obj, int) {
     auto& c = self(obj);
+    {
+      std::lock_guard<std::mutex> lock{c.mutex_};
+      if (c.qos_ > 0) --c.unacknowledged_;
+    }
+    c.acknowledged_.notify_all();
+  }
+
+  static void on_message(mosquitto*, void* obj, const mosquitto_message* m,
+                         const mosquitto_property* props) {
+    auto& c = self(obj);
+    mqtt_message message{m->topic,
+                         std::string{static_cast<const char*>(m->payload), static_cast<std::size_t>(m->payloadlen)},
+                         tidemark_id(props)};
+    if (c.handler_) {
+      c.handler_(std::move(message));  // must not throw: it runs inside libmosquitto
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock{c.mutex_};
       if (c.queue_.size() >= c.capacity_) {
         c.queue_.pop_front();
         ++c.dropped_;
       }
-      c.queue_.push_back(mqtt_message{m->topic, std::string{static_cast<const char*>(m->payload),
-                                                            static_cast<std::size_t>(m->payloadlen)}});
+      c.queue_.push_back(std::move(message));
     }
     c.arrived_.notify_one();
   }
@@ -162,11 +245,14 @@ class mqtt_client {
   std::string subscription_;
   int qos_;
   std::size_t capacity_;
+  message_handler handler_;
   mosquitto* mosq_ = nullptr;
 
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::condition_variable arrived_;
+  std::condition_variable acknowledged_;
+  std::int64_t unacknowledged_ = 0;
   bool connected_ = false;
   bool subscribed_ = false;
   std::string last_failure_;
@@ -192,11 +278,13 @@ mqtt_publish::mqtt_publish(mqtt_publish_config config)
 
 mqtt_publish::~mqtt_publish() = default;
 
-bool mqtt_publish::process(std::string_view payload) {
-  bool ok = client_->publish(config_.topic, payload, config_.qos, config_.retain);
+bool mqtt_publish::process(std::string_view payload, std::string_view id) {
+  bool ok = client_->publish(config_.topic, payload, config_.qos, config_.retain, id);
   published_ += ok;
   return ok;
 }
+
+std::uint64_t mqtt_publish::flush(std::chrono::milliseconds limit) { return client_->flush(limit); }
 
 bool mqtt_publish::connected() const { return client_->ready_now(); }
 error_sink mqtt_publish::errors() const { return client_->errors(); }
@@ -204,14 +292,18 @@ error_sink mqtt_publish::errors() const { return client_->errors(); }
 // ---- mqtt_subscribe ----
 
 namespace {
-std::unique_ptr<detail::mqtt_client> make_subscriber(const mqtt_subscribe_config& config) {
+std::unique_ptr<detail::mqtt_client> make_subscriber(const mqtt_subscribe_config& config,
+                                                     mqtt_subscribe::message_handler handler) {
   if (config.topic.empty()) throw std::invalid_argument("mqtt_subscribe: topic must not be empty");
   if (config.queue_capacity == 0) throw std::invalid_argument("mqtt_subscribe: queue_capacity must be > 0");
-  return std::make_unique<detail::mqtt_client>(config.broker, config.topic, config.qos, config.queue_capacity);
+  return std::make_unique<detail::mqtt_client>(config.broker, config.topic, config.qos, config.queue_capacity,
+                                               std::move(handler));
 }
 }  // namespace
 
-mqtt_subscribe::mqtt_subscribe(mqtt_subscribe_config config) : client_(make_subscriber(config)) {}
+mqtt_subscribe::mqtt_subscribe(mqtt_subscribe_config config) : client_(make_subscriber(config, {})) {}
+mqtt_subscribe::mqtt_subscribe(mqtt_subscribe_config config, message_handler handler)
+    : client_(make_subscriber(config, std::move(handler))) {}
 mqtt_subscribe::~mqtt_subscribe() = default;
 
 std::optional<mqtt_message> mqtt_subscribe::poll(std::chrono::milliseconds wait) {

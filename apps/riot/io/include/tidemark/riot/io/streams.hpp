@@ -11,6 +11,7 @@
 
 #include "tidemark/core/job.hpp"
 #include "tidemark/riot/io/blob_tasks.hpp"
+#include "tidemark/riot/io/mqtt_replay.hpp"
 #include "tidemark/riot/io/mqtt_tasks.hpp"
 #include "tidemark/riot/io/table_tasks.hpp"
 #include "tidemark/riot/io/zip_tasks.hpp"
@@ -65,15 +66,23 @@ inline void insert_into_table(const stream<std::string>& rows,
             std::move(name));
 }
 
-/// Sink: publishes each payload to the broker (mqtt_publish).
+/// Sink: publishes each payload to the broker (mqtt_publish), with a tidemark-id that a replay
+/// after a restore repeats (mqtt_publish_sink): at-least-once, repeats recognizable.
 inline void publish_to_mqtt(const stream<std::string>& payloads, mqtt_publish_config config,
                             std::string name = "") {
   payloads.sink(
       "mqtt_publish",
-      detail::task_sinks<std::string, mqtt_publish>(
-          [config](const instance_info&) { return std::make_unique<mqtt_publish>(config); },
-          [](mqtt_publish& t, const std::string& payload) { t.process(payload); },
-          [](mqtt_publish&) {}),
+      [config](const instance_info& info) { return std::make_unique<mqtt_publish_sink>(config, info); },
+      std::move(name));
+}
+
+/// Source: the messages on `config.subscription.topic`, each instance through its own durable
+/// log and persistent session (mqtt_log_source): replayable, so a restored job neither loses nor
+/// repeats what the log holds. It never ends.
+inline stream<mqtt_message> subscribe_from_mqtt(job& j, mqtt_source_config config,
+                                                std::string name = "mqtt_subscribe") {
+  return j.from_source<mqtt_message>(
+      [config](const instance_info& info) { return std::make_unique<mqtt_log_source>(config, info); },
       std::move(name));
 }
 
