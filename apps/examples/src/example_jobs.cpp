@@ -3,6 +3,8 @@
 // any two runs (embedded or distributed, any parallelism) must agree once sorted.
 #include "tidemark/examples/example_jobs.hpp"
 
+#include "indexed_source.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,59 +23,6 @@ struct reading {
   TIDEMARK_FIELDS(ts, sensor)  // readings cross nodes on the key shuffle
 };
 
-/// `events` readings spread over `keys` sensors; with `rate` > 0, paced at that many per second
-/// (a job that runs long enough to watch on the dashboard). Replayable: a checkpoint saves the
-/// next reading; after a restore, pacing starts again from it.
-class reading_source final : public source_logic {
- public:
-  reading_source(std::int64_t events, std::int64_t keys, std::int64_t rate)
-      : events_(events), keys_(keys), rate_(rate) {}
-
-  bool pull(std::size_t max, emitter& out) override {
-    auto until = std::min(events_, next_ + static_cast<std::int64_t>(max));
-    if (rate_ > 0) {
-      auto now = std::chrono::steady_clock::now();
-      if (!started_) started_ = now;
-      auto due = first_ + std::chrono::duration_cast<std::chrono::microseconds>(now - *started_).count() *
-                              rate_ / 1'000'000;
-      if (due <= next_) {
-        // nothing due: wait a little instead of spinning, short enough to stay responsive
-        std::this_thread::sleep_for(std::chrono::milliseconds{1});
-        return true;
-      }
-      until = std::min(until, due);
-    }
-    auto b = std::make_unique<batch<reading>>();
-    b->values.reserve(static_cast<std::size_t>(until - next_));
-    for (; next_ < until; ++next_) {
-      // a multiplicative hash spreads consecutive readings over the sensors unevenly
-      auto sensor = static_cast<std::uint32_t>((next_ * 2654435761u) % keys_);
-      b->values.push_back({next_, sensor});
-    }
-    if (!b->values.empty()) out.emit(std::move(b));
-    return next_ < events_;
-  }
-
-  bool replayable() const override { return true; }
-  void snapshot(state_writer& out) override { out.write(next_); }
-  void restore(state_reader& in) override {
-    in.read(next_);
-    if (next_ < 0 || next_ > events_)
-      throw job_error("readings: the checkpoint is at reading " + std::to_string(next_) + " of " +
-                      std::to_string(events_) + " (restore it with the same --events)");
-    first_ = next_;
-    started_.reset();
-  }
-
- private:
-  std::int64_t events_;
-  std::int64_t keys_;
-  std::int64_t rate_;
-  std::int64_t next_ = 0;
-  std::int64_t first_ = 0;  // the reading pacing counts from
-  std::optional<std::chrono::steady_clock::time_point> started_;
-};
-
 job build_window_count(const job_options& o) {
   const auto events = o.get_int("events");
   const auto keys = o.get_int("keys");
@@ -84,11 +33,13 @@ job build_window_count(const job_options& o) {
     throw job_error("example-window-count: --events >= 0, --keys >= 1, --window-ms >= 1, "
                     "--parallelism >= 1 and --rate >= 0 are required");
   job j{"example-window-count"};
-  auto counts = j.from_source<reading>(
-                    [events, keys, rate](const instance_info&) {
-                      return std::make_unique<reading_source>(events, keys, rate);
-                    },
-                    "readings")
+  // a multiplicative hash spreads consecutive readings over the sensors unevenly
+  auto counts = j.from_source<reading>(indexed<reading>("readings", events, rate,
+                                                        [keys](std::int64_t i) {
+                                                          return reading{i, static_cast<std::uint32_t>(
+                                                                                (i * 2654435761u) % keys)};
+                                                        }),
+                                       "readings")
       .assign_timestamps([](const reading& r) { return r.ts; },
                          ascending_timestamps().every_events(1024))
       .key_by([](const reading& r) { return r.sensor; }, "by_sensor")

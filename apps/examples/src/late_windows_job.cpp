@@ -3,14 +3,10 @@
 // events in tiered state (memory and WiredTiger). Every result revision goes into a WiredTiger
 // table. The readings are a function of their index, the watermarks follow every 64 readings, so
 // the table of a run is the same in every run: the job exactly_once_embedded kills and resumes.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
-#include <optional>
-#include <thread>
 
-#include "tidemark/core/state.hpp"
+#include "indexed_source.hpp"
 #include "tidemark/core/tiered_window_store.hpp"
 #include "tidemark/examples/example_jobs.hpp"
 #include "tidemark/persistence/table_sink.hpp"
@@ -27,49 +23,11 @@ struct late_reading {
 
 /// Reading i: sensor by a multiplicative hash of i, value i mod 97, event time i ms; every 53rd
 /// reading is 300 ms late (behind closed windows, within their allowed lateness), every 211th is
-/// 3 s late (past it: it leaves on the late port). With `rate` > 0, paced at that many per second.
-class late_reading_source final : public source_logic {
- public:
-  late_reading_source(std::int64_t events, std::int64_t keys, std::int64_t rate)
-      : events_(events), keys_(keys), rate_(rate) {}
-
-  bool pull(std::size_t max, emitter& out) override {
-    auto until = std::min(events_, next_ + static_cast<std::int64_t>(max));
-    if (rate_ > 0) {
-      auto now = std::chrono::steady_clock::now();
-      if (!started_) started_ = now;
-      auto due = paced_from_ + std::chrono::duration_cast<std::chrono::microseconds>(now - *started_).count() *
-                                   rate_ / 1'000'000;
-      if (due <= next_) {
-        std::this_thread::sleep_for(std::chrono::milliseconds{1});
-        return true;
-      }
-      until = std::min(until, due);
-    }
-    auto b = std::make_unique<batch<late_reading>>();
-    for (; next_ < until; ++next_) {
-      auto ts = next_ - (next_ % 211 == 0 ? 3000 : next_ % 53 == 0 ? 300 : 0);
-      b->values.push_back({ts, static_cast<std::uint32_t>((next_ * 2654435761u) % keys_), next_ % 97});
-    }
-    if (!b->values.empty()) out.emit(std::move(b));
-    return next_ < events_;
-  }
-
-  bool replayable() const override { return true; }
-  void snapshot(state_writer& w) override { w.write(next_); }
-  void restore(state_reader& r) override {
-    r.read(next_);
-    paced_from_ = next_;  // the pace restarts at the restored position
-  }
-
- private:
-  std::int64_t events_;
-  std::int64_t keys_;
-  std::int64_t rate_;
-  std::int64_t next_ = 0;
-  std::int64_t paced_from_ = 0;
-  std::optional<std::chrono::steady_clock::time_point> started_;
-};
+/// 3 s late (past it: it leaves on the late port).
+late_reading reading_at(std::int64_t i, std::int64_t keys) {
+  auto ts = i - (i % 211 == 0 ? 3000 : i % 53 == 0 ? 300 : 0);
+  return {ts, static_cast<std::uint32_t>((i * 2654435761u) % keys), i % 97};
+}
 
 struct count_sum {
   std::int64_t count = 0;
@@ -88,11 +46,9 @@ job build_late_windows(const job_options& o) {
                     "--parallelism >= 1 are required");
   job j{"example-late-windows"};
   auto windows =
-      j.from_source<late_reading>(
-           [events, keys, rate](const instance_info&) {
-             return std::make_unique<late_reading_source>(events, keys, rate);
-           },
-           "readings")
+      j.from_source<late_reading>(indexed<late_reading>("readings", events, rate,
+                                                        [keys](std::int64_t i) { return reading_at(i, keys); }),
+                                  "readings")
           .assign_timestamps([](const late_reading& r) { return r.ts; },
                              bounded_out_of_orderness(20).every_events(64))
           .key_by([](const late_reading& r) { return r.sensor; }, "by_sensor")

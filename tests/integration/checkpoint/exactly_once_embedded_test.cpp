@@ -22,14 +22,12 @@
 #include <thread>
 #include <vector>
 
+#include "../../support/result_rows.hpp"
 #include "../../support/temp_dir.hpp"
-#include "tidemark/persistence/table_store.hpp"
 
 extern char** environ;
 
 namespace {
-
-using rows = std::map<std::string, std::string>;
 
 /// Starts `tidemark TOOL_ARGS... example-late-windows JOB_ARGS...` with stderr into `log`.
 pid_t start_job(const std::vector<std::string>& tool_args, const std::vector<std::string>& job_args,
@@ -73,18 +71,6 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
   return n;
 }
 
-/// Every result row of the job's table (the sink's commit markers are not results).
-rows results_of(const std::string& dir) {
-  auto db = tidemark::persistence::wt_connection::open(dir, "log=(enabled=true)");
-  tidemark::persistence::table_store t{db, "results", tidemark::persistence::durability::power_loss};
-  rows out;
-  t.scan({}, std::nullopt, [&](std::string_view k, std::string_view v) {
-    out.emplace(std::string{k}, std::string{v});
-    return true;
-  });
-  return out;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(four_kills_and_resumes_give_the_table_of_a_run_without_faults) {
@@ -96,7 +82,7 @@ BOOST_AUTO_TEST_CASE(four_kills_and_resumes_give_the_table_of_a_run_without_faul
   reference_job.insert(reference_job.end(), {"--table", dir / "reference"});
   BOOST_REQUIRE_MESSAGE(succeeded(start_job({"run"}, reference_job, dir / "reference.log")),
                         read_file(dir / "reference.log"));
-  const auto expected = results_of(dir / "reference");
+  const auto expected = tidemark::test::table_rows(dir / "reference", "results");
   // the reference exercises what the test is about: late re-firings and readings past lateness
   std::size_t late_revisions = 0;
   for (const auto& [k, v] : expected) late_revisions += v.find(" late") != std::string::npos;
@@ -140,20 +126,5 @@ BOOST_AUTO_TEST_CASE(four_kills_and_resumes_give_the_table_of_a_run_without_faul
   const auto text = read_file(log);
   BOOST_TEST(occurrences(text, "resuming job 'example-late-windows' from checkpoint") == 4u, text);
 
-  const auto got = results_of(dir / "results");
-  BOOST_TEST(got.size() == expected.size());
-  std::size_t missing = 0, wrong = 0, extra = 0;
-  for (const auto& [k, v] : expected) {
-    auto it = got.find(k);
-    if (it == got.end()) {
-      if (++missing <= 5) BOOST_TEST_MESSAGE("lost: " << k << " = " << v);
-    } else if (it->second != v) {
-      if (++wrong <= 5) BOOST_TEST_MESSAGE("wrong: " << k << " = " << it->second << ", expected " << v);
-    }
-  }
-  for (const auto& [k, v] : got)
-    if (!expected.count(k) && ++extra <= 5) BOOST_TEST_MESSAGE("extra: " << k << " = " << v);
-  BOOST_TEST(missing == 0u);
-  BOOST_TEST(wrong == 0u);
-  BOOST_TEST(extra == 0u);
+  tidemark::test::check_same_rows(expected, tidemark::test::table_rows(dir / "results", "results"));
 }

@@ -11,39 +11,14 @@
 #include <map>
 #include <random>
 
+#include "../../support/result_rows.hpp"
 #include "../../support/temp_dir.hpp"
 #include "node_processes.hpp"
-#include "tidemark/persistence/table_store.hpp"
 
 using namespace tidemark;
 using namespace std::chrono_literals;
 
 namespace {
-
-using rows = std::map<std::string, std::string>;
-
-/// Every result row of the job's table (the sink's commit markers are not results). The node
-/// that ran the sink closes the table when it handles the coordinator's Stop, a moment after the
-/// run returned: until then WiredTiger refuses a second process.
-rows results_of(const std::string& dir) {
-  std::shared_ptr<persistence::wt_connection> db;
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!db) {
-    try {
-      db = persistence::wt_connection::open_shared(dir, "log=(enabled=true)");
-    } catch (const persistence::storage_error&) {
-      if (std::chrono::steady_clock::now() > deadline) throw;
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-  persistence::table_store t{db, "results"};
-  rows out;
-  t.scan({}, std::nullopt, [&](std::string_view k, std::string_view v) {
-    out.emplace(std::string{k}, std::string{v});
-    return true;
-  });
-  return out;
-}
 
 job_options late_windows(const job_spec& spec, const std::string& table, std::int64_t rate) {
   auto o = spec.make_options();
@@ -66,7 +41,7 @@ BOOST_AUTO_TEST_CASE(killed_and_restarted_nodes_give_the_table_of_a_run_without_
   run_options quiet;
   quiet.print_summary = false;
   run_registered(spec, late_windows(spec, dir / "reference", 0), quiet);
-  const auto expected = results_of(dir / "reference");
+  const auto expected = test::table_rows(dir / "reference", "results");
   BOOST_REQUIRE(expected.size() > 1000u);
 
   // the sink's table is one directory: its one instance is pinned (and moves when n1 is gone)
@@ -105,20 +80,5 @@ BOOST_AUTO_TEST_CASE(killed_and_restarted_nodes_give_the_table_of_a_run_without_
   BOOST_TEST(result.recoveries >= 2u);
   BOOST_TEST(result.recoveries <= static_cast<std::uint32_t>(kills));
 
-  const auto got = results_of(dir / "results");
-  std::size_t missing = 0, wrong = 0, extra = 0;
-  for (const auto& [k, v] : expected) {
-    auto it = got.find(k);
-    if (it == got.end()) {
-      if (++missing <= 5) BOOST_TEST_MESSAGE("lost: " << k << " = " << v);
-    } else if (it->second != v) {
-      if (++wrong <= 5) BOOST_TEST_MESSAGE("wrong: " << k << " = " << it->second << ", expected " << v);
-    }
-  }
-  for (const auto& [k, v] : got)
-    if (!expected.count(k) && ++extra <= 5) BOOST_TEST_MESSAGE("extra: " << k << " = " << v);
-  BOOST_TEST(got.size() == expected.size());
-  BOOST_TEST(missing == 0u);
-  BOOST_TEST(wrong == 0u);
-  BOOST_TEST(extra == 0u);
+  test::check_same_rows(expected, test::table_rows(dir / "results", "results"));
 }
