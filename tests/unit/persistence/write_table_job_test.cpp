@@ -27,7 +27,7 @@ BOOST_AUTO_TEST_CASE(each_element_becomes_one_row) {
       [](int x) { return std::to_string(x * x); }, "squares");
   run(j);
   // the instances opened the directory where they ran; this process shares their connection
-  auto conn = wt_connection::open_shared(dir.path().string());
+  auto conn = wt_connection::open_shared(dir.path().string(), "log=(enabled=true)");
 
   std::map<std::string, std::string> want;
   for (int x = 0; x < 5000; ++x) want["k" + std::to_string(x)] = std::to_string(x * x);
