@@ -15,19 +15,19 @@
 
 namespace tidemark::test {
 
-/// What `logic` (an operator or a source) writes for a checkpoint.
+/// What `logic` (an operator, a source or a sink) writes for checkpoint `id`.
 template <class Logic>
-std::vector<std::uint8_t> snapshot_of(Logic& logic) {
+std::vector<std::uint8_t> snapshot_of(Logic& logic, std::uint64_t id = 7) {
   std::vector<std::uint8_t> out;
-  state_writer w{7, out};
+  state_writer w{id, out};
   logic.snapshot(w);
   return out;
 }
 
-/// Restores `logic` from `bytes` and checks that it read every byte.
+/// Restores `logic` from `bytes` of checkpoint `id` and checks that it read every byte.
 template <class Logic>
-void restore_from(Logic& logic, const std::vector<std::uint8_t>& bytes) {
-  state_reader r{7, bytes.data(), bytes.size()};
+void restore_from(Logic& logic, const std::vector<std::uint8_t>& bytes, std::uint64_t id = 7) {
+  state_reader r{id, bytes.data(), bytes.size()};
   logic.restore(r);
   BOOST_CHECK_EQUAL(r.remaining(), 0u);
 }

@@ -4,6 +4,8 @@
 #define BOOST_TEST_MODULE table_sink
 #include <boost/test/unit_test.hpp>
 
+#include "../checkpoint/checkpoint_harness.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -55,18 +57,6 @@ void feed(sink_t& sink, int from, int to) {
   sink.process(0, std::make_unique<batch<int>>(xs), out);
 }
 
-std::vector<std::uint8_t> snapshot(sink_t& sink, std::uint64_t id) {
-  std::vector<std::uint8_t> bytes;
-  state_writer w{id, bytes};
-  sink.snapshot(w);
-  return bytes;
-}
-
-void restore(sink_t& sink, std::uint64_t id, const std::vector<std::uint8_t>& bytes) {
-  state_reader r{id, bytes.data(), bytes.size()};
-  sink.restore(r);
-}
-
 // The table as a map, read through an independent handle.
 std::map<std::string, std::string> table_of(const std::shared_ptr<wt_connection>& conn) {
   table_store t{conn, "results", durability::power_loss};
@@ -106,9 +96,9 @@ BOOST_AUTO_TEST_CASE(rows_commit_at_checkpoint_completion_and_once_after_a_crash
   auto conn = wt_connection::open(dir.path().string(), logged);
   auto first = make_sink(conn);
   feed(*first, 0, 10);
-  auto snap1 = snapshot(*first, 1);
+  auto snap1 = test::snapshot_of(*first, 1);
   feed(*first, 10, 20);
-  auto snap2 = snapshot(*first, 2);
+  auto snap2 = test::snapshot_of(*first, 2);
   feed(*first, 20, 25);
   BOOST_TEST(table_of(conn).empty());  // nothing before a checkpoint completes
   first->on_checkpoint_complete(1);
@@ -119,20 +109,20 @@ BOOST_AUTO_TEST_CASE(rows_commit_at_checkpoint_completion_and_once_after_a_crash
   BOOST_TEST((table_of(conn) == expected_rows(10)));
 
   auto second = make_sink(conn);
-  restore(*second, 2, snap2);
+  test::restore_from(*second, snap2, 2);
   BOOST_TEST((table_of(conn) == expected_rows(20)));
   BOOST_TEST(metric(*second, "rows_committed") == 10);  // rows 0..9 were committed before
   BOOST_TEST(marker(conn).value_or("") == "2");
 
   second.reset();  // crash again before anything new
   auto third = make_sink(conn);
-  restore(*third, 2, snap2);
+  test::restore_from(*third, snap2, 2);
   BOOST_TEST(metric(*third, "rows_committed") == 0);  // nothing twice
   BOOST_TEST((table_of(conn) == expected_rows(20)));
 
   // the replay after checkpoint 2 goes on to the end
   feed(*third, 20, 30);
-  snapshot(*third, 3);
+  test::snapshot_of(*third, 3);
   feed(*third, 30, 35);
   third->on_checkpoint_complete(3);
   BOOST_TEST((table_of(conn) == expected_rows(30)));
@@ -148,12 +138,12 @@ BOOST_AUTO_TEST_CASE(a_late_notification_commits_every_earlier_checkpoint_in_one
   auto conn = wt_connection::open(dir.path().string(), logged);
   auto sink = make_sink(conn);
   feed(*sink, 0, 5);
-  snapshot(*sink, 4);
-  snapshot(*sink, 5);  // nothing new: stages nothing
+  test::snapshot_of(*sink, 4);
+  test::snapshot_of(*sink, 5);  // nothing new: stages nothing
   feed(*sink, 5, 12);
-  snapshot(*sink, 6);
+  test::snapshot_of(*sink, 6);
   feed(*sink, 12, 15);
-  snapshot(*sink, 7);
+  test::snapshot_of(*sink, 7);
   sink->on_checkpoint_complete(6);  // 4 and 5 were never announced
   BOOST_TEST((table_of(conn) == expected_rows(12)));
   BOOST_TEST(metric(*sink, "commits") == 1);  // checkpoints 4 to 6 in one transaction
@@ -175,10 +165,10 @@ BOOST_AUTO_TEST_CASE(a_marker_left_by_an_earlier_run_does_not_hide_this_runs_row
   // a new run of the job: its first checkpoint completes, then it crashes before the commit
   auto fresh = make_sink(conn);
   feed(*fresh, 0, 8);
-  auto snap1 = snapshot(*fresh, 1);
+  auto snap1 = test::snapshot_of(*fresh, 1);
   fresh.reset();
   auto restored = make_sink(conn);
-  restore(*restored, 1, snap1);
+  test::restore_from(*restored, snap1, 1);
   auto want = expected_rows(8);
   want[key_of(100)] = value_of(100);
   BOOST_TEST((table_of(conn) == want));
@@ -203,7 +193,7 @@ BOOST_AUTO_TEST_CASE(committed_rows_survive_reopening_the_database) {
     auto conn = wt_connection::open(dir.path().string(), logged);
     auto sink = make_sink(conn);
     feed(*sink, 0, 6);
-    snapshot(*sink, 1);
+    test::snapshot_of(*sink, 1);
     sink->on_checkpoint_complete(1);
   }
   auto conn = wt_connection::open(dir.path().string(), logged);

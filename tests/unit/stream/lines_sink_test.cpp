@@ -4,6 +4,8 @@
 #define BOOST_TEST_MODULE lines_sink
 #include <boost/test/unit_test.hpp>
 
+#include "../checkpoint/checkpoint_harness.hpp"
+
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -51,18 +53,6 @@ void feed(sink_t& sink, int from, int to) {
   sink.process(0, std::make_unique<batch<int>>(xs), out);
 }
 
-std::vector<std::uint8_t> snapshot(sink_t& sink, std::uint64_t id) {
-  std::vector<std::uint8_t> bytes;
-  state_writer w{id, bytes};
-  sink.snapshot(w);
-  return bytes;
-}
-
-void restore(sink_t& sink, std::uint64_t id, const std::vector<std::uint8_t>& bytes) {
-  state_reader r{id, bytes.data(), bytes.size()};
-  sink.restore(r);
-}
-
 void finish(sink_t& sink) {
   null_emitter out;
   sink.finish(out);
@@ -86,11 +76,11 @@ BOOST_AUTO_TEST_CASE(lines_appear_at_checkpoint_completion_and_once_after_a_cras
   temp_dir dir;
   const auto path = dir / "out.txt";
   auto first = make_sink(path);
-  snapshot(*first, 1);  // the first barrier comes before any line
+  test::snapshot_of(*first, 1);  // the first barrier comes before any line
   feed(*first, 0, 10);
-  auto snap2 = snapshot(*first, 2);
+  auto snap2 = test::snapshot_of(*first, 2);
   feed(*first, 10, 20);
-  auto snap3 = snapshot(*first, 3);
+  auto snap3 = test::snapshot_of(*first, 3);
   feed(*first, 20, 25);
   BOOST_TEST(read_file(path).empty());
   first->on_checkpoint_complete(2);
@@ -98,16 +88,16 @@ BOOST_AUTO_TEST_CASE(lines_appear_at_checkpoint_completion_and_once_after_a_cras
 
   first.reset();  // crash: checkpoint 3 completed, its notification never arrived
   auto second = make_sink(path);
-  restore(*second, 3, snap3);
+  test::restore_from(*second, snap3, 3);
   BOOST_TEST(read_file(path) == expected_lines(0, 20));
 
   second.reset();  // crash again
   auto third = make_sink(path);
-  restore(*third, 3, snap3);
+  test::restore_from(*third, snap3, 3);
   BOOST_TEST(read_file(path) == expected_lines(0, 20));  // nothing twice
 
   feed(*third, 20, 30);  // the replay after checkpoint 3
-  snapshot(*third, 4);
+  test::snapshot_of(*third, 4);
   feed(*third, 30, 35);
   third->on_checkpoint_complete(4);
   BOOST_TEST(read_file(path) == expected_lines(0, 30));
@@ -121,21 +111,21 @@ BOOST_AUTO_TEST_CASE(a_restore_from_an_older_checkpoint_cuts_what_later_ones_com
   auto first = make_sink(path);
   feed(*first, 0, 4);  // before the first barrier: written through
   BOOST_TEST(read_file(path) == expected_lines(0, 4));
-  auto snap1 = snapshot(*first, 1);
+  auto snap1 = test::snapshot_of(*first, 1);
   feed(*first, 4, 9);
-  auto snap2 = snapshot(*first, 2);
+  auto snap2 = test::snapshot_of(*first, 2);
   feed(*first, 9, 15);
-  snapshot(*first, 3);
+  test::snapshot_of(*first, 3);
   first->on_checkpoint_complete(3);
   BOOST_TEST(read_file(path) == expected_lines(0, 15));
   first.reset();
   // checkpoint 3's pieces turned out corrupt: the job restores checkpoint 2
   auto second = make_sink(path);
-  restore(*second, 2, snap2);
+  test::restore_from(*second, snap2, 2);
   BOOST_TEST(read_file(path) == expected_lines(0, 9));
   second.reset();
   auto third = make_sink(path);
-  restore(*third, 1, snap1);
+  test::restore_from(*third, snap1, 1);
   BOOST_TEST(read_file(path) == expected_lines(0, 4));
 }
 
@@ -158,12 +148,12 @@ BOOST_AUTO_TEST_CASE(a_file_shorter_than_its_checkpoint_is_reported) {
   const auto path = dir / "out.txt";
   auto first = make_sink(path);
   feed(*first, 0, 10);
-  auto snap1 = snapshot(*first, 1);
+  auto snap1 = test::snapshot_of(*first, 1);
   first.reset();
   std::ofstream{path, std::ios::trunc} << "cut\n";
   auto second = make_sink(path);
   try {
-    restore(*second, 1, snap1);
+    test::restore_from(*second, snap1, 1);
     BOOST_FAIL("restore accepted a file shorter than its checkpoint");
   } catch (const job_error& e) {
     std::string what = e.what();
@@ -176,7 +166,7 @@ BOOST_AUTO_TEST_CASE(several_instances_on_one_file_refuse_checkpoints) {
   temp_dir dir;
   auto sink = make_sink(dir / "out.txt", 2);
   try {
-    snapshot(*sink, 1);
+    test::snapshot_of(*sink, 1);
     BOOST_FAIL("a checkpoint of a file written by 2 instances was accepted");
   } catch (const job_error& e) {
     std::string what = e.what();
@@ -189,7 +179,7 @@ BOOST_AUTO_TEST_CASE(print_writes_at_once_and_stages_nothing) {
   auto* old = std::cout.rdbuf(captured.rdbuf());
   sink_t sink{ops::line_writer::to_stdout(), &format};
   feed(sink, 0, 3);
-  auto bytes = snapshot(sink, 1);
+  auto bytes = test::snapshot_of(sink, 1);
   feed(sink, 3, 5);
   std::cout.rdbuf(old);
   BOOST_TEST(bytes.empty());
