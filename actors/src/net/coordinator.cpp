@@ -516,10 +516,7 @@ std::optional<node_status> query_status(const std::string& endpoint, const clust
     links.poll(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
                [&](std::uint32_t, const wire::ControlFrame& f) {
                  if (f.body_type() != wire::Body::StatusReply) return;
-                 const auto* s = f.body_as_StatusReply();
-                 result = node_status{str(s->node()), s->frames_in(), s->bad_frames(),
-                                      s->refused_peers(), s->lost_frames(), s->data_bytes_in(),
-                                      s->batch_frames_in(), s->batch_bytes_in()};
+                 result = net::read_status(*f.body_as_StatusReply());
                });
   }
   return result;

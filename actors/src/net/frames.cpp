@@ -234,13 +234,15 @@ flatbuffers::Offset<wire::StatusReply> status_table(flatbuffers::FlatBufferBuild
                                                     const node_status& s) {
   return wire::CreateStatusReply(b, b.CreateString(s.node), s.frames_in, s.bad_frames,
                                  s.refused_peers, s.lost_frames, s.data_bytes_in,
-                                 s.batch_frames_in, s.batch_bytes_in);
+                                 s.batch_frames_in, s.batch_bytes_in, s.oversized_frames,
+                                 s.refused_control, s.refused_data);
 }
 
 node_status read_status(const wire::StatusReply& s) {
   return node_status{s.node() ? s.node()->str() : std::string{}, s.frames_in(), s.bad_frames(),
                      s.refused_peers(), s.lost_frames(), s.data_bytes_in(), s.batch_frames_in(),
-                     s.batch_bytes_in()};
+                     s.batch_bytes_in(), s.oversized_frames(), s.refused_control(),
+                     s.refused_data()};
 }
 
 std::string describe_peer(zmq::message_t& m) {

@@ -172,7 +172,11 @@ struct node_server::impl {
   std::unique_ptr<net::zap_handler> zap;
   zmq::socket_t control{ctx, zmq::socket_type::router};
   zmq::socket_t data{ctx, zmq::socket_type::router};
-  std::string coordinator;  // routing id of the coordinator's connection
+  // connections ZeroMQ drops on a frame above its limit, which it does not report otherwise
+  std::unique_ptr<net::drop_watch> control_drops, data_drops;
+  std::uint64_t oversized_refused = 0;  // frames above the limit that ZeroMQ let through
+  std::string coordinator_key;  // Z85; only it may send control messages (empty: --insecure)
+  std::string coordinator;      // routing id of the coordinator's connection
   node_status status;
   mutable std::mutex published_mutex;  // guards published: status() reads it from other threads
   node_status published;
@@ -193,14 +197,21 @@ struct node_server::impl {
         throw std::runtime_error("node '" + opts.id +
                                  "': --keys DIR is required (or --insecure for plain text)");
       own = key_pair::load((std::filesystem::path{opts.keys_dir} / (opts.id + ".key")).string());
-      zap = std::make_unique<net::zap_handler>(ctx, net::load_allow_list(opts.keys_dir),
-                                               "node '" + opts.id + "'");
+      coordinator_key = key_pair::load_public(coordinator_key_file(opts));
+      auto allowed = net::load_allow_list(opts.keys_dir);
+      allowed.insert(coordinator_key);  // also when --coordinator-key names a file elsewhere
+      zap = std::make_unique<net::zap_handler>(ctx, std::move(allowed), "node '" + opts.id + "'");
     }
     net::make_server(control, own, opts.insecure, opts.max_message_bytes);
     // state pieces to the coordinator may be many chunks: a ROUTER drops what passes its
     // high-water mark
     control.set(zmq::sockopt::sndhwm, 0);
     net::make_server(data, own, opts.insecure, opts.max_message_bytes);
+    const auto who = "node '" + opts.id + "'";
+    control_drops = std::make_unique<net::drop_watch>(ctx, control, who + " (control)",
+                                                      opts.max_message_bytes);
+    data_drops =
+        std::make_unique<net::drop_watch>(ctx, data, who + " (data)", opts.max_message_bytes);
     control.bind(opts.listen);
     data.bind(data_endpoint(opts.listen));
     if (!opts.data_dir.empty()) std::filesystem::create_directories(opts.data_dir);
@@ -210,9 +221,67 @@ struct node_server::impl {
 
   ~impl() {
     dep.reset();
+    control_drops.reset();  // before the sockets close: their last connections are no drops
+    data_drops.reset();
     control.close();
     data.close();
     zap.reset();
+  }
+
+  /// The coordinator's public key file: --coordinator-key, or KEYS/coordinator.pub, or the public
+  /// half of KEYS/coordinator.key (the layout `tidemark keygen` writes).
+  static std::string coordinator_key_file(const node_options& o) {
+    if (!o.coordinator_key.empty()) return o.coordinator_key;
+    const std::filesystem::path keys{o.keys_dir};
+    for (const auto* name : {"coordinator.pub", "coordinator.key"})
+      if (std::filesystem::exists(keys / name)) return (keys / name).string();
+    throw std::runtime_error(
+        "node '" + o.id + "': no coordinator key: put the coordinator's public key in " +
+        (keys / "coordinator.pub").string() + " or pass --coordinator-key FILE (only that key may "
+        "deploy, start and stop jobs here)");
+  }
+
+  /// True (and counted, logged) when `m` is larger than the node's limit: ZeroMQ lets frames up
+  /// to net::curve_headroom bytes above it through, and drops the connection beyond that.
+  bool oversized(zmq::message_t& m, const char* socket) {
+    if (m.size() <= static_cast<std::size_t>(opts.max_message_bytes)) return false;
+    ++oversized_refused;
+    spdlog::warn("node '{}': refused a frame of {} bytes on its {} socket from {}: the limit is {} "
+                 "bytes (--max-message-bytes)",
+                 opts.id, m.size(), socket, net::describe_peer(m), opts.max_message_bytes);
+    return true;
+  }
+
+  /// The counters kept outside the I/O thread (the ZAP handler's, the drop watches').
+  void collect_counters() {
+    status.refused_peers = zap ? zap->refused() : 0;
+    status.oversized_frames =
+        oversized_refused + control_drops->dropped() + data_drops->dropped();
+  }
+
+  /// Control messages change what the node runs: only the coordinator's key may send them.
+  /// A status request is open to every allow-listed key. Plain text cannot tell keys apart.
+  bool may_send(zmq::message_t& m, wire::Body body) const {
+    if (opts.insecure || body == wire::Body::StatusRequest) return true;
+    const char* user = zmq_msg_gets(m.handle(), "User-Id");
+    return user && coordinator_key == user;
+  }
+
+  /// Refuses a control message from another key than the coordinator's: counts and logs it, and
+  /// answers where the sender waits for an answer (Hello, Deploy).
+  void refuse_control(const zmq::message_t& id, zmq::message_t& m, wire::Body body) {
+    ++status.refused_control;
+    const std::string what = wire::EnumNameBody(body);
+    spdlog::warn("node '{}': refused {} from {}: only the coordinator's key may send it", opts.id,
+                 what, net::describe_peer(m));
+    const auto why = what + " refused by node '" + opts.id +
+                     "': only the coordinator's key may send control messages";
+    flatbuffers::FlatBufferBuilder b;
+    if (body == wire::Body::Hello)
+      reply(id, net::control_message(b, wire::CreateHelloReply(b, false, b.CreateString(why),
+                                                               b.CreateString(opts.id))));
+    else if (body == wire::Body::Deploy)
+      reply(id, net::control_message(b, wire::CreateDeployed(b, false, b.CreateString(why))));
   }
 
   void bad_frame(zmq::message_t& m, const std::string& what) {
@@ -263,7 +332,7 @@ struct node_server::impl {
       while (receive(control, id, payload)) on_control(id, payload);
       while (receive(data, id, payload)) on_data(payload);
       for (auto& o : out->take()) send(std::move(o));
-      status.refused_peers = zap ? zap->refused() : 0;
+      collect_counters();
       if (dep && !coordinator.empty() && clock::now() >= next_heartbeat) {
         // the counters ride along, so the coordinator's live view shows every node's transport
         flatbuffers::FlatBufferBuilder b{256};
@@ -307,11 +376,16 @@ struct node_server::impl {
   // ---- control -------------------------------------------------------------------------------
 
   void on_control(zmq::message_t& id, zmq::message_t& payload) {
+    if (oversized(payload, "control")) return;
     if (auto bad = net::verify_control(payload.data(), payload.size(), opts.max_message_bytes)) {
       bad_frame(payload, *bad);
       return;
     }
     const auto& f = net::read_control(payload);
+    if (!may_send(payload, f.body_type())) {
+      refuse_control(id, payload, f.body_type());
+      return;
+    }
     if (auto refused = net::check_version(f)) {
       ++status.bad_frames;
       spdlog::warn("node '{}': refused {}: {}", opts.id, net::describe_peer(payload), *refused);
@@ -375,7 +449,7 @@ struct node_server::impl {
         }
         break;
       case wire::Body::StatusRequest:
-        status.refused_peers = zap ? zap->refused() : 0;
+        collect_counters();
         reply(id, net::control_message(b, net::status_table(b, status)));
         break;
       default:
@@ -499,6 +573,7 @@ struct node_server::impl {
   // ---- data ----------------------------------------------------------------------------------
 
   void on_data(zmq::message_t& payload) {
+    if (oversized(payload, "data")) return;
     if (auto bad = net::verify_data(payload.data(), payload.size(), opts.max_message_bytes)) {
       bad_frame(payload, *bad);
       return;
@@ -526,8 +601,10 @@ struct node_server::impl {
     if (!opts.insecure) {
       const char* user = zmq_msg_gets(payload.handle(), "User-Id");
       if (!user || x.nodes[expected_peer].public_key != user) {
-        bad_frame(payload, "channel " + std::to_string(c) + " belongs to node '" +
-                               x.nodes[expected_peer].id + "'");
+        ++status.refused_data;
+        spdlog::warn("node '{}': refused a frame on channel {} from {}: the channel belongs to "
+                     "node '{}'",
+                     opts.id, c, net::describe_peer(payload), x.nodes[expected_peer].id);
         return;
       }
     }

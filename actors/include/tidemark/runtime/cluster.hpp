@@ -82,6 +82,10 @@ struct node_options {
   std::string listen;    ///< control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data: port + 1)
   std::string data_dir;  ///< node-local state (created at start; for stores and checkpoints)
   std::string keys_dir;  ///< ID.key (own key pair) and *.pub (the allow-list)
+  /// The coordinator's public key file (.pub or .key); empty: KEYS/coordinator.pub, else
+  /// KEYS/coordinator.key. Control messages (hello, deploy, start, stop, checkpoints, faults) from
+  /// any other key are refused and counted; status requests are open to the allow-list.
+  std::string coordinator_key;
   bool insecure = false;
   std::int64_t max_message_bytes = 64 << 20;
   /// Refreshed with the counters of this node's stage instances every `live_period` while a job

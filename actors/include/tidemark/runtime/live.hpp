@@ -51,6 +51,14 @@ struct node_status {
   std::uint64_t data_bytes_in = 0;  ///< bytes of accepted frames on the data socket
   std::uint64_t batch_frames_in = 0;  ///< of those, frames carrying a batch
   std::uint64_t batch_bytes_in = 0;
+  /// Frames above max_message_bytes: refused by verification, or connections ZeroMQ dropped on
+  /// reading a frame above its limit (docs/deploy.md#limits-and-roles)
+  std::uint64_t oversized_frames = 0;
+  /// Control messages other than a status request from a key that is not the coordinator's
+  std::uint64_t refused_control = 0;
+  /// Data frames on a channel from a node that does not host the channel's sending end (or, for
+  /// credit, its receiving end)
+  std::uint64_t refused_data = 0;
 };
 
 /// What a job looks like at one moment.
