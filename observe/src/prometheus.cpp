@@ -234,6 +234,12 @@ void declare_families(exposition& e) {
             "Connections the node's ZAP handler refused (unknown CURVE key).");
   e.declare("tidemark_node_lost_frames_total", kind::counter,
             "Sequence gaps on the node's incoming data channels.");
+  e.declare("tidemark_node_oversized_frames_total", kind::counter,
+            "Frames above the node's size limit (refused, or the connection ZeroMQ dropped).");
+  e.declare("tidemark_node_refused_control_total", kind::counter,
+            "Control messages refused because they did not come from the coordinator's key.");
+  e.declare("tidemark_node_refused_data_total", kind::counter,
+            "Data frames refused because they came from a node that does not own the channel.");
   e.declare("tidemark_node_data_in_bytes_total", kind::counter,
             "Bytes of frames the node accepted on its data socket.");
   e.declare("tidemark_node_batch_frames_in_total", kind::counter,
@@ -300,6 +306,9 @@ void render_node(exposition& e, const node_status& n) {
   e.sample("tidemark_node_bad_frames_total", ls, static_cast<double>(n.bad_frames));
   e.sample("tidemark_node_refused_peers_total", ls, static_cast<double>(n.refused_peers));
   e.sample("tidemark_node_lost_frames_total", ls, static_cast<double>(n.lost_frames));
+  e.sample("tidemark_node_oversized_frames_total", ls, static_cast<double>(n.oversized_frames));
+  e.sample("tidemark_node_refused_control_total", ls, static_cast<double>(n.refused_control));
+  e.sample("tidemark_node_refused_data_total", ls, static_cast<double>(n.refused_data));
   e.sample("tidemark_node_data_in_bytes_total", ls, static_cast<double>(n.data_bytes_in));
   e.sample("tidemark_node_batch_frames_in_total", ls, static_cast<double>(n.batch_frames_in));
   e.sample("tidemark_node_batch_in_bytes_total", ls, static_cast<double>(n.batch_bytes_in));

@@ -136,6 +136,36 @@ zmq::message_t stop_message(const std::string& reason) {
   return net::control_message(b, wire::CreateStop(b, b.CreateString(reason)));
 }
 
+/// Warns when a node's heartbeat counts more refusals than its previous one did: frames above its
+/// size limit, control messages from a key that is not the coordinator's, data frames from a node
+/// that does not own the channel. The job goes on; the node's log names the peers.
+class refusal_log {
+ public:
+  explicit refusal_log(std::size_t nodes) : last_(nodes) {}
+
+  void update(std::uint32_t n, const node_status& now) {
+    auto& was = last_[n];
+    report(now, now.oversized_frames, was.oversized_frames,
+           "frames above its size limit (--max-message-bytes)");
+    report(now, now.refused_control, was.refused_control,
+           "control messages from a key that is not the coordinator's");
+    report(now, now.refused_data, was.refused_data,
+           "data frames from a node that does not own their channel");
+    was = now;  // a restarted node counts from 0 again
+  }
+
+ private:
+  static void report(const node_status& s, std::uint64_t now, std::uint64_t before,
+                     const char* what) {
+    if (now > before)
+      spdlog::warn("coordinator: node '{}' refused {} {} ({} since it started; its log names the "
+                   "peers)",
+                   s.node, now - before, what, now);
+  }
+
+  std::vector<node_status> last_;
+};
+
 /// "window (instances 1, 4), counts (instance 1)": what node `n` hosted.
 std::string hosted(const logical_graph& g, const physical_plan& p,
                    const std::vector<std::uint32_t>& placement, std::uint32_t n) {
@@ -295,6 +325,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   std::random_device random;
   const std::uint32_t first_deployment = random();
   std::vector<net::piece_assembler> assemblers(count);
+  refusal_log refusals{count};
   std::optional<clock::time_point> lost_at;  // set while recovering
   int failed_recoveries = 0;                 // in a row
   auto started = clock::now();
@@ -419,10 +450,11 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         if (!member_of[n]) return;  // a node this deployment does not use
         last_seen[n] = clock::now();
         const auto* beat = f.body_as_Heartbeat();
-        if (live.enabled() && beat && beat->counters()) {
+        if (beat && beat->counters()) {
           auto status = net::read_status(*beat->counters());
           status.node = cluster.nodes[n].id;  // the connection says who it is
-          live.update(std::move(status));
+          refusals.update(n, status);
+          if (live.enabled()) live.update(std::move(status));
         }
         if (live.enabled() && f.body_type() == wire::Body::LiveMetrics) {
           record_live(n, net::read_metrics(*f.body_as_LiveMetrics()));

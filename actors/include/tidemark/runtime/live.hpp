@@ -52,7 +52,7 @@ struct node_status {
   std::uint64_t batch_frames_in = 0;  ///< of those, frames carrying a batch
   std::uint64_t batch_bytes_in = 0;
   /// Frames above max_message_bytes: refused by verification, or connections ZeroMQ dropped on
-  /// reading a frame above its limit (docs/deploy.md#limits-and-roles)
+  /// reading a frame above its limit (docs/deploy.md#roles-and-limits)
   std::uint64_t oversized_frames = 0;
   /// Control messages other than a status request from a key that is not the coordinator's
   std::uint64_t refused_control = 0;
