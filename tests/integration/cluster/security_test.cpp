@@ -10,6 +10,9 @@
 #include <fstream>
 #include <future>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include "net/channels.hpp"
 #include "net/frames.hpp"
 #include "net/security.hpp"
@@ -418,7 +421,19 @@ BOOST_AUTO_TEST_CASE(a_frame_above_the_limit_is_counted_and_the_node_serves_on) 
   // exactly the limit is no oversized frame
   control.send(empty_control<wire::StatusRequest>());
   BOOST_TEST(control.receive(2000ms).has_value());
-  BOOST_CHECK_NO_THROW(run_on_cluster(spec, small_job(spec), nodes.cluster));
+  // the coordinator reads the count in n1's heartbeats (frequent here, so some come while the job
+  // runs) and warns
+  std::ostringstream coordinator_log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(coordinator_log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  nodes.cluster.heartbeat_interval = 10ms;
+  auto job = small_job(spec);
+  job.set("events", "50000");
+  BOOST_CHECK_NO_THROW(run_on_cluster(spec, job, nodes.cluster));
+  spdlog::default_logger()->sinks().pop_back();
+  BOOST_TEST(coordinator_log.str().find("node 'n1' refused 3 frames above its size limit") !=
+                 std::string::npos,
+             coordinator_log.str());
   data.send(big.data(), limit);
   s = await_status(nodes, 0, [&](const node_status& s) { return s.bad_frames > before.bad_frames + 1; });
   BOOST_TEST(s.bad_frames == before.bad_frames + 2);  // not a data frame, but not too big either
