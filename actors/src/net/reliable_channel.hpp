@@ -56,7 +56,7 @@ class reliable_sender {
 
   /// Takes the receiver's state; returns the credits it grants that were not granted before
   /// (0 for a stale, duplicated or reordered report). On a gap report sends the first missing
-  /// frame again through resend(seq, const Frame&) unless it went out within the gap guard.
+  /// frame again through resend(seq, Frame&) unless it went out within the gap guard.
   template <class Resend>
   std::uint64_t on_state(const channel_state& s, time_point now, Resend&& resend) {
     if (s.ack > next_seq_ || s.credit > batches_) return 0;  // acknowledges what was never sent
@@ -81,7 +81,7 @@ class reliable_sender {
     return granted;
   }
 
-  /// Sends again, through resend(seq, const Frame&), every frame not acknowledged within the
+  /// Sends again, through resend(seq, Frame&), every frame not acknowledged within the
   /// retransmit timeout. When every frame is acknowledged but the whole credit window is still
   /// out and nothing moved for the timeout, the report that would free it may be lost: calls
   /// probe() so the receiver reports again.
