@@ -22,8 +22,11 @@ struct channel_state {
 };
 
 struct reliability_options {
-  /// A frame not acknowledged this long after it was (last) sent goes out again.
+  /// A frame not acknowledged this long after it was (last) sent goes out again: at least this,
+  /// more when the measured round trip needs it (SRTT + 4 RTTVAR, RFC 6298), doubled after each
+  /// timeout until a frame sent once is acknowledged, at most max_retransmit_timeout.
   std::chrono::milliseconds retransmit_timeout{200};
+  std::chrono::milliseconds max_retransmit_timeout{5000};
   /// A frame the receiver reports missing goes out again at once, unless it went out this recently.
   std::chrono::milliseconds gap_guard{40};
   /// The receiver acknowledges delivered frames at most this late (fewer acks when frames stream).
@@ -50,7 +53,7 @@ class reliable_sender {
     next_seq_ = std::max(next_seq_, seq + 1);
     if (batch) ++batches_;
     if (last) last_seq_ = seq;
-    unacked_.emplace(seq, entry{std::move(f), now});
+    unacked_.emplace(seq, entry{std::move(f), now, now, 0});
     progress_ = now;
   }
 
@@ -63,7 +66,15 @@ class reliable_sender {
     if (s.ack > acked_) {
       acked_ = s.ack;
       progress_ = now;
-      unacked_.erase(unacked_.begin(), unacked_.lower_bound(s.ack));
+      const auto end = unacked_.lower_bound(s.ack);
+      // a round trip sample from the newest frame acknowledged that went out once (Karn: the
+      // ack of a frame sent again may answer either copy)
+      for (auto it = end; it != unacked_.begin();)
+        if ((--it)->second.resent == 0) {
+          sample_round_trip(now - it->second.first_sent);
+          break;
+        }
+      unacked_.erase(unacked_.begin(), end);
     }
     std::uint64_t granted = 0;
     if (s.credit > credit_) {
@@ -75,6 +86,7 @@ class reliable_sender {
       if (auto it = unacked_.find(s.ack);
           it != unacked_.end() && now - it->second.sent >= opts_.gap_guard) {
         it->second.sent = now;
+        ++it->second.resent;
         ++retransmitted_;
         resend(it->first, it->second.frame);
       }
@@ -87,13 +99,18 @@ class reliable_sender {
   /// probe() so the receiver reports again.
   template <class Resend, class Probe>
   void poll(time_point now, Resend&& resend, Probe&& probe) {
+    bool timed_out = false;
     for (auto& [seq, e] : unacked_)
-      if (now - e.sent >= opts_.retransmit_timeout) {
+      if (now - e.sent >= rto_) {
         e.sent = now;
+        ++e.resent;
         ++retransmitted_;
+        timed_out = true;
         resend(seq, e.frame);
       }
-    if (waiting_for_credit() && now - progress_ >= opts_.retransmit_timeout) {
+    // back off until a frame sent once is acknowledged: the round trip may be longer than thought
+    if (timed_out) rto_ = std::min(2 * rto_, opts_.max_retransmit_timeout);
+    if (waiting_for_credit() && now - progress_ >= rto_) {
       progress_ = now;
       ++probes_;
       probe();
@@ -104,11 +121,13 @@ class reliable_sender {
   std::optional<time_point> next_due() const {
     std::optional<time_point> due;
     for (const auto& [seq, e] : unacked_)
-      due = std::min(due.value_or(time_point::max()), e.sent + opts_.retransmit_timeout);
-    if (waiting_for_credit())
-      due = std::min(due.value_or(time_point::max()), progress_ + opts_.retransmit_timeout);
+      due = std::min(due.value_or(time_point::max()), e.sent + rto_);
+    if (waiting_for_credit()) due = std::min(due.value_or(time_point::max()), progress_ + rto_);
     return due;
   }
+
+  /// The retransmit timeout now, as the round trips measured and the timeouts so far make it.
+  std::chrono::milliseconds retransmit_timeout() const noexcept { return rto_; }
 
   std::size_t unacked() const noexcept { return unacked_.size(); }
   std::uint64_t acked() const noexcept { return acked_; }
@@ -119,8 +138,26 @@ class reliable_sender {
  private:
   struct entry {
     Frame frame;
-    time_point sent;
+    time_point first_sent;
+    time_point sent;  // last
+    unsigned resent;  // times sent again
   };
+
+  /// RFC 6298's estimate, within the options' bounds.
+  void sample_round_trip(std::chrono::steady_clock::duration rtt) {
+    using std::chrono::duration_cast;
+    using std::chrono::microseconds;
+    const auto r = duration_cast<microseconds>(rtt);
+    if (!srtt_) {
+      srtt_ = r;
+      rttvar_ = r / 2;
+    } else {
+      rttvar_ = (3 * rttvar_ + (*srtt_ > r ? *srtt_ - r : r - *srtt_)) / 4;
+      srtt_ = (7 * *srtt_ + r) / 8;
+    }
+    rto_ = std::clamp(std::chrono::ceil<std::chrono::milliseconds>(*srtt_ + 4 * rttvar_),
+                      opts_.retransmit_timeout, opts_.max_retransmit_timeout);
+  }
 
   bool finished() const noexcept { return last_seq_ && acked_ > *last_seq_; }
   bool waiting_for_credit() const noexcept {
@@ -129,6 +166,9 @@ class reliable_sender {
 
   std::uint32_t window_;
   reliability_options opts_;
+  std::chrono::milliseconds rto_ = opts_.retransmit_timeout;
+  std::optional<std::chrono::microseconds> srtt_;
+  std::chrono::microseconds rttvar_{0};
   std::map<std::uint64_t, entry> unacked_;
   std::uint64_t next_seq_ = 0;
   std::uint64_t acked_ = 0;

@@ -56,6 +56,7 @@ struct outcome {
   std::vector<std::string> delivered;  // what the receiving stage got, in order
   std::size_t most_unacked = 0;
   std::uint64_t retransmitted = 0, probes = 0, duplicates = 0, held = 0;
+  std::chrono::milliseconds rto{0};  // the sender's retransmit timeout at the end
   bool finished = false;
 };
 
@@ -114,6 +115,7 @@ outcome run(std::uint32_t window, std::size_t items, link_model data, link_model
     now += 1ms;
   }
   out.retransmitted = sender.retransmitted();
+  out.rto = sender.retransmit_timeout();
   out.probes = sender.probes();
   out.duplicates = receiver.duplicates();
   out.held = receiver.held_total();
@@ -185,6 +187,20 @@ BOOST_AUTO_TEST_CASE(random_drops_duplicates_reordering_delays_and_a_partition_l
       BOOST_TEST(out.most_unacked <= window + window / 2 + 2);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_slow_link_raises_the_timeout_instead_of_sending_everything_again) {
+  // 400 ms each way, twice the least timeout: without measuring the round trip every frame would
+  // go out three times or more
+  link_model slow;
+  slow.delay = 400ms;
+  auto out = run(8, 300, slow, slow, 5);
+  BOOST_TEST_MESSAGE("retransmitted " << out.retransmitted << ", timeout " << out.rto.count()
+                                      << " ms");
+  BOOST_TEST(out.finished);
+  BOOST_TEST(out.delivered == out.produced);
+  BOOST_TEST(out.rto.count() >= 800);
+  BOOST_TEST(out.retransmitted < 60u);  // the first window's frames, before the first sample
 }
 
 BOOST_AUTO_TEST_CASE(stale_and_impossible_reports_grant_nothing) {
