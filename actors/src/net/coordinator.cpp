@@ -15,6 +15,7 @@
 #include "frames.hpp"
 #include "security.hpp"
 #include "tidemark/runtime/cluster.hpp"
+#include "tidemark/runtime/faults.hpp"
 
 namespace tidemark {
 
@@ -131,6 +132,12 @@ zmq::message_t empty_control() {
   return net::control_message(b, body.Finish());
 }
 
+/// What the coordinator sends the nodes so they know it still leads the job (fencing).
+zmq::message_t coordinator_heartbeat() {
+  flatbuffers::FlatBufferBuilder b{64};
+  return net::control_message(b, wire::CreateHeartbeat(b, b.CreateString("coordinator")));
+}
+
 zmq::message_t stop_message(const std::string& reason) {
   flatbuffers::FlatBufferBuilder b;
   return net::control_message(b, wire::CreateStop(b, b.CreateString(reason)));
@@ -215,6 +222,7 @@ struct deploy_args {
   const run_options& opts;
   std::uint64_t restore_checkpoint;
   std::uint32_t deployment;
+  std::chrono::milliseconds fence;
 };
 
 zmq::message_t deploy_message(const deploy_args& a) {
@@ -236,7 +244,8 @@ zmq::message_t deploy_message(const deploy_args& a) {
       static_cast<std::uint32_t>(o.linger.count()), o.fuse,
       static_cast<std::uint32_t>(a.on.heartbeat_interval.count()),
       o.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.live_period.count())) : 0u,
-      a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes));
+      a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes),
+      static_cast<std::uint32_t>(a.fence.count()));
   return net::control_message(b, body);
 }
 
@@ -268,6 +277,12 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   auto from = checkpoints.start_point();
   result.restored_from = from.checkpoint;
 
+  // Fencing: with recovery, a node cut off from the coordinator stops its deployment before the
+  // coordinator gives up on it and recovers the job elsewhere, so the two never run side by side.
+  // Without checkpoints there is no recovery to race with.
+  const auto fence = checkpoints.enabled() ? cluster.heartbeat_timeout * 3 / 4 : 0ms;
+  const auto beat_every =
+      std::max<std::chrono::milliseconds>(1ms, std::min(cluster.heartbeat_interval, fence / 4));
   const auto count = static_cast<std::uint32_t>(cluster.nodes.size());
   std::vector<std::uint32_t> everyone(count);
   std::iota(everyone.begin(), everyone.end(), 0u);
@@ -357,7 +372,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     const std::uint32_t deployment = std::max(1u, first_deployment + pass);
     for (std::uint32_t m = 0; m < job_nodes; ++m)
       links.send(members[m], deploy_message({spec.name, options, on, placement, m, opts,
-                                             from.checkpoint, deployment}));
+                                             from.checkpoint, deployment, fence}));
     std::string refused;  // a node's deploy error
     const auto deployed = await(members, wire::Body::Deployed, "deploy", !lost_at,
                                 [&](std::uint32_t n, const wire::ControlFrame& f) {
@@ -440,7 +455,12 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     std::size_t finished = 0;
     std::optional<std::uint32_t> lost;
     std::string lost_why;
+    auto next_beat = clock::now();
     while (finished < job_nodes && !lost) {
+      if (fence > 0ms && clock::now() >= next_beat) {
+        for (auto member : members) links.send(member, coordinator_heartbeat());
+        next_beat = clock::now() + beat_every;
+      }
       bool fresh = false;
       auto wait = checkpoints.poll([&](std::uint64_t id) {
         for (auto member : members) links.send(member, net::checkpoint_start_frame(id));
@@ -552,6 +572,37 @@ std::optional<node_status> query_status(const std::string& endpoint, const clust
                });
   }
   return result;
+}
+
+void inject_faults(const cluster_config& cluster, const std::string& node,
+                   const fault_command& cmd, std::chrono::milliseconds timeout) {
+  const auto n = cluster.find(node);
+  if (!n) throw std::runtime_error("cannot inject faults into node '" + node + "': the cluster has no such node");
+  if (!cluster.faults_allowed)
+    throw std::runtime_error("cannot inject faults into node '" + node +
+                             "': the cluster file does not say 'faults: allow'");
+  cluster_config one = cluster;
+  one.nodes = {cluster.nodes[*n]};
+  control_links links{one};
+  links.send(0, net::faults_frame(cmd));
+  const auto deadline = clock::now() + timeout;
+  while (clock::now() < deadline) {
+    std::optional<std::string> refused;
+    bool answered = false;
+    links.poll(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
+               [&](std::uint32_t, const wire::ControlFrame& f) {
+                 if (f.body_type() != wire::Body::FaultsReply) return;
+                 const auto* r = f.body_as_FaultsReply();
+                 answered = true;
+                 if (!r->accepted()) refused = str(r->reason());
+               });
+    if (refused)
+      throw std::runtime_error("node '" + node + "' refused the injected faults: " + *refused);
+    if (answered) return;
+  }
+  throw std::runtime_error("node '" + node + "' at " + cluster.nodes[*n].endpoint +
+                           " did not answer the injected faults within " +
+                           std::to_string(timeout.count()) + " ms");
 }
 
 }  // namespace tidemark

@@ -55,6 +55,8 @@ struct cluster_config {
   std::map<std::string, std::string> pins;
   /// How long to wait for nodes to answer hello and deploy.
   std::chrono::milliseconds connect_timeout{5000};
+  /// `faults: allow`: inject_faults may send fault commands to the nodes (tidemark/runtime/faults.hpp).
+  bool faults_allowed = false;
 
   /// Reads a cluster file (YAML, see docs/deploy.md); relative key paths are resolved against the
   /// file's folder. Throws std::runtime_error naming the file and the field.
@@ -93,6 +95,9 @@ struct node_options {
   /// for live metrics.
   std::shared_ptr<live_view> live;
   std::chrono::milliseconds live_period{500};
+  /// Accept injected faults from the coordinator's key (tidemark-node --allow-faults); refused
+  /// otherwise.
+  bool allow_faults = false;
 };
 
 /// The server behind `tidemark-node`: binds its control and data endpoints, accepts deployments
