@@ -37,6 +37,7 @@ struct wt_connection::event_log {
   };
   handler_type handler{};  // WiredTiger passes its address back to on_error
   std::mutex m;
+  int last_code = 0;
   std::string last_error;
 
   event_log() {
@@ -46,17 +47,23 @@ struct wt_connection::event_log {
 
   static int on_error(WT_EVENT_HANDLER* h, WT_SESSION*, int error, const char* message) {
     std::fprintf(stderr, "%s\n", message);  // what WiredTiger's default handler does
-    if (error != WT_PANIC) {
+    if (error > 0) {  // a system error (ENOSPC, EIO), not a panic or an informational line
       auto* self = static_cast<handler_type*>(h)->owner;
+      std::string text{message};
+      // drop WiredTiger's "[time][pid:thread], " prefix
+      if (auto at = text.find("], "); !text.empty() && text[0] == '[' && at != std::string::npos)
+        text.erase(0, at + 3);
       std::lock_guard lock{self->m};
-      self->last_error = message;
+      self->last_code = error;
+      self->last_error = std::move(text);
     }
     return 0;
   }
 
-  std::string cause() {
+  /// The last system error WiredTiger reported ("" when none), with its code.
+  std::pair<int, std::string> cause() {
     std::lock_guard lock{m};
-    return last_error;
+    return {last_code, last_error};
   }
 };
 
@@ -77,10 +84,18 @@ void registry_remove(WT_CONNECTION* conn) {
   registry.erase(conn);
 }
 
-std::string cause_of_panic(WT_CONNECTION* conn) {
+std::pair<int, std::string> cause_of_panic(WT_CONNECTION* conn) {
   std::lock_guard lock{registry_mutex};
   auto it = registry.find(conn);
-  return it == registry.end() ? std::string{} : it->second->cause();
+  return it == registry.end() ? std::pair<int, std::string>{} : it->second->cause();
+}
+
+// "CONTEXT: <the system error> (WiredTiger: <its message>; ...)" when WiredTiger panicked after
+// a system error, else "CONTEXT: <WiredTiger's text for code>".
+std::string error_text(int code, const std::string& context, const std::pair<int, std::string>& cause) {
+  if (code != WT_PANIC || cause.first == 0) return context + ": " + wiredtiger_strerror(code);
+  return context + ": " + wiredtiger_strerror(cause.first) + " (WiredTiger: " + cause.second +
+         "; it panicked, so the database must be closed and opened again)";
 }
 
 // The flags a session keeps in WT_SESSION::app_private, for fault injection: a transaction is
@@ -93,12 +108,8 @@ void set_flags(WT_SESSION* s, std::uintptr_t f) { s->app_private = reinterpret_c
 
 // The error for WiredTiger's `code`, with the cause WiredTiger logged when the connection panicked.
 storage_error wt_error(int code, const std::string& context, WT_CONNECTION* conn) {
-  std::string text = context + ": " + wiredtiger_strerror(code);
-  if (code == WT_PANIC && conn != nullptr) {
-    if (auto cause = cause_of_panic(conn); !cause.empty()) text += " after: " + cause;
-    text += " (the database must be reopened)";
-  }
-  return storage_error(code, text);
+  return storage_error(code, error_text(code, context, conn ? cause_of_panic(conn)
+                                                            : std::pair<int, std::string>{}));
 }
 
 void check(int code, const std::string& context, WT_CONNECTION* conn = nullptr) {
@@ -146,12 +157,11 @@ std::shared_ptr<wt_connection> wt_connection::open(const std::string& home, cons
   WT_CONNECTION* conn = nullptr;
   std::string full = config.empty() ? "create" : "create," + config;
   auto events = std::make_unique<event_log>();
-  if (int rc = wiredtiger_open(home.c_str(), &events->handler, full.c_str(), &conn); rc != 0) {
-    auto cause = events->cause();
-    throw storage_error(rc, "opening WiredTiger database in '" + home + "' with config \"" +
-                                config + "\": " + wiredtiger_strerror(rc) +
-                                (cause.empty() ? "" : " after: " + cause));
-  }
+  if (int rc = wiredtiger_open(home.c_str(), &events->handler, full.c_str(), &conn); rc != 0)
+    throw storage_error(rc, error_text(rc,
+                                       "opening WiredTiger database in '" + home +
+                                           "' with config \"" + config + "\"",
+                                       events->cause()));
   registry_add(conn, events.get());
   return std::make_shared<wt_connection>(key{}, conn, home, config_enables_log(config),
                                          std::move(events));
