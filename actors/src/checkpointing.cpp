@@ -50,9 +50,10 @@ void checkpoint_driver::fail(std::uint64_t id, const std::string& why, bool reop
   ++failed_in_a_row_;
   const auto text = "checkpoint " + std::to_string(id) + " failed: " + why;
   if (first_failure_.empty()) first_failure_ = text;
-  spdlog::warn("{} (the job goes on; the previous completed checkpoint stays the one to resume "
-               "from)",
-               text);
+  spdlog::warn(
+      "{} (the job goes on; the previous completed checkpoint stays the one to resume "
+      "from)",
+      text);
   current_ = 0;
   // The store's connection is unusable after a panic; the next checkpoint opens it again, so it
   // works once the disk has space (or stops failing).
@@ -198,9 +199,10 @@ void checkpoint_driver::finished() {
     store().clear();
   } catch (const persistence::storage_error& e) {
     // the results are complete; only the cleanup failed
-    spdlog::warn("job '{}' finished, but its checkpoints in '{}' could not be removed ({}); "
-                 "remove the directory before the job's next run",
-                 job_, opts_.dir, e.what());
+    spdlog::warn(
+        "job '{}' finished, but its checkpoints in '{}' could not be removed ({}); "
+        "remove the directory before the job's next run",
+        job_, opts_.dir, e.what());
     return;
   }
   spdlog::info("job '{}' finished: its checkpoints in '{}' were removed", job_, opts_.dir);

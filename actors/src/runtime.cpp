@@ -108,7 +108,8 @@ job_result run(const job& j, const run_options& opts) {
     if (live.enabled()) wait = std::min(wait, live.ask(driver, actors.stages()));
     try {
       wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
-        for (const auto& a : actors.sources()) caf::anon_send(a, detail::checkpoint_atom::value, id);
+        for (const auto& a : actors.sources())
+          caf::anon_send(a, detail::checkpoint_atom::value, id);
       }));
     } catch (const job_error& e) {  // too many checkpoints failed in a row
       failure = e.what();

@@ -45,7 +45,9 @@ storage_faults current_storage_faults() {
 
 namespace detail {
 
-bool storage_faults_active() noexcept { return state().active.load(std::memory_order_relaxed); }
+bool storage_faults_active() noexcept {
+  return state().active.load(std::memory_order_relaxed);
+}
 
 void inject_write_fault(const std::string& home, const std::function<std::string()>& what) {
   if (!storage_faults_active()) return;
@@ -60,8 +62,7 @@ void inject_write_fault(const std::string& home, const std::function<std::string
            std::uniform_real_distribution<double>{0, 1}(s.draws) < s.faults.fail_writes;
   }
   if (delay.count() > 0) std::this_thread::sleep_for(delay);  // NOLINT: slow disk on purpose
-  if (fail)
-    throw storage_error(EIO, what() + " in '" + home + "': input/output error (injected)");
+  if (fail) throw storage_error(EIO, what() + " in '" + home + "': input/output error (injected)");
 }
 
 }  // namespace detail

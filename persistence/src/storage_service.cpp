@@ -340,7 +340,9 @@ void storage_service::serve(io_item& item, io_session& s) {
     }
   } catch (const storage_error& e) {
     ok = false;
+    // the directory is named once: injected faults name it already, WiredTiger's errors do not
     error = e.what();
+    if (error.find(home_) == std::string::npos) error = "in '" + home_ + "': " + error;
     cur.reset();
     if (item.op == 's') item.stage->finish_one();
     requeue = false;

@@ -72,8 +72,8 @@ void row_sink::commit(const rows& rs, const std::string& marker) {
     }
     detail::commit_at(tx, db_->session, level);
   } catch (const storage_error& e) {
-    throw storage_error(e.code(), where_ + ": committing " + std::to_string(rs.size()) +
-                                      " rows" + (marker.empty() ? "" : " up to checkpoint " + marker) +
+    throw storage_error(e.code(), where_ + ": committing " + std::to_string(rs.size()) + " rows" +
+                                      (marker.empty() ? "" : " up to checkpoint " + marker) +
                                       " failed, none of them is in the table: " + e.what());
   }
   rows_committed_ += rs.size();

@@ -92,7 +92,8 @@ std::pair<int, std::string> cause_of_panic(WT_CONNECTION* conn) {
 
 // "CONTEXT: <the system error> (WiredTiger: <its message>; ...)" when WiredTiger panicked after
 // a system error, else "CONTEXT: <WiredTiger's text for code>".
-std::string error_text(int code, const std::string& context, const std::pair<int, std::string>& cause) {
+std::string error_text(int code, const std::string& context,
+                       const std::pair<int, std::string>& cause) {
   if (code != WT_PANIC || cause.first == 0) return context + ": " + wiredtiger_strerror(code);
   return context + ": " + wiredtiger_strerror(cause.first) + " (WiredTiger: " + cause.second +
          "; it panicked, so the database must be closed and opened again)";
@@ -103,17 +104,24 @@ std::string error_text(int code, const std::string& context, const std::pair<int
 constexpr std::uintptr_t in_transaction = 1;
 constexpr std::uintptr_t wrote = 2;
 
-std::uintptr_t flags_of(WT_SESSION* s) { return reinterpret_cast<std::uintptr_t>(s->app_private); }
-void set_flags(WT_SESSION* s, std::uintptr_t f) { s->app_private = reinterpret_cast<void*>(f); }
+std::uintptr_t flags_of(WT_SESSION* s) {
+  return reinterpret_cast<std::uintptr_t>(s->app_private);
+}
+void set_flags(WT_SESSION* s, std::uintptr_t f) {
+  s->app_private = reinterpret_cast<void*>(f);
+}
 
 // The error for WiredTiger's `code`, with the cause WiredTiger logged when the connection panicked.
 storage_error wt_error(int code, const std::string& context, WT_CONNECTION* conn) {
-  return storage_error(code, error_text(code, context, conn ? cause_of_panic(conn)
-                                                            : std::pair<int, std::string>{}));
+  return storage_error(
+      code, error_text(code, context, conn ? cause_of_panic(conn) : std::pair<int, std::string>{}));
 }
 
-void check(int code, const std::string& context, WT_CONNECTION* conn = nullptr) {
-  if (code != 0) throw wt_error(code, context, conn);
+// Throws when `code` is an error; `context()` (what was attempted, on what) is built only then,
+// so a successful call allocates nothing.
+template <class Context>
+void check(int code, Context&& context, WT_CONNECTION* conn = nullptr) {
+  if (code != 0) throw wt_error(code, context(), conn);
 }
 
 // Reads `log.enabled` from a wiredtiger_open configuration string.
@@ -158,10 +166,10 @@ std::shared_ptr<wt_connection> wt_connection::open(const std::string& home, cons
   std::string full = config.empty() ? "create" : "create," + config;
   auto events = std::make_unique<event_log>();
   if (int rc = wiredtiger_open(home.c_str(), &events->handler, full.c_str(), &conn); rc != 0)
-    throw storage_error(rc, error_text(rc,
-                                       "opening WiredTiger database in '" + home +
-                                           "' with config \"" + config + "\"",
-                                       events->cause()));
+    throw storage_error(
+        rc, error_text(
+                rc, "opening WiredTiger database in '" + home + "' with config \"" + config + "\"",
+                events->cause()));
   registry_add(conn, events.get());
   return std::make_shared<wt_connection>(key{}, conn, home, config_enables_log(config),
                                          std::move(events));
@@ -193,11 +201,11 @@ wt_connection::~wt_connection() {
   registry_remove(conn_);
 }
 
-
 wt_session wt_connection::open_session() {
   WT_SESSION* session = nullptr;
-  check(conn_->open_session(conn_, nullptr, nullptr, &session),
-        "opening a session on the WiredTiger database in '" + home_ + "'", conn_);
+  check(
+      conn_->open_session(conn_, nullptr, nullptr, &session),
+      [&] { return "opening a session on the WiredTiger database in '" + home_ + "'"; }, conn_);
   return wt_session{shared_from_this(), session};
 }
 
@@ -220,25 +228,29 @@ wt_session::~wt_session() {
 }
 
 void wt_session::create(const std::string& uri, const std::string& config) {
-  check(session_->create(session_, uri.c_str(), config.c_str()),
-        "creating " + uri + " in '" + conn_->home() + "'", conn_->get());
+  check(
+      session_->create(session_, uri.c_str(), config.c_str()),
+      [&] { return "creating " + uri + " in '" + conn_->home() + "'"; }, conn_->get());
 }
 
 wt_cursor wt_session::open_cursor(const std::string& uri, const char* config) {
   WT_CURSOR* cursor = nullptr;
-  check(session_->open_cursor(session_, uri.c_str(), nullptr, config, &cursor),
-        "opening a cursor on " + uri + " in '" + conn_->home() + "'", conn_->get());
+  check(
+      session_->open_cursor(session_, uri.c_str(), nullptr, config, &cursor),
+      [&] { return "opening a cursor on " + uri + " in '" + conn_->home() + "'"; }, conn_->get());
   return wt_cursor{uri, cursor};
 }
 
 void wt_session::drop(const std::string& uri) {
-  check(session_->drop(session_, uri.c_str(), nullptr),
-        "dropping " + uri + " in '" + conn_->home() + "'", conn_->get());
+  check(
+      session_->drop(session_, uri.c_str(), nullptr),
+      [&] { return "dropping " + uri + " in '" + conn_->home() + "'"; }, conn_->get());
 }
 
 void wt_session::begin_transaction() {
-  check(session_->begin_transaction(session_, nullptr),
-        "beginning a transaction in '" + conn_->home() + "'", conn_->get());
+  check(
+      session_->begin_transaction(session_, nullptr),
+      [&] { return "beginning a transaction in '" + conn_->home() + "'"; }, conn_->get());
   set_flags(session_, in_transaction);
 }
 
@@ -247,14 +259,16 @@ void wt_session::commit_transaction(const char* config) {
   set_flags(session_, 0);
   if (wrote_rows && detail::storage_faults_active()) {
     try {
-      detail::inject_write_fault(conn_->home(), [] { return std::string{"committing a transaction"}; });
+      detail::inject_write_fault(conn_->home(),
+                                 [] { return std::string{"committing a transaction"}; });
     } catch (const storage_error&) {
       session_->rollback_transaction(session_, nullptr);  // as a failed commit does
       throw;
     }
   }
-  check(session_->commit_transaction(session_, config),
-        "committing a transaction in '" + conn_->home() + "'", conn_->get());
+  check(
+      session_->commit_transaction(session_, config),
+      [&] { return "committing a transaction in '" + conn_->home() + "'"; }, conn_->get());
 }
 
 void wt_session::rollback_transaction() noexcept {
@@ -263,18 +277,23 @@ void wt_session::rollback_transaction() noexcept {
 }
 
 void wt_session::log_flush(const char* config) {
-  check(session_->log_flush(session_, config),
-        std::string{"flushing the log ("} + config + ") in '" + conn_->home() + "'", conn_->get());
+  check(
+      session_->log_flush(session_, config),
+      [&] { return std::string{"flushing the log ("} + config + ") in '" + conn_->home() + "'"; },
+      conn_->get());
 }
 
 void wt_session::reset() {
-  check(session_->reset(session_), "resetting a session in '" + conn_->home() + "'", conn_->get());
+  check(
+      session_->reset(session_), [&] { return "resetting a session in '" + conn_->home() + "'"; },
+      conn_->get());
 }
 
 void wt_session::checkpoint() {
   detail::inject_write_fault(conn_->home(), [] { return std::string{"checkpointing"}; });
-  check(session_->checkpoint(session_, nullptr), "checkpointing '" + conn_->home() + "'",
-        conn_->get());
+  check(
+      session_->checkpoint(session_, nullptr),
+      [&] { return "checkpointing '" + conn_->home() + "'"; }, conn_->get());
 }
 
 // ---- wt_transaction ----
@@ -313,11 +332,8 @@ wt_cursor::~wt_cursor() {
 }
 
 void wt_cursor::fail(int code, const char* op) const {
-  WT_CONNECTION* conn = cursor_->session->connection;
-  throw wt_error(code,
-                 std::string{op} + " " + uri_ + " key " + quote_bytes(key_) + " in '" +
-                     conn->get_home(conn) + "'",
-                 conn);
+  throw wt_error(code, std::string{op} + " " + uri_ + " key " + quote_bytes(key_),
+                 cursor_->session->connection);
 }
 
 void wt_cursor::before_write(const char* op) {

@@ -79,7 +79,8 @@ bool contains(const std::string& text, const std::string& what) {
 tidemark::test::result_rows reference_rows(const tidemark::test::temp_dir& dir) {
   auto args = readings;
   args.insert(args.end(), {"--table", dir / "reference"});
-  BOOST_REQUIRE_MESSAGE(run_tool({"run"}, args, dir / "reference.log"), read_file(dir / "reference.log"));
+  BOOST_REQUIRE_MESSAGE(run_tool({"run"}, args, dir / "reference.log"),
+                        read_file(dir / "reference.log"));
   auto rows = tidemark::test::table_rows(dir / "reference", "results");
   BOOST_REQUIRE(rows.size() > 1000u);
   return rows;
@@ -113,7 +114,8 @@ class small_tmpfs {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(a_full_disk_fails_checkpoints_clearly_corrupts_none_and_a_resumed_run_is_exact) {
+BOOST_AUTO_TEST_CASE(
+    a_full_disk_fails_checkpoints_clearly_corrupts_none_and_a_resumed_run_is_exact) {
   tidemark::test::temp_dir dir{"storage-faults"};
   const auto expected = reference_rows(dir);
   const auto checkpoints = dir / "state/checkpoints";
@@ -121,9 +123,16 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_checkpoints_clearly_corrupts_none_and_a_r
   // paced so that the 3 MiB fill up long before the readings end
   auto paced = readings;
   paced.insert(paced.end(), {"--rate", "6000", "--table", dir / "results"});
-  const std::vector<std::string> tool{"--log-level", "debug", "run", "--data-dir", dir / "state",
-                                      "--checkpoint-interval", "200", "--resume",
-                                      "--max-checkpoint-failures", "5"};
+  const std::vector<std::string> tool{"--log-level",
+                                      "debug",
+                                      "run",
+                                      "--data-dir",
+                                      dir / "state",
+                                      "--checkpoint-interval",
+                                      "200",
+                                      "--resume",
+                                      "--max-checkpoint-failures",
+                                      "5"};
   const auto log = dir / "full.log";
   BOOST_REQUIRE_MESSAGE(!run_tool(tool, paced, log),
                         "the job finished before the disk was full: " << read_file(log));
@@ -151,8 +160,9 @@ BOOST_AUTO_TEST_CASE(a_full_disk_fails_checkpoints_clearly_corrupts_none_and_a_r
     BOOST_TEST(latest.rejected.empty());
   }
   const auto resumed_log = dir / "resumed.log";
-  BOOST_REQUIRE_MESSAGE(run_tool({"run", "--data-dir", dir / "state", "--resume"}, paced, resumed_log),
-                        read_file(resumed_log));
+  BOOST_REQUIRE_MESSAGE(
+      run_tool({"run", "--data-dir", dir / "state", "--resume"}, paced, resumed_log),
+      read_file(resumed_log));
   const auto resumed = read_file(resumed_log);
   BOOST_TEST(contains(resumed, "resuming job '" + job_name + "' from checkpoint " +
                                    std::to_string(newest) + " "),
@@ -168,7 +178,8 @@ BOOST_AUTO_TEST_CASE(injected_eio_fails_some_checkpoints_and_the_job_still_ends_
   tidemark::examples::register_late_windows(registry);
   const auto& spec = registry.find(job_name);
   auto options = spec.make_options();
-  for (std::size_t i = 0; i + 1 < readings.size(); i += 2) options.set(readings[i].substr(2), readings[i + 1]);
+  for (std::size_t i = 0; i + 1 < readings.size(); i += 2)
+    options.set(readings[i].substr(2), readings[i + 1]);
   options.set("rate", "10000");
   options.set("table", dir / "results");
 
@@ -200,15 +211,16 @@ BOOST_AUTO_TEST_CASE(injected_eio_fails_some_checkpoints_and_the_job_still_ends_
   }
   disk.join();
 
-  BOOST_TEST_MESSAGE(result.checkpoints.size() << " checkpoints completed, "
-                                               << result.failed_checkpoints << " failed");
+  BOOST_TEST_MESSAGE(result.checkpoints.size()
+                     << " checkpoints completed, " << result.failed_checkpoints << " failed");
   BOOST_TEST(result.failed_checkpoints > 0u);
   BOOST_TEST(contains(result.checkpoint_failure, "input/output error (injected)"),
              result.checkpoint_failure);
   BOOST_TEST(contains(result.checkpoint_failure, "in '" + run.checkpoints.dir + "'"),
              result.checkpoint_failure);
   // checkpoints completed again once the disk healed
-  const auto first_failed = std::stoull(result.checkpoint_failure.substr(std::strlen("checkpoint ")));
+  const auto first_failed =
+      std::stoull(result.checkpoint_failure.substr(std::strlen("checkpoint ")));
   BOOST_REQUIRE(!result.checkpoints.empty());
   BOOST_TEST(result.checkpoints.back().id > first_failed);
   tidemark::test::check_same_rows(expected, tidemark::test::table_rows(dir / "results", "results"));

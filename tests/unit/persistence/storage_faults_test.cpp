@@ -60,8 +60,12 @@ struct null_emitter final : emitter {
   void emit_on(std::uint32_t, batch_ptr) override {}
 };
 
-std::string key_of(int x) { return "k" + std::to_string(x); }
-std::string value_of(int x) { return "v" + std::to_string(x); }
+std::string key_of(int x) {
+  return "k" + std::to_string(x);
+}
+std::string value_of(int x) {
+  return "v" + std::to_string(x);
+}
 using sink_t = table_sink<int, std::string (*)(int), std::string (*)(int)>;
 
 std::unique_ptr<sink_t> make_sink(const std::shared_ptr<wt_connection>& conn) {
@@ -86,12 +90,14 @@ std::string write_block(storage_service& s, std::uint64_t store) {
   std::mutex m;
   bool done = false;
   bool ok = false;
-  s.write(bucket_address{store, {0, 10}, 1, 1}, 0, 1, io_class::write, [] { return std::string(100, 'x'); },
-          [&](bool good, std::uint64_t) {
-            std::lock_guard<std::mutex> l(m);
-            done = true;
-            ok = good;
-          });
+  s.write(
+      bucket_address{store, {0, 10}, 1, 1}, 0, 1, io_class::write,
+      [] { return std::string(100, 'x'); },
+      [&](bool good, std::uint64_t) {
+        std::lock_guard<std::mutex> l(m);
+        done = true;
+        ok = good;
+      });
   tidemark::test::wait_until([&] {
     std::lock_guard<std::mutex> l(m);
     return done;
@@ -124,16 +130,18 @@ BOOST_AUTO_TEST_CASE(every_store_write_fails_with_an_injected_eio_that_names_the
     BOOST_TEST(names(table_error, injected), table_error);
     BOOST_TEST(names(table_error, "'" + home + "'"), table_error);
     BOOST_TEST(names(thrown<storage_error>([&] { table.remove("kept"); }), injected));
-    BOOST_TEST(names(thrown<storage_error>([&] { blobs.put("b", std::string(1000, 'b')); }), injected));
-    BOOST_TEST(names(thrown<storage_error>([&] { checkpoints.put_piece(2, 0, 0, "state 2"); }),
-                     injected));
+    BOOST_TEST(
+        names(thrown<storage_error>([&] { blobs.put("b", std::string(1000, 'b')); }), injected));
+    BOOST_TEST(
+        names(thrown<storage_error>([&] { checkpoints.put_piece(2, 0, 0, "state 2"); }), injected));
     BOOST_TEST(names(thrown<storage_error>([&] { table.checkpoint(); }), injected));
 
     // the sink's commit fails whole, naming the sink, the table and the directory
     {
       const auto sink_error = thrown<storage_error>([&] { sink->on_checkpoint_complete(1); });
-      BOOST_TEST(names(sink_error, "table sink 'results' instance 0, table results in '" + home + "'"),
-                 sink_error);
+      BOOST_TEST(
+          names(sink_error, "table sink 'results' instance 0, table results in '" + home + "'"),
+          sink_error);
       BOOST_TEST(names(sink_error, "none of them is in the table"), sink_error);
       BOOST_TEST(names(sink_error, injected), sink_error);
     }

@@ -685,8 +685,8 @@ class tiered_window_store final : public window_store<K, T> {
     }
     if (failed && report_failures)
       throw job_error("tiered window store: a block of window [" + std::to_string(failed->w.start) +
-                      "," + std::to_string(failed->w.end) + ") could not be written: " +
-                      storage_->last_write_error());
+                      "," + std::to_string(failed->w.end) +
+                      ") could not be written: " + storage_->last_write_error());
   }
 
   /// Erases a purged bucket's p-bucket once its writes completed.
