@@ -92,11 +92,11 @@ void commit_at(wt_transaction& tx, wt_session& session, durability level) {
     case durability::process_crash:
       tx.commit();
       session.log_flush("sync=off");
-      session.reset();  // see wt_session::reset: a failed log write may not fail the commit
+      session.check_connection();  // a failed log write may not fail the commit
       break;
     case durability::power_loss:
       tx.commit("sync=on");
-      session.reset();
+      session.check_connection();
       break;
   }
 }

@@ -106,10 +106,10 @@ class wt_session {
   void rollback_transaction() noexcept;
   /// WT_SESSION::log_flush: "sync=off" hands buffered log records to the OS, "sync=on" fsyncs.
   void log_flush(const char* config);
-  /// Resets the session's cursors. Throws storage_error (WT_PANIC) when the connection failed:
-  /// WiredTiger 3.2.1 can return success from a synced commit whose log write failed (a full
-  /// disk), panicking the connection in the same call, so a commit is confirmed by a reset.
-  void reset();
+  /// Throws storage_error (WT_PANIC) when the connection failed. WiredTiger 3.2.1 can return
+  /// success from a synced commit whose log write failed (a full disk), panicking the connection
+  /// in the same call; this confirms such a commit.
+  void check_connection();
   /// Writes a checkpoint of every table: afterwards unlogged tables survive a crash too.
   void checkpoint();
 
