@@ -40,8 +40,10 @@ struct node_processes {
     cluster.coordinator = key_pair::generate();
     cluster.coordinator.save(keys, "coordinator");
     cluster.connect_timeout = std::chrono::milliseconds{3000};
-    // ports of their own per process and fixture (a node uses two), so parallel runs do not collide
-    const int base = 20000 + (::getpid() % 1000) * 30 + (fixture % 5) * 6;
+    // ports of their own per process and fixture (a node uses two), so parallel runs do not
+    // collide; all below Linux's ephemeral range (32768 and up), where a client connection of any
+    // process may hold the port a node wants to bind
+    const int base = 20000 + (::getpid() % 400) * 30 + (fixture % 5) * 6;
     for (std::size_t i = 0; i < nodes; ++i) {
       auto id = "n" + std::to_string(i + 1);
       auto keys_pair = key_pair::generate();
