@@ -253,6 +253,15 @@ BOOST_AUTO_TEST_CASE(a_node_key_cannot_act_as_coordinator) {
   BOOST_TEST(h.body_as_HelloReply()->reason()->str().find("only the coordinator's key") !=
              std::string::npos);
 
+  // so is a fault command, with the reason (the node does not even look whether faults are allowed)
+  impostor.send(empty_control<wire::Faults>());
+  const auto no_faults = impostor.receive(2000ms);
+  const auto& fr = answer(no_faults);
+  BOOST_REQUIRE((fr.body_type() == wire::Body::FaultsReply));
+  BOOST_TEST(!fr.body_as_FaultsReply()->accepted());
+  BOOST_TEST(fr.body_as_FaultsReply()->reason()->str().find("only the coordinator's key") !=
+             std::string::npos);
+
   // while a job runs, the impostor's Stop and Deploy change nothing
   auto options = [&](const std::string& out) {
     auto o = spec.make_options();
@@ -289,7 +298,7 @@ BOOST_AUTO_TEST_CASE(a_node_key_cannot_act_as_coordinator) {
   BOOST_TEST((cluster_lines == sorted_lines(nodes.dir / "embedded.txt")));
 
   const auto after = nodes.status(0);
-  BOOST_TEST(after.refused_control == before.refused_control + 1 + sent);
+  BOOST_TEST(after.refused_control == before.refused_control + 2 + sent);
   BOOST_TEST(after.bad_frames == before.bad_frames);
   // nodes that received nothing from the impostor refused nothing
   BOOST_TEST(nodes.status(1).refused_control == 0u);
