@@ -36,7 +36,7 @@ void panel(const report& r, const std::vector<PLFLT>& x, const std::vector<PLFLT
     plcol0(5);
     std::string label{to_string(f.fault.planned.kind)};
     for (const auto& t : f.fault.planned.targets) label += " " + t;
-    plptex(from, ymax * 0.97, 0, -1, 0, label.c_str());
+    plptex(from + xmax * 0.005, ymax * 0.93, 1, 0, 0, label.c_str());
   }
   plcol0(1);
   plbox("bcnst", 0, 0, "bcnstv", 0, 0);

@@ -141,3 +141,14 @@ BOOST_AUTO_TEST_CASE(errors_name_the_file_the_entry_and_the_field) {
   BOOST_TEST(msg.find("faults[0].targets: no node 'n9' in the cluster (nodes: n1, n2, n3)") != std::string::npos, msg);
   BOOST_CHECK_THROW(load_schedule("/nonexistent/schedule.yaml"), std::runtime_error);
 }
+
+BOOST_AUTO_TEST_CASE(the_example_schedule_reads_and_expands) {
+  auto s = load_schedule(TIDEMARK_SOURCE_DIR "/examples/chaos/schedule.yaml");
+  BOOST_TEST(s.scripted.size() == 6u);
+  BOOST_REQUIRE(s.random);
+  auto faults = expand(s, 1, std::chrono::minutes{2}, nodes);
+  BOOST_TEST(faults.size() >= 6u + 7u);  // the scripted ones, then one every 6-10 s from 45 s
+  std::set<fault_kind> kinds;
+  for (const auto& f : faults) kinds.insert(f.kind);
+  BOOST_TEST(kinds.size() >= 6u);
+}
