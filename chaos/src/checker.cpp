@@ -103,7 +103,7 @@ std::vector<timeline_point> timeline_of(const std::vector<std::int64_t>& commits
 double percentile(std::vector<double> xs, double q) {
   if (xs.empty()) return 0;
   std::sort(xs.begin(), xs.end());
-  auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(xs.size()))) ;
+  auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(xs.size())));
   return xs[std::min(xs.size() - 1, i == 0 ? 0 : i - 1)];
 }
 
@@ -125,7 +125,8 @@ nlohmann::json fault_json(const fault& f) {
 fault fault_from_json(const nlohmann::json& j) {
   fault f;
   auto kind = parse_fault_kind(j.at("kind").get<std::string>());
-  if (!kind) throw std::runtime_error("unknown fault kind '" + j.at("kind").get<std::string>() + "'");
+  if (!kind)
+    throw std::runtime_error("unknown fault kind '" + j.at("kind").get<std::string>() + "'");
   f.kind = *kind;
   f.at = std::chrono::milliseconds{j.at("at_ms").get<std::int64_t>()};
   f.duration = std::chrono::milliseconds{j.at("duration_ms").get<std::int64_t>()};
@@ -143,11 +144,16 @@ fault fault_from_json(const nlohmann::json& j) {
 
 const char* to_string(violation_kind k) noexcept {
   switch (k) {
-    case violation_kind::lost: return "lost";
-    case violation_kind::repeated: return "repeated";
-    case violation_kind::wrong: return "wrong";
-    case violation_kind::out_of_order: return "out_of_order";
-    case violation_kind::watermark_back: return "watermark_back";
+    case violation_kind::lost:
+      return "lost";
+    case violation_kind::repeated:
+      return "repeated";
+    case violation_kind::wrong:
+      return "wrong";
+    case violation_kind::out_of_order:
+      return "out_of_order";
+    case violation_kind::watermark_back:
+      return "watermark_back";
   }
   return "?";
 }
@@ -238,7 +244,8 @@ std::string report::summary(std::size_t first) const {
     out << "  " << describe(f.fault.planned) << ": results/s " << std::lround(f.rate_before)
         << " before, " << std::lround(f.rate_during) << " during, " << std::lround(f.rate_after)
         << " after; longest commit gap " << f.longest_commit_gap_s << " s; recovered "
-        << (f.recovery_s ? std::to_string(*f.recovery_s).substr(0, 5) + " s after" : std::string{"never"});
+        << (f.recovery_s ? std::to_string(*f.recovery_s).substr(0, 5) + " s after"
+                         : std::string{"never"});
     if (!f.fault.note.empty()) out << " (" << f.fault.note << ")";
     out << "\n";
   }
@@ -263,7 +270,9 @@ std::string report::to_json() const {
               {"error", run.error ? nlohmann::json(*run.error) : nlohmann::json()}};
   auto& listed = j["first_violations"] = nlohmann::json::array();
   for (const auto& v : violations)
-    listed.push_back({{"kind", to_string(v.kind)}, {"id", v.id}, {"revision", v.revision},
+    listed.push_back({{"kind", to_string(v.kind)},
+                      {"id", v.id},
+                      {"revision", v.revision},
                       {"detail", v.detail}});
   auto& fs = j["faults"] = nlohmann::json::array();
   std::map<std::string, int> by_kind;
@@ -271,9 +280,10 @@ std::string report::to_json() const {
   for (const auto& f : faults) {
     auto x = fault_json(f.fault.planned);
     x["started_s"] = static_cast<double>(f.fault.started_ms - run.started_ms) / 1000.0;
-    x["healed_s"] = f.fault.healed_ms > 0
-                        ? nlohmann::json(static_cast<double>(f.fault.healed_ms - run.started_ms) / 1000.0)
-                        : nlohmann::json();
+    x["healed_s"] =
+        f.fault.healed_ms > 0
+            ? nlohmann::json(static_cast<double>(f.fault.healed_ms - run.started_ms) / 1000.0)
+            : nlohmann::json();
     x["note"] = f.fault.note;
     x["rate_before"] = f.rate_before;
     x["rate_during"] = f.rate_during;
@@ -286,7 +296,8 @@ std::string report::to_json() const {
   }
   j["faults_injected"] = by_kind;
   j["recovery_p50_s"] = percentile(recoveries, 0.5);
-  j["recovery_max_s"] = recoveries.empty() ? 0.0 : *std::max_element(recoveries.begin(), recoveries.end());
+  j["recovery_max_s"] =
+      recoveries.empty() ? 0.0 : *std::max_element(recoveries.begin(), recoveries.end());
   auto& tl = j["timeline"] = nlohmann::json::array();
   for (const auto& p : timeline)
     tl.push_back({{"t_s", p.t_s}, {"results", p.results}, {"commit_gap_s", p.commit_gap_s}});

@@ -39,8 +39,8 @@ report cluster_fixture::run(const job_spec& spec, const job_options& options,
   cluster.pins = settings.pins;
   std::vector<std::string> ids;
   for (const auto& n : cluster.nodes) ids.push_back(n.id);
-  const auto faults =
-      expand(parse_schedule(schedule_yaml, "the test's schedule"), settings.seed, settings.duration, ids);
+  const auto faults = expand(parse_schedule(schedule_yaml, "the test's schedule"), settings.seed,
+                             settings.duration, ids);
   return run_chaos(spec, options, cluster, faults, o);
 }
 

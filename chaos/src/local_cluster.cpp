@@ -92,8 +92,11 @@ local_cluster::local_cluster(local_cluster_options opts) : opts_(std::move(opts)
 
 local_cluster::local_cluster(cluster_config existing, std::string keys_dir,
                              std::filesystem::path data_dir, local_cluster_options opts)
-    : dir(data_dir), cluster(std::move(existing)), opts_(std::move(opts)),
-      keys_dir_(std::move(keys_dir)), data_dir_(std::move(data_dir)) {
+    : dir(data_dir),
+      cluster(std::move(existing)),
+      opts_(std::move(opts)),
+      keys_dir_(std::move(keys_dir)),
+      data_dir_(std::move(data_dir)) {
   for (const auto& n : cluster.nodes)
     if (!local_endpoint(n.endpoint))
       throw std::runtime_error("node '" + n.id + "' at " + n.endpoint +
@@ -132,8 +135,9 @@ std::size_t local_cluster::index_of(const std::string& id) const {
 void local_cluster::start(std::size_t i) {
   const auto& n = cluster.nodes.at(i);
   if (pids_[i] > 0) throw std::runtime_error("node '" + n.id + "' is already running");
-  std::vector<std::string> args{opts_.node_binary, "--id", n.id, "--listen", n.endpoint,
-                                "--data-dir", (data_dir_ / n.id).string(), "--keys", keys_dir_};
+  std::vector<std::string> args{
+      opts_.node_binary,           "--id",   n.id,     "--listen", n.endpoint, "--data-dir",
+      (data_dir_ / n.id).string(), "--keys", keys_dir_};
   if (opts_.allow_faults) args.emplace_back("--allow-faults");
   if (opts_.extra_args)
     for (auto& a : opts_.extra_args(i)) args.push_back(a);
@@ -151,7 +155,8 @@ void local_cluster::start(std::size_t i) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       pids_[i] = 0;
-      throw std::runtime_error("node '" + n.id + "' (" + opts_.node_binary + ") exited at start with " +
+      throw std::runtime_error("node '" + n.id + "' (" + opts_.node_binary +
+                               ") exited at start with " +
                                (WIFEXITED(status) ? "code " + std::to_string(WEXITSTATUS(status))
                                                   : "signal " + std::to_string(WTERMSIG(status))));
     }
@@ -188,8 +193,12 @@ void local_cluster::resume(std::size_t i) {
   paused_[i] = false;
 }
 
-bool local_cluster::running(std::size_t i) const { return pids_.at(i) > 0; }
-bool local_cluster::paused(std::size_t i) const { return paused_.at(i); }
+bool local_cluster::running(std::size_t i) const {
+  return pids_.at(i) > 0;
+}
+bool local_cluster::paused(std::size_t i) const {
+  return paused_.at(i);
+}
 
 node_status local_cluster::status(std::size_t i) const {
   auto s = query_status(cluster.nodes.at(i).endpoint, cluster, std::chrono::milliseconds{2000});
@@ -203,7 +212,8 @@ void local_cluster::write_cluster_file(const std::string& path) const {
   cluster.coordinator.save(key_dir.string(), "coordinator");
   std::ofstream out{path};
   out << "# written by tidemark::chaos::local_cluster\n";
-  out << "coordinator_key: " << (std::filesystem::absolute(key_dir) / "coordinator.key").string() << "\n";
+  out << "coordinator_key: " << (std::filesystem::absolute(key_dir) / "coordinator.key").string()
+      << "\n";
   out << "heartbeat_timeout_ms: " << cluster.heartbeat_timeout.count() << "\n";
   if (opts_.allow_faults) out << "faults: allow\n";
   out << "nodes:\n";

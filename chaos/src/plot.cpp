@@ -15,7 +15,9 @@ namespace {
 
 std::mutex plplot_mutex;  // PLplot's state (current stream, abort handler) is global
 std::string plplot_abort_message;
-void on_plplot_abort(const char* message) { plplot_abort_message = message; }
+void on_plplot_abort(const char* message) {
+  plplot_abort_message = message;
+}
 
 // cmap0: 0 background, 1 axes, 2 results line, 3 gap line, 4 band fill, 5 band text
 void panel(const report& r, const std::vector<PLFLT>& x, const std::vector<PLFLT>& y, double xmax,

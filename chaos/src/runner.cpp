@@ -50,7 +50,8 @@ std::vector<std::vector<std::string>> sides_of(const fault& f, const cluster_con
   if (!f.sides.empty()) return f.sides;
   std::vector<std::string> rest{"coordinator"};
   for (const auto& n : cluster.nodes)
-    if (std::find(f.targets.begin(), f.targets.end(), n.id) == f.targets.end()) rest.push_back(n.id);
+    if (std::find(f.targets.begin(), f.targets.end(), n.id) == f.targets.end())
+      rest.push_back(n.id);
   return {f.targets, rest};
 }
 
@@ -151,7 +152,8 @@ class fault_applier {
   void send(const std::set<std::string>& nodes) {
     std::vector<const fault*> active;
     for (const auto& [k, f] : active_) active.push_back(f);
-    for (const auto& id : nodes) opts_.inject(cluster_, id, command_for(id, active, cluster_, opts_.seed));
+    for (const auto& id : nodes)
+      opts_.inject(cluster_, id, command_for(id, active, cluster_, opts_.seed));
   }
 
   const cluster_config& cluster_;
@@ -175,7 +177,9 @@ void check_applicable(const std::vector<fault>& faults, const chaos_options& opt
 }  // namespace
 
 // The transport's fault commands (tidemark::inject_faults) are not in this build yet.
-fault_injector default_injector() { return nullptr; }
+fault_injector default_injector() {
+  return nullptr;
+}
 
 fault_command command_for(const std::string& node, const std::vector<const fault*>& active,
                           const cluster_config& cluster, std::uint64_t seed) {
@@ -204,7 +208,8 @@ fault_command command_for(const std::string& node, const std::vector<const fault
       case fault_kind::duplicate:
       case fault_kind::reorder: {
         if (!target) break;
-        std::vector<std::string> peers = f->peers.empty() ? std::vector<std::string>{"*"} : f->peers;
+        std::vector<std::string> peers =
+            f->peers.empty() ? std::vector<std::string>{"*"} : f->peers;
         for (const auto& p : peers) {
           auto& l = cmd.links[p];
           if (f->kind == fault_kind::drop) l.drop = std::max(l.drop, f->probability);
@@ -269,7 +274,8 @@ report run_chaos(const job_spec& spec, const job_options& options, const cluster
   std::vector<event> events;
   for (std::size_t k = 0; k < faults.size(); ++k) {
     events.push_back({faults[k].at, k, false});
-    if (faults[k].duration.count() > 0) events.push_back({faults[k].at + faults[k].duration, k, true});
+    if (faults[k].duration.count() > 0)
+      events.push_back({faults[k].at + faults[k].duration, k, true});
   }
   std::stable_sort(events.begin(), events.end(), [](const event& a, const event& b) {
     return a.at < b.at || (a.at == b.at && a.heal && !b.heal);
@@ -282,9 +288,8 @@ report run_chaos(const job_spec& spec, const job_options& options, const cluster
     opts.progress("chaos: running '" + spec.name + "' on " + std::to_string(cluster.nodes.size()) +
                   " nodes under " + std::to_string(faults.size()) + " faults over " +
                   std::to_string(opts.duration.count() / 1000) + " s");
-  auto running = std::async(std::launch::async, [&] {
-    return run_on_cluster(spec, under_faults, cluster, ro);
-  });
+  auto running = std::async(std::launch::async,
+                            [&] { return run_on_cluster(spec, under_faults, cluster, ro); });
   fault_applier applier{cluster, opts};
   std::size_t applied = 0;
   auto next_progress = started + opts.progress_period;
@@ -299,7 +304,8 @@ report run_chaos(const job_spec& spec, const job_options& options, const cluster
     while (next < events.size() && started + events[next].at <= now) {
       const auto& e = events[next++];
       if (e.heal) {
-        if (records[e.fault].started_ms > 0) applier.heal(e.fault, faults[e.fault], records[e.fault]);
+        if (records[e.fault].started_ms > 0)
+          applier.heal(e.fault, faults[e.fault], records[e.fault]);
       } else {
         applier.apply(e.fault, faults[e.fault], records[e.fault]);
         ++applied;
@@ -308,7 +314,8 @@ report run_chaos(const job_spec& spec, const job_options& options, const cluster
     if (opts.progress && now >= next_progress) {
       next_progress = now + opts.progress_period;
       char line[160];
-      std::snprintf(line, sizeof line, "chaos: %.0f s, %zu of %zu faults applied, %llu results committed",
+      std::snprintf(line, sizeof line,
+                    "chaos: %.0f s, %zu of %zu faults applied, %llu results committed",
                     std::chrono::duration<double>(now - started).count(), applied, faults.size(),
                     static_cast<unsigned long long>(results_so_far(ro)));
       opts.progress(line);
@@ -333,8 +340,8 @@ report check_run(const std::filesystem::path& out) {
   if (!std::filesystem::exists(out / "faults.json"))
     throw std::runtime_error("'" + out.string() + "' holds no chaos run (no faults.json)");
   auto [faults, facts] = faults_from_json(read_file(out / "faults.json"));
-  auto r = check(read_history((out / "reference").string()), read_history((out / "history").string()),
-                 faults, facts);
+  auto r = check(read_history((out / "reference").string()),
+                 read_history((out / "history").string()), faults, facts);
   write_file(out / "report.json", r.to_json());
   write_timeline_png(r, (out / "timeline.png").string());
   return r;

@@ -37,7 +37,9 @@ bool uses_probability(fault_kind k) {
          k == fault_kind::disk_errors;
 }
 
-bool uses_delay(fault_kind k) { return k == fault_kind::delay || k == fault_kind::slow_disk; }
+bool uses_delay(fault_kind k) {
+  return k == fault_kind::delay || k == fault_kind::slow_disk;
+}
 
 bool is_link_fault(fault_kind k) {
   return k == fault_kind::drop || k == fault_kind::delay || k == fault_kind::duplicate ||
@@ -97,7 +99,8 @@ double probability_field(const YAML::Node& n, const where& w) {
   return p;
 }
 
-std::vector<std::string> names_field(const YAML::Node& n, const where& w, const std::string& field) {
+std::vector<std::string> names_field(const YAML::Node& n, const where& w,
+                                     const std::string& field) {
   if (!n.IsSequence()) w.fail(field, "must be a list of node ids, e.g. [n1, n2]");
   std::vector<std::string> out;
   for (const auto& x : n) out.push_back(scalar(x, w, field));
@@ -123,9 +126,11 @@ void check_keys(const YAML::Node& n, const where& w, std::initializer_list<const
 }
 
 fault read_fault(const YAML::Node& n, const where& w) {
-  if (!n.IsMap()) w.fail("", "must be a map like {at: 5s, fault: kill, targets: [n2], duration: 2s}");
-  check_keys(n, w, {"at", "fault", "targets", "sides", "to", "duration", "probability", "delay",
-                    "jitter"});
+  if (!n.IsMap())
+    w.fail("", "must be a map like {at: 5s, fault: kill, targets: [n2], duration: 2s}");
+  check_keys(
+      n, w,
+      {"at", "fault", "targets", "sides", "to", "duration", "probability", "delay", "jitter"});
   fault f;
   f.origin = w.entry;
   if (!n["at"]) w.fail("at", "missing (when the fault starts, e.g. 5s)");
@@ -170,9 +175,11 @@ fault read_fault(const YAML::Node& n, const where& w) {
 }
 
 random_faults read_random(const YAML::Node& n, const where& w) {
-  if (!n.IsMap()) w.fail("", "must be a map like {kinds: [kill, pause], every: 4s..8s, duration: 1s..3s}");
-  check_keys(n, w, {"kinds", "every", "duration", "start", "targets", "seed", "probability",
-                    "delay", "jitter"});
+  if (!n.IsMap())
+    w.fail("", "must be a map like {kinds: [kill, pause], every: 4s..8s, duration: 1s..3s}");
+  check_keys(
+      n, w,
+      {"kinds", "every", "duration", "start", "targets", "seed", "probability", "delay", "jitter"});
   random_faults r;
   if (!n["kinds"] || !n["kinds"].IsSequence() || n["kinds"].size() == 0)
     w.fail("kinds", "missing: list the fault kinds to draw from (" + kind_list() + ")");
@@ -244,13 +251,15 @@ bool is_process_fault(fault_kind k) noexcept {
 
 std::chrono::milliseconds parse_duration(std::string_view text) {
   std::string t{text};
-  t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }), t.end());
+  t.erase(std::remove_if(t.begin(), t.end(), [](unsigned char c) { return std::isspace(c); }),
+          t.end());
   std::size_t used = 0;
   double v = 0;
   try {
     v = std::stod(t, &used);
   } catch (const std::exception&) {
-    throw std::invalid_argument("'" + std::string{text} + "' is not a duration (e.g. 250ms, 5s, 2m)");
+    throw std::invalid_argument("'" + std::string{text} +
+                                "' is not a duration (e.g. 250ms, 5s, 2m)");
   }
   auto unit = t.substr(used);
   double ms = 0;
@@ -321,10 +330,13 @@ std::vector<fault> expand(const schedule& s, std::uint64_t seed, std::chrono::mi
     auto at = r.start;
     for (int i = 1; at < length; ++i) {
       fault f;
-      f.kind = r.kinds[static_cast<std::size_t>(draw(rng, 0, static_cast<std::int64_t>(r.kinds.size()) - 1))];
+      f.kind = r.kinds[static_cast<std::size_t>(
+          draw(rng, 0, static_cast<std::int64_t>(r.kinds.size()) - 1))];
       f.at = at;
-      f.duration = std::chrono::milliseconds{draw(rng, r.duration_min.count(), r.duration_max.count())};
-      f.targets = {pool[static_cast<std::size_t>(draw(rng, 0, static_cast<std::int64_t>(pool.size()) - 1))]};
+      f.duration =
+          std::chrono::milliseconds{draw(rng, r.duration_min.count(), r.duration_max.count())};
+      f.targets = {
+          pool[static_cast<std::size_t>(draw(rng, 0, static_cast<std::int64_t>(pool.size()) - 1))]};
       if (uses_probability(f.kind)) f.probability = r.probability;
       if (uses_delay(f.kind)) f.delay = r.delay;
       if (f.kind == fault_kind::delay) f.jitter = r.jitter;
@@ -334,7 +346,8 @@ std::vector<fault> expand(const schedule& s, std::uint64_t seed, std::chrono::mi
       at += std::chrono::milliseconds{draw(rng, r.every_min.count(), r.every_max.count())};
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const fault& a, const fault& b) { return a.at < b.at; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const fault& a, const fault& b) { return a.at < b.at; });
   return out;
 }
 

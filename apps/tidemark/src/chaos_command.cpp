@@ -53,7 +53,8 @@ void add_chaos_commands(CLI::App& app, const job_registry& registry) {
   run->add_option("--cluster", a->cluster_file, "cluster file (YAML, docs/deploy.md)")->required();
   run->add_option("--schedule", a->schedule_file, "fault schedule (YAML, docs/fault-injection.md)")
       ->required();
-  run->add_option("--seed", a->seed, "seed of the random faults and of the nodes' draws (default 1)");
+  run->add_option("--seed", a->seed,
+                  "seed of the random faults and of the nodes' draws (default 1)");
   run->add_option("--duration", a->duration,
                   "faults start within this long (e.g. 90s, 5m; default 60s); the job then runs "
                   "to its end");
@@ -91,13 +92,16 @@ void add_chaos_commands(CLI::App& app, const job_registry& registry) {
     std::unique_ptr<chaos::local_cluster> nodes;
     if (a->start_nodes) {
       if (a->keys_dir.empty())
-        throw std::runtime_error("--start-nodes needs --keys DIR: the folder with each node's "
-                                 "ID.key and the peers' .pub files");
+        throw std::runtime_error(
+            "--start-nodes needs --keys DIR: the folder with each node's "
+            "ID.key and the peers' .pub files");
       if (cluster.insecure)
-        throw std::runtime_error("--start-nodes starts nodes with keys: the cluster file must not "
-                                 "say 'insecure: true'");
+        throw std::runtime_error(
+            "--start-nodes starts nodes with keys: the cluster file must not "
+            "say 'insecure: true'");
       chaos::local_cluster_options lo;
-      lo.node_binary = a->node_binary.empty() ? chaos::sibling_binary("tidemark-node") : a->node_binary;
+      lo.node_binary =
+          a->node_binary.empty() ? chaos::sibling_binary("tidemark-node") : a->node_binary;
       lo.allow_faults = static_cast<bool>(o.inject);
       nodes = std::make_unique<chaos::local_cluster>(cluster, a->keys_dir, o.out / "nodes", lo);
       o.processes = nodes.get();

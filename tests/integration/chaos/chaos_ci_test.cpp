@@ -60,8 +60,8 @@ BOOST_AUTO_TEST_CASE(under_seeded_faults_with_checkpoints_nothing_is_lost_repeat
   s.seed = 17;
   s.duration = 20s;
   s.checkpoint_interval = 250ms;
-  const auto r = cluster.run(late_windows(), late_windows_options(100000, "exactly-once"),
-                             ci_schedule(), s);
+  const auto r =
+      cluster.run(late_windows(), late_windows_options(100000, "exactly-once"), ci_schedule(), s);
   BOOST_TEST_MESSAGE(r.summary());
   BOOST_TEST(r.passed());
   BOOST_TEST(!r.run.error);
@@ -97,7 +97,8 @@ BOOST_AUTO_TEST_CASE(without_checkpoints_a_lost_node_loses_results_and_the_tool_
     chaos::local_cluster keys_only{o};
     keys_only.write_cluster_file(dir / "cluster.yaml");
   }
-  std::ofstream{dir / "schedule.yaml"} << "faults:\n  - {at: 2s, fault: kill, targets: [n2], duration: 1s}\n";
+  std::ofstream{dir / "schedule.yaml"}
+      << "faults:\n  - {at: 2s, fault: kill, targets: [n2], duration: 1s}\n";
   const auto command = std::string{TIDEMARK_BIN} + " chaos run --cluster " + dir / "cluster.yaml" +
                        " --schedule " + dir / "schedule.yaml" + " --duration 10s --out " +
                        dir / "out" + " --checkpoint-interval 0 --start-nodes --keys " +
@@ -114,7 +115,9 @@ BOOST_AUTO_TEST_CASE(without_checkpoints_a_lost_node_loses_results_and_the_tool_
   BOOST_TEST(j["repeated"].get<int>() == 0);
   BOOST_TEST(j["run"]["error"].get<std::string>().find("n2") != std::string::npos);
   // `chaos check` reaches the same verdict from the recorded run
-  const int again = std::system((std::string{TIDEMARK_BIN} + " chaos check " + dir / "out" + " > /dev/null").c_str());  // NOLINT
+  const int again =
+      std::system((std::string{TIDEMARK_BIN} + " chaos check " + dir / "out" + " > /dev/null")
+                      .c_str());  // NOLINT
   BOOST_REQUIRE(WIFEXITED(again));
   BOOST_TEST(WEXITSTATUS(again) == 3);
 }
@@ -124,8 +127,9 @@ BOOST_AUTO_TEST_CASE(an_at_least_once_sink_repeats_results_after_a_recovery) {
   chaos::run_settings s;
   s.duration = 10s;
   s.checkpoint_interval = 250ms;
-  const auto r = cluster.run(late_windows(), late_windows_options(40000, "at-least-once"),
-                             "faults:\n  - {at: 3s, fault: kill, targets: [n1], duration: 1s}\n", s);
+  const auto r =
+      cluster.run(late_windows(), late_windows_options(40000, "at-least-once"),
+                  "faults:\n  - {at: 3s, fault: kill, targets: [n1], duration: 1s}\n", s);
   BOOST_TEST_MESSAGE(r.summary());
   BOOST_TEST(!r.passed());
   BOOST_TEST(!r.run.error);  // the job recovered; its sink is what repeats

@@ -34,7 +34,9 @@ std::vector<history_entry> reference() {
           entry("c", 0, "4", 300, 40)};
 }
 
-run_facts facts() { return {t0, t0 + 1000, std::nullopt, 0}; }
+run_facts facts() {
+  return {t0, t0 + 1000, std::nullopt, 0};
+}
 
 std::size_t listed(const report& r, violation_kind k) {
   std::size_t n = 0;
@@ -130,7 +132,8 @@ BOOST_AUTO_TEST_CASE(rates_around_a_fault_come_from_the_commit_times) {
   // 10 results per second for 5 s, nothing for 2 s (the fault), 10 per second for 5 s
   std::vector<history_entry> run;
   for (int i = 0; i < 50; ++i) run.push_back(entry("x" + std::to_string(i), 0, "v", i * 100));
-  for (int i = 0; i < 50; ++i) run.push_back(entry("y" + std::to_string(i), 0, "v", 7000 + i * 100));
+  for (int i = 0; i < 50; ++i)
+    run.push_back(entry("y" + std::to_string(i), 0, "v", 7000 + i * 100));
   applied_fault f;
   f.planned.kind = fault_kind::pause;
   f.planned.targets = {"n2"};

@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(exactly_once_appends_at_completion_and_once_across_restores
     sink.add_result("a", 1, "2");
     bytes = test::snapshot_of(sink, 3);
     sink.on_watermark(200, out);
-    sink.add_result("b", 0, "3");  // after the snapshot: not part of checkpoint 3
+    sink.add_result("b", 0, "3");                 // after the snapshot: not part of checkpoint 3
     BOOST_TEST(read_history(dir / "h").empty());  // staged, not committed
     sink.on_checkpoint_complete(3);
     auto h = read_history(dir / "h");

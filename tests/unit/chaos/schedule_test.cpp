@@ -44,7 +44,8 @@ faults:
   - {at: 8s, fault: delay, targets: [n1], to: [n3], delay: 50ms, jitter: 20ms, duration: 1s}
   - {at: 9s, fault: drop, targets: [n3], probability: 0.25, duration: 1s}
   - {at: 10s, fault: slow-disk, targets: [n1], delay: 200ms, duration: 4s}
-)", "s.yaml");
+)",
+                          "s.yaml");
   BOOST_REQUIRE_EQUAL(s.scripted.size(), 5u);
   BOOST_TEST(!s.random);
   const auto& kill = s.scripted[0];
@@ -76,7 +77,8 @@ random:
   every: 2s..4s
   duration: 500ms..1500ms
   start: 1s
-)", "r.yaml");
+)",
+                          "r.yaml");
   auto a = expand(s, 42, 60s, nodes);
   auto b = expand(s, 42, 60s, nodes);
   auto c = expand(s, 43, 60s, nodes);
@@ -113,21 +115,28 @@ random:
 
 BOOST_AUTO_TEST_CASE(errors_name_the_file_the_entry_and_the_field) {
   auto e = error_of("faults:\n  - {at: 5s, fault: explode, targets: [n1], duration: 1s}\n");
-  BOOST_TEST(e.find("schedule 's.yaml': faults[0].fault: unknown fault 'explode'") != std::string::npos, e);
-  e = error_of("faults:\n  - {at: 5s, fault: kill, targets: [n1]}\n  - {at: 5s, fault: pause, targets: [n1]}\n");
+  BOOST_TEST(
+      e.find("schedule 's.yaml': faults[0].fault: unknown fault 'explode'") != std::string::npos,
+      e);
+  e = error_of(
+      "faults:\n  - {at: 5s, fault: kill, targets: [n1]}\n  - {at: 5s, fault: pause, targets: "
+      "[n1]}\n");
   BOOST_TEST(e.find("faults[1].duration: missing") != std::string::npos, e);
   e = error_of("faults:\n  - {at: soon, fault: kill, targets: [n1]}\n");
   BOOST_TEST(e.find("faults[0].at: 'soon' is not a duration") != std::string::npos, e);
   e = error_of("faults:\n  - {at: 1s, fault: drop, targets: [n1], probability: 2, duration: 1s}\n");
   BOOST_TEST(e.find("faults[0].probability: must be within [0, 1]") != std::string::npos, e);
   e = error_of("faults:\n  - {at: 1s, fault: kill, targets: [n1], delay: 1s}\n");
-  BOOST_TEST(e.find("faults[0].delay: only delay and slow-disk have a delay") != std::string::npos, e);
+  BOOST_TEST(e.find("faults[0].delay: only delay and slow-disk have a delay") != std::string::npos,
+             e);
   e = error_of("faults:\n  - {at: 1s, fault: kill}\n");
   BOOST_TEST(e.find("faults[0].targets: missing") != std::string::npos, e);
   e = error_of("faults:\n  - {at: 1s, fault: kill, target: [n1]}\n");
   BOOST_TEST(e.find("faults[0].target: unknown field") != std::string::npos, e);
   e = error_of("random: {kinds: [kill], every: 5s..2s}\n");
-  BOOST_TEST(e.find("random.every: '5s..2s': the upper bound is below the lower one") != std::string::npos, e);
+  BOOST_TEST(
+      e.find("random.every: '5s..2s': the upper bound is below the lower one") != std::string::npos,
+      e);
   e = error_of("random: {every: 5s}\n");
   BOOST_TEST(e.find("random.kinds: missing") != std::string::npos, e);
   e = error_of("pauses: []\n");
@@ -136,9 +145,12 @@ BOOST_AUTO_TEST_CASE(errors_name_the_file_the_entry_and_the_field) {
   BOOST_TEST(e.find("schedule 's.yaml'") != std::string::npos, e);
 
   // a node the cluster does not have is named at expansion
-  auto s = parse_schedule("faults:\n  - {at: 1s, fault: pause, targets: [n9], duration: 1s}\n", "s.yaml");
+  auto s = parse_schedule("faults:\n  - {at: 1s, fault: pause, targets: [n9], duration: 1s}\n",
+                          "s.yaml");
   auto msg = tidemark::test::thrown<std::runtime_error>([&] { expand(s, 1, 10s, nodes); });
-  BOOST_TEST(msg.find("faults[0].targets: no node 'n9' in the cluster (nodes: n1, n2, n3)") != std::string::npos, msg);
+  BOOST_TEST(msg.find("faults[0].targets: no node 'n9' in the cluster (nodes: n1, n2, n3)") !=
+                 std::string::npos,
+             msg);
   BOOST_CHECK_THROW(load_schedule("/nonexistent/schedule.yaml"), std::runtime_error);
 }
 

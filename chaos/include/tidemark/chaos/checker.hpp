@@ -31,10 +31,10 @@ struct run_facts {
 };
 
 enum class violation_kind {
-  lost,          ///< in the reference, missing from the run (or fewer copies)
-  repeated,      ///< more copies than in the reference
-  wrong,         ///< same id and revision, another value (or a result the reference lacks)
-  out_of_order,  ///< a revision committed after a higher revision of the same id
+  lost,            ///< in the reference, missing from the run (or fewer copies)
+  repeated,        ///< more copies than in the reference
+  wrong,           ///< same id and revision, another value (or a result the reference lacks)
+  out_of_order,    ///< a revision committed after a higher revision of the same id
   watermark_back,  ///< a sink instance committed a watermark below one it committed before
 };
 const char* to_string(violation_kind k) noexcept;
@@ -51,7 +51,7 @@ struct fault_effect {
   applied_fault fault;
   double rate_before = 0;  ///< results committed per second in the 5 s before the fault
   double rate_during = 0;
-  double rate_after = 0;   ///< in the 5 s after it was healed
+  double rate_after = 0;            ///< in the 5 s after it was healed
   double longest_commit_gap_s = 0;  ///< between two commits, from its start to 5 s after it healed
   /// From healing until a 1 s window reaches half the rate before; nullopt: it never did (or
   /// there was no output before to compare with).

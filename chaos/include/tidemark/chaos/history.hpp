@@ -35,7 +35,7 @@ struct history_entry {
   std::string id;              ///< the result's identity, e.g. a key and a window
   std::uint32_t revision = 0;  ///< its revision (0, 1, ... for late re-firings)
   std::string value;
-  std::int64_t commit_ms = 0;  ///< wall clock (ms since the epoch) of the commit
+  std::int64_t commit_ms = 0;    ///< wall clock (ms since the epoch) of the commit
   std::uint64_t checkpoint = 0;  ///< the checkpoint that committed it (0: none)
   /// The sink instance's watermark at the commit (for a checkpoint: when its snapshot was taken),
   /// start_of_time before the first watermark.

@@ -48,9 +48,9 @@ struct fault {
   std::vector<std::vector<std::string>> sides;
   /// Link faults only: the peers whose links are affected (empty: every peer).
   std::vector<std::string> peers;
-  double probability = 0;              ///< drop, duplicate, reorder, disk-errors
-  std::chrono::milliseconds delay{0};  ///< delay, slow-disk
-  std::chrono::milliseconds jitter{0}; ///< delay
+  double probability = 0;               ///< drop, duplicate, reorder, disk-errors
+  std::chrono::milliseconds delay{0};   ///< delay, slow-disk
+  std::chrono::milliseconds jitter{0};  ///< delay
   /// Where it comes from, for messages and the report: "faults[3]" or "random #4".
   std::string origin;
 };
@@ -68,7 +68,7 @@ struct random_faults {
   std::vector<std::string> targets;
   /// Overrides the seed of the run.
   std::optional<std::uint64_t> seed;
-  double probability = 0.2;             ///< of drop, duplicate, reorder, disk-errors
+  double probability = 0.2;              ///< of drop, duplicate, reorder, disk-errors
   std::chrono::milliseconds delay{100};  ///< of delay and slow-disk
   std::chrono::milliseconds jitter{50};  ///< of delay
 };
