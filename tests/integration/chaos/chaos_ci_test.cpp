@@ -4,8 +4,9 @@
 // Negative controls: without checkpoints the first lost node fails the job, and the checker (and
 // `tidemark chaos run`'s exit code) must report lost results; with the at-least-once history sink
 // a recovery replays results, and the checker must report repeats.
-// Network and storage faults (partition, drop, delay, slow disk) join the schedule once the
-// transport and the stores take fault commands (chaos::default_injector() is not null).
+// Network and storage faults (partition, drop, delay, slow disk) join the schedule when the
+// transport and the stores take fault commands (chaos::default_injector() is not null); until
+// then the schedule has process faults only.
 #define BOOST_TEST_MODULE chaos_ci
 #include <boost/test/unit_test.hpp>
 
@@ -45,23 +46,37 @@ job_options late_windows_options(std::int64_t events, const std::string& history
   return o;
 }
 
-// The seeded schedule: a fault every 3-5 s from 2 s on, each kind the build can apply.
-std::string ci_schedule() {
-  std::string kinds = "[kill, pause, restart";
-  if (chaos::default_injector()) kinds += ", partition, drop, delay, slow-disk";
-  return "random:\n  kinds: " + kinds + "]\n  every: 3s..5s\n  duration: 1s..2s\n  start: 2s\n";
-}
+// Process faults alone: a seeded random schedule, a fault every 3-5 s from 2 s on (seed 17 draws
+// every kind within 20 s).
+const std::string process_schedule = R"(
+random: {kinds: [kill, pause, restart], every: 3s..5s, duration: 1s..2s, start: 2s}
+)";
+
+// With fault commands: each kind once, then random ones; the seed drives the nodes' draws.
+const std::string full_schedule = R"(
+faults:
+  - {at: 2s, fault: kill, targets: [n2], duration: 1s}
+  - {at: 6s, fault: pause, targets: [n3], duration: 1500ms}
+  - {at: 10s, fault: partition, targets: [n1], duration: 2s}
+  - {at: 14s, fault: drop, targets: [n1, n2, n3], probability: 0.1, duration: 3s}
+  - {at: 14s, fault: delay, targets: [n1, n2, n3], delay: 30ms, jitter: 20ms, duration: 3s}
+  - {at: 19s, fault: slow-disk, targets: [n1, n2, n3], delay: 100ms, duration: 3s}
+random: {kinds: [kill, pause, restart, partition, drop, delay, slow-disk], every: 4s..6s,
+         duration: 1s..2s, start: 24s}
+)";
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(under_seeded_faults_with_checkpoints_nothing_is_lost_repeated_or_wrong) {
   chaos::cluster_fixture cluster{3, TIDEMARK_NODE_BIN};
+  const bool all_kinds = static_cast<bool>(chaos::default_injector());
   chaos::run_settings s;
   s.seed = 17;
-  s.duration = 20s;
+  s.duration = all_kinds ? 28s : 20s;
   s.checkpoint_interval = 250ms;
   const auto r =
-      cluster.run(late_windows(), late_windows_options(100000, "exactly-once"), ci_schedule(), s);
+      cluster.run(late_windows(), late_windows_options(all_kinds ? 150000 : 100000, "exactly-once"),
+                  all_kinds ? full_schedule : process_schedule, s);
   BOOST_TEST_MESSAGE(r.summary());
   BOOST_TEST(r.passed());
   BOOST_TEST(!r.run.error);
@@ -73,11 +88,15 @@ BOOST_AUTO_TEST_CASE(under_seeded_faults_with_checkpoints_nothing_is_lost_repeat
     ++applied[f.fault.planned.kind];
     BOOST_TEST(f.fault.note.empty(), f.fault.note);
   }
-  // seed 17 draws every process fault kind within the 20 s; the job survives each
-  BOOST_TEST(applied[chaos::fault_kind::kill] >= 1);
-  BOOST_TEST(applied[chaos::fault_kind::pause] >= 1);
-  BOOST_TEST(applied[chaos::fault_kind::restart] >= 1);
-  BOOST_TEST(r.faults.size() >= 4u);
+  using k = chaos::fault_kind;
+  std::vector<k> expected{k::kill, k::pause};
+  if (all_kinds)
+    expected.insert(expected.end(), {k::partition, k::drop, k::delay, k::slow_disk});
+  else
+    expected.push_back(k::restart);
+  for (auto kind : expected)
+    BOOST_TEST(applied[kind] >= 1, "no " << chaos::to_string(kind) << " fault was applied");
+  BOOST_TEST(r.faults.size() >= 5u);
   BOOST_TEST(r.run.recoveries >= 3u);
   const auto out = cluster.nodes().dir / "run-1";
   BOOST_TEST(std::filesystem::file_size(out / "timeline.png") > 1000u);
