@@ -177,7 +177,16 @@ void local_cluster::stop(std::size_t i) {
   if (pids_.at(i) <= 0) return;
   if (paused_[i]) resume(i);
   ::kill(pids_[i], SIGTERM);
-  ::waitpid(pids_[i], nullptr, 0);
+  // a node that does not stop within 10 s is killed, so a test never hangs on it
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (::waitpid(pids_[i], nullptr, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pids_[i], SIGKILL);
+      ::waitpid(pids_[i], nullptr, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
   pids_[i] = 0;
 }
 

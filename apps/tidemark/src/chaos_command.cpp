@@ -2,7 +2,10 @@
 // tidemark::chaos::run_chaos / check_run (chaos/), which the chaos fixture uses as well.
 #include "chaos_command.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -31,6 +34,16 @@ struct chaos_run_args {
   std::size_t batch_size = 0;
 };
 
+// Without --out: a fresh folder under the system temp folder, printed (runs write nothing into
+// the working directory unless told to).
+std::filesystem::path fresh_out_dir(const std::string& job) {
+  auto pattern =
+      (std::filesystem::temp_directory_path() / ("tidemark-chaos-" + job + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a folder " + pattern);
+  std::fprintf(stderr, "chaos: the run's directory is %s\n", pattern.c_str());
+  return pattern;
+}
+
 void finish(const chaos::report& r, const std::string& out) {
   std::cout << r.summary();
   std::cout << "report: " << out << "/report.json, timeline: " << out << "/timeline.png\n";
@@ -58,7 +71,8 @@ void add_chaos_commands(CLI::App& app, const job_registry& registry) {
   run->add_option("--duration", a->duration,
                   "faults start within this long (e.g. 90s, 5m; default 60s); the job then runs "
                   "to its end");
-  run->add_option("--out", a->out, "the run's directory (default: chaos-<job>-<seed> here)");
+  run->add_option("--out", a->out,
+                  "the run's directory (default: a fresh one under the system temp folder)");
   run->add_option("--checkpoint-interval", a->checkpoint_ms,
                   "milliseconds between checkpoints (0: none, so every lost node fails the job; "
                   "default 1000)");
@@ -81,7 +95,7 @@ void add_chaos_commands(CLI::App& app, const job_registry& registry) {
     o.seed = a->seed;
     o.duration = chaos::parse_duration(a->duration);
     o.checkpoint_interval = std::chrono::milliseconds{a->checkpoint_ms};
-    o.out = a->out.empty() ? "chaos-" + spec.name + "-" + std::to_string(a->seed) : a->out;
+    o.out = a->out.empty() ? fresh_out_dir(spec.name) : std::filesystem::path{a->out};
     if (a->threads) o.run.threads = a->threads;
     if (a->batch_size) o.run.batch_size = a->batch_size;
     o.inject = chaos::default_injector();

@@ -63,7 +63,7 @@ struct local_cluster {
   void start(std::size_t i);
   /// SIGKILL, and waits for the process to end.
   void kill(std::size_t i);
-  /// SIGTERM (an orderly stop), and waits for the process to end.
+  /// SIGTERM (an orderly stop), and waits for the process to end (SIGKILL after 10 s).
   void stop(std::size_t i);
   /// SIGSTOP / SIGCONT.
   void pause(std::size_t i);

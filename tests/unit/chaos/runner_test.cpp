@@ -1,9 +1,12 @@
-// The fault command each node gets while several network and storage faults hold at once: their
-// union (highest probability and delay per link, every unreachable peer, the slowest disk), and a
-// partition seen from both sides.
-#define BOOST_TEST_MODULE chaos_fault_commands
+// The runner's parts that need no cluster: the fault command each node gets while several network
+// and storage faults hold at once (their union: highest probability and delay per link, every
+// unreachable peer, the slowest disk; a partition seen from both sides), and the refusals before
+// anything runs (a job without a history option, faults this run cannot apply).
+#define BOOST_TEST_MODULE chaos_runner
 #include <boost/test/unit_test.hpp>
 
+#include "../../support/temp_dir.hpp"
+#include "../../support/thrown.hpp"
 #include "tidemark/chaos/runner.hpp"
 
 using namespace tidemark;
@@ -79,4 +82,34 @@ BOOST_AUTO_TEST_CASE(a_partition_cuts_every_side_off_from_the_others) {
   // two partitions at once: the union
   BOOST_TEST((command_for("n1", {&sides, &isolate}, c, 1).unreachable ==
               std::set<std::string>{"n2", "n3"}));
+}
+
+BOOST_AUTO_TEST_CASE(what_cannot_run_is_refused_before_anything_runs) {
+  tidemark::test::temp_dir dir{"chaos-runner"};
+  job_spec no_history{"no-history", "", {{"events", "10", ""}}, nullptr,
+                      [](const job_options&) -> job { throw std::logic_error("must not build"); },
+                      nullptr};
+  chaos_options o;
+  o.out = dir.path() / "out";
+  auto msg = tidemark::test::thrown<std::runtime_error>(
+      [&] { run_chaos(no_history, no_history.make_options(), three_nodes(), {}, o); });
+  BOOST_TEST(msg.find("job 'no-history' has no 'history' option") != std::string::npos, msg);
+
+  job_spec with_history = no_history;
+  with_history.name = "with-history";
+  with_history.options.push_back({"history", "", ""});
+  auto kill = make(fault_kind::kill, {"n2"});
+  kill.origin = "faults[0]";
+  msg = tidemark::test::thrown<std::runtime_error>(
+      [&] { run_chaos(with_history, with_history.make_options(), three_nodes(), {kill}, o); });
+  BOOST_TEST(msg.find("kill n2 (stays down) (faults[0]): kill, pause and restart need nodes started "
+                      "by this tool") != std::string::npos,
+             msg);
+  auto drop = make(fault_kind::drop, {"n1"});
+  drop.probability = 0.1;
+  drop.duration = 1000ms;
+  msg = tidemark::test::thrown<std::runtime_error>(
+      [&] { run_chaos(with_history, with_history.make_options(), three_nodes(), {drop}, o); });
+  BOOST_TEST(msg.find("network and storage faults are not available") != std::string::npos, msg);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "out"));  // nothing ran, nothing written
 }
