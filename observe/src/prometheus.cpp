@@ -233,7 +233,23 @@ void declare_families(exposition& e) {
   e.declare("tidemark_node_refused_peers_total", kind::counter,
             "Connections the node's ZAP handler refused (unknown CURVE key).");
   e.declare("tidemark_node_lost_frames_total", kind::counter,
-            "Sequence gaps on the node's incoming data channels.");
+            "Incoming data frames that arrived ahead of a missing one and waited for it.");
+  e.declare("tidemark_node_oversized_frames_total", kind::counter,
+            "Frames above the node's size limit (refused, or the connection ZeroMQ dropped).");
+  e.declare("tidemark_node_refused_control_total", kind::counter,
+            "Control messages refused because they did not come from the coordinator's key.");
+  e.declare("tidemark_node_refused_data_total", kind::counter,
+            "Data frames refused because they came from a node that does not own the channel.");
+  e.declare("tidemark_node_fault_dropped_frames_total", kind::counter,
+            "Frames the node dropped on purpose: injected drops and partitions.");
+  e.declare("tidemark_node_fault_duplicated_frames_total", kind::counter,
+            "Frames the node sent twice on purpose (injected faults).");
+  e.declare("tidemark_node_fault_reordered_frames_total", kind::counter,
+            "Frames the node held back behind the next one on purpose (injected faults).");
+  e.declare("tidemark_node_retransmitted_frames_total", kind::counter,
+            "Data frames the node sent again because they were not acknowledged in time.");
+  e.declare("tidemark_node_duplicate_frames_total", kind::counter,
+            "Data frames the node received again and dropped.");
   e.declare("tidemark_node_data_in_bytes_total", kind::counter,
             "Bytes of frames the node accepted on its data socket.");
   e.declare("tidemark_node_batch_frames_in_total", kind::counter,
@@ -300,6 +316,17 @@ void render_node(exposition& e, const node_status& n) {
   e.sample("tidemark_node_bad_frames_total", ls, static_cast<double>(n.bad_frames));
   e.sample("tidemark_node_refused_peers_total", ls, static_cast<double>(n.refused_peers));
   e.sample("tidemark_node_lost_frames_total", ls, static_cast<double>(n.lost_frames));
+  e.sample("tidemark_node_oversized_frames_total", ls, static_cast<double>(n.oversized_frames));
+  e.sample("tidemark_node_refused_control_total", ls, static_cast<double>(n.refused_control));
+  e.sample("tidemark_node_refused_data_total", ls, static_cast<double>(n.refused_data));
+  e.sample("tidemark_node_fault_dropped_frames_total", ls, static_cast<double>(n.fault_dropped));
+  e.sample("tidemark_node_fault_duplicated_frames_total", ls,
+           static_cast<double>(n.fault_duplicated));
+  e.sample("tidemark_node_fault_reordered_frames_total", ls,
+           static_cast<double>(n.fault_reordered));
+  e.sample("tidemark_node_retransmitted_frames_total", ls, static_cast<double>(n.retransmitted));
+  e.sample("tidemark_node_duplicate_frames_total", ls,
+           static_cast<double>(n.duplicates_discarded));
   e.sample("tidemark_node_data_in_bytes_total", ls, static_cast<double>(n.data_bytes_in));
   e.sample("tidemark_node_batch_frames_in_total", ls, static_cast<double>(n.batch_frames_in));
   e.sample("tidemark_node_batch_in_bytes_total", ls, static_cast<double>(n.batch_bytes_in));

@@ -64,6 +64,8 @@ void decode_control(const std::uint8_t* data, std::size_t size) {
       break;
     case Body::Failure: n += touch(f.body_as_Failure()->what()); break;
     case Body::StatusReply: n += touch(f.body_as_StatusReply()->node()); break;
+    case Body::Faults: n += tidemark::net::read_faults(*f.body_as_Faults()).links.size(); break;
+    case Body::FaultsReply: n += touch(f.body_as_FaultsReply()->reason()); break;
     default: break;
   }
   (void)n;

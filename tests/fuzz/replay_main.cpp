@@ -23,7 +23,7 @@ void write_seeds(const std::filesystem::path& dir) {
   using namespace tidemark;
   std::filesystem::create_directories(dir);
   write(dir / "watermark", net::signal_frame(1, 7, wire::FrameKind::watermark, 1000, 0));
-  write(dir / "credit", net::signal_frame(2, 3, wire::FrameKind::credit, 0, 4));
+  write(dir / "credit", net::credit_frame(2, 3, 4, true, 0));
   {
     batch<std::string> b{{"a", "bc", ""}};
     std::vector<std::uint8_t> payload;
@@ -52,6 +52,14 @@ void write_seeds(const std::filesystem::path& dir) {
                                    b.CreateVectorOfStrings({"10"}), b.CreateVector(nodes), 0,
                                    b.CreateVector(std::vector<std::uint32_t>{0, 0}), 64, 2, 5);
     write(dir / "deploy", net::control_message(b, body));
+  }
+  {
+    fault_command cmd;
+    cmd.links["*"].drop = 0.1;
+    cmd.links["n2"].delay = std::chrono::milliseconds{20};
+    cmd.unreachable = {"coordinator"};
+    cmd.seed = 7;
+    write(dir / "faults", net::faults_frame(cmd));
   }
   instance_metrics im;
   im.operators.push_back({"window", "window", 0, 1, 2, 3, 4, 0, {{"late", 1.0}}});

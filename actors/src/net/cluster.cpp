@@ -57,6 +57,13 @@ cluster_config cluster_config::load(const std::string& path) {
       c.coordinator = key_pair::load(resolve(base, doc["coordinator_key"].as<std::string>()));
     else if (!c.insecure)
       throw std::runtime_error(where("'coordinator_key' (the coordinator's .key file) is missing"));
+    if (doc["faults"]) {
+      const auto faults = doc["faults"].as<std::string>();
+      if (faults != "allow" && faults != "deny")
+        throw std::runtime_error(where("'faults' is '" + faults + "': write 'allow' (the chaos "
+                                       "tool may inject faults) or 'deny' (the default)"));
+      c.faults_allowed = faults == "allow";
+    }
     if (doc["pins"])
       for (const auto& p : doc["pins"]) c.pins[p.first.as<std::string>()] = p.second.as<std::string>();
   } catch (const YAML::Exception& e) {

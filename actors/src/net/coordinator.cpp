@@ -15,6 +15,7 @@
 #include "frames.hpp"
 #include "security.hpp"
 #include "tidemark/runtime/cluster.hpp"
+#include "tidemark/runtime/faults.hpp"
 
 namespace tidemark {
 
@@ -131,10 +132,46 @@ zmq::message_t empty_control() {
   return net::control_message(b, body.Finish());
 }
 
+/// What the coordinator sends the nodes so they know it still leads the job (fencing).
+zmq::message_t coordinator_heartbeat() {
+  flatbuffers::FlatBufferBuilder b{64};
+  return net::control_message(b, wire::CreateHeartbeat(b, b.CreateString("coordinator")));
+}
+
 zmq::message_t stop_message(const std::string& reason) {
   flatbuffers::FlatBufferBuilder b;
   return net::control_message(b, wire::CreateStop(b, b.CreateString(reason)));
 }
+
+/// Warns when a node's heartbeat counts more refusals than its previous one did: frames above its
+/// size limit, control messages from a key that is not the coordinator's, data frames from a node
+/// that does not own the channel. The job goes on; the node's log names the peers.
+class refusal_log {
+ public:
+  explicit refusal_log(std::size_t nodes) : last_(nodes) {}
+
+  void update(std::uint32_t n, const node_status& now) {
+    auto& was = last_[n];
+    report(now, now.oversized_frames, was.oversized_frames,
+           "frames above its size limit (--max-message-bytes)");
+    report(now, now.refused_control, was.refused_control,
+           "control messages from a key that is not the coordinator's");
+    report(now, now.refused_data, was.refused_data,
+           "data frames from a node that does not own their channel");
+    was = now;  // a restarted node counts from 0 again
+  }
+
+ private:
+  static void report(const node_status& s, std::uint64_t now, std::uint64_t before,
+                     const char* what) {
+    if (now > before)
+      spdlog::warn("coordinator: node '{}' refused {} {} ({} since it started; its log names the "
+                   "peers)",
+                   s.node, now - before, what, now);
+  }
+
+  std::vector<node_status> last_;
+};
 
 /// "window (instances 1, 4), counts (instance 1)": what node `n` hosted.
 std::string hosted(const logical_graph& g, const physical_plan& p,
@@ -185,6 +222,7 @@ struct deploy_args {
   const run_options& opts;
   std::uint64_t restore_checkpoint;
   std::uint32_t deployment;
+  std::chrono::milliseconds fence;
 };
 
 zmq::message_t deploy_message(const deploy_args& a) {
@@ -206,7 +244,8 @@ zmq::message_t deploy_message(const deploy_args& a) {
       static_cast<std::uint32_t>(o.linger.count()), o.fuse,
       static_cast<std::uint32_t>(a.on.heartbeat_interval.count()),
       o.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.live_period.count())) : 0u,
-      a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes));
+      a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes),
+      static_cast<std::uint32_t>(a.fence.count()));
   return net::control_message(b, body);
 }
 
@@ -238,6 +277,12 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   auto from = checkpoints.start_point();
   result.restored_from = from.checkpoint;
 
+  // Fencing: with recovery, a node cut off from the coordinator stops its deployment before the
+  // coordinator gives up on it and recovers the job elsewhere, so the two never run side by side.
+  // Without checkpoints there is no recovery to race with.
+  const auto fence = checkpoints.enabled() ? cluster.heartbeat_timeout * 3 / 4 : 0ms;
+  const auto beat_every =
+      std::max<std::chrono::milliseconds>(1ms, std::min(cluster.heartbeat_interval, fence / 4));
   const auto count = static_cast<std::uint32_t>(cluster.nodes.size());
   std::vector<std::uint32_t> everyone(count);
   std::iota(everyone.begin(), everyone.end(), 0u);
@@ -295,6 +340,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   std::random_device random;
   const std::uint32_t first_deployment = random();
   std::vector<net::piece_assembler> assemblers(count);
+  refusal_log refusals{count};
   std::optional<clock::time_point> lost_at;  // set while recovering
   int failed_recoveries = 0;                 // in a row
   auto started = clock::now();
@@ -326,7 +372,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     const std::uint32_t deployment = std::max(1u, first_deployment + pass);
     for (std::uint32_t m = 0; m < job_nodes; ++m)
       links.send(members[m], deploy_message({spec.name, options, on, placement, m, opts,
-                                             from.checkpoint, deployment}));
+                                             from.checkpoint, deployment, fence}));
     std::string refused;  // a node's deploy error
     const auto deployed = await(members, wire::Body::Deployed, "deploy", !lost_at,
                                 [&](std::uint32_t n, const wire::ControlFrame& f) {
@@ -409,7 +455,12 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     std::size_t finished = 0;
     std::optional<std::uint32_t> lost;
     std::string lost_why;
+    auto next_beat = clock::now();
     while (finished < job_nodes && !lost) {
+      if (fence > 0ms && clock::now() >= next_beat) {
+        for (auto member : members) links.send(member, coordinator_heartbeat());
+        next_beat = clock::now() + beat_every;
+      }
       bool fresh = false;
       auto wait = checkpoints.poll([&](std::uint64_t id) {
         for (auto member : members) links.send(member, net::checkpoint_start_frame(id));
@@ -419,10 +470,11 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         if (!member_of[n]) return;  // a node this deployment does not use
         last_seen[n] = clock::now();
         const auto* beat = f.body_as_Heartbeat();
-        if (live.enabled() && beat && beat->counters()) {
+        if (beat && beat->counters()) {
           auto status = net::read_status(*beat->counters());
           status.node = cluster.nodes[n].id;  // the connection says who it is
-          live.update(std::move(status));
+          refusals.update(n, status);
+          if (live.enabled()) live.update(std::move(status));
         }
         if (live.enabled() && f.body_type() == wire::Body::LiveMetrics) {
           record_live(n, net::read_metrics(*f.body_as_LiveMetrics()));
@@ -516,13 +568,41 @@ std::optional<node_status> query_status(const std::string& endpoint, const clust
     links.poll(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
                [&](std::uint32_t, const wire::ControlFrame& f) {
                  if (f.body_type() != wire::Body::StatusReply) return;
-                 const auto* s = f.body_as_StatusReply();
-                 result = node_status{str(s->node()), s->frames_in(), s->bad_frames(),
-                                      s->refused_peers(), s->lost_frames(), s->data_bytes_in(),
-                                      s->batch_frames_in(), s->batch_bytes_in()};
+                 result = net::read_status(*f.body_as_StatusReply());
                });
   }
   return result;
+}
+
+void inject_faults(const cluster_config& cluster, const std::string& node,
+                   const fault_command& cmd, std::chrono::milliseconds timeout) {
+  const auto n = cluster.find(node);
+  if (!n) throw std::runtime_error("cannot inject faults into node '" + node + "': the cluster has no such node");
+  if (!cluster.faults_allowed)
+    throw std::runtime_error("cannot inject faults into node '" + node +
+                             "': the cluster file does not say 'faults: allow'");
+  cluster_config one = cluster;
+  one.nodes = {cluster.nodes[*n]};
+  control_links links{one};
+  links.send(0, net::faults_frame(cmd));
+  const auto deadline = clock::now() + timeout;
+  while (clock::now() < deadline) {
+    std::optional<std::string> refused;
+    bool answered = false;
+    links.poll(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
+               [&](std::uint32_t, const wire::ControlFrame& f) {
+                 if (f.body_type() != wire::Body::FaultsReply) return;
+                 const auto* r = f.body_as_FaultsReply();
+                 answered = true;
+                 if (!r->accepted()) refused = str(r->reason());
+               });
+    if (refused)
+      throw std::runtime_error("node '" + node + "' refused the injected faults: " + *refused);
+    if (answered) return;
+  }
+  throw std::runtime_error("node '" + node + "' at " + cluster.nodes[*n].endpoint +
+                           " did not answer the injected faults within " +
+                           std::to_string(timeout.count()) + " ms");
 }
 
 }  // namespace tidemark

@@ -65,7 +65,7 @@ zmq::message_t to_message(flatbuffers::FlatBufferBuilder& b) {
 }
 
 zmq::message_t signal_frame(std::uint32_t channel, std::uint64_t seq, wire::FrameKind kind,
-                            std::int64_t watermark, std::uint32_t credit,
+                            std::int64_t watermark, std::uint64_t credit,
                             std::uint32_t deployment) {
   flatbuffers::FlatBufferBuilder b{128};
   wire::DataFrameBuilder f{b};
@@ -75,6 +75,20 @@ zmq::message_t signal_frame(std::uint32_t channel, std::uint64_t seq, wire::Fram
   f.add_kind(kind);
   f.add_watermark(watermark);
   f.add_credit(credit);
+  wire::FinishDataFrameBuffer(b, f.Finish());
+  return to_message(b);
+}
+
+zmq::message_t credit_frame(std::uint32_t channel, std::uint64_t ack, std::uint64_t credit,
+                            bool gap, std::uint32_t deployment) {
+  flatbuffers::FlatBufferBuilder b{128};
+  wire::DataFrameBuilder f{b};
+  f.add_channel(channel);
+  f.add_deployment(deployment);
+  f.add_kind(wire::FrameKind::credit);
+  f.add_credit(credit);
+  f.add_ack(ack);
+  f.add_gap(gap);
   wire::FinishDataFrameBuffer(b, f.Finish());
   return to_message(b);
 }
@@ -234,13 +248,66 @@ flatbuffers::Offset<wire::StatusReply> status_table(flatbuffers::FlatBufferBuild
                                                     const node_status& s) {
   return wire::CreateStatusReply(b, b.CreateString(s.node), s.frames_in, s.bad_frames,
                                  s.refused_peers, s.lost_frames, s.data_bytes_in,
-                                 s.batch_frames_in, s.batch_bytes_in);
+                                 s.batch_frames_in, s.batch_bytes_in, s.oversized_frames,
+                                 s.refused_control, s.refused_data, s.fault_dropped,
+                                 s.fault_duplicated, s.fault_reordered, s.retransmitted,
+                                 s.duplicates_discarded);
 }
 
 node_status read_status(const wire::StatusReply& s) {
-  return node_status{s.node() ? s.node()->str() : std::string{}, s.frames_in(), s.bad_frames(),
-                     s.refused_peers(), s.lost_frames(), s.data_bytes_in(), s.batch_frames_in(),
-                     s.batch_bytes_in()};
+  return node_status{s.node() ? s.node()->str() : std::string{},
+                     s.frames_in(),
+                     s.bad_frames(),
+                     s.refused_peers(),
+                     s.lost_frames(),
+                     s.data_bytes_in(),
+                     s.batch_frames_in(),
+                     s.batch_bytes_in(),
+                     s.oversized_frames(),
+                     s.refused_control(),
+                     s.refused_data(),
+                     s.fault_dropped(),
+                     s.fault_duplicated(),
+                     s.fault_reordered(),
+                     s.retransmitted(),
+                     s.duplicates_discarded()};
+}
+
+zmq::message_t faults_frame(const fault_command& cmd) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<wire::LinkFaults>> links;
+  for (const auto& [peer, l] : cmd.links)
+    links.push_back(wire::CreateLinkFaults(b, b.CreateString(peer), l.drop, l.duplicate, l.reorder,
+                                           static_cast<std::uint32_t>(l.delay.count()),
+                                           static_cast<std::uint32_t>(l.jitter.count())));
+  std::vector<std::string> unreachable{cmd.unreachable.begin(), cmd.unreachable.end()};
+  const auto& st = cmd.storage;
+  return control_message(
+      b, wire::CreateFaults(b, b.CreateVector(links), b.CreateVectorOfStrings(unreachable),
+                            static_cast<std::uint32_t>(st.write_delay.count()), st.fail_writes,
+                            st.seed, cmd.seed));
+}
+
+fault_command read_faults(const wire::Faults& f) {
+  // probabilities outside [0, 1] and NaN are clamped: a draw compares with them
+  auto probability = [](double p) { return p >= 0 ? std::min(p, 1.0) : 0.0; };
+  fault_command cmd;
+  if (f.links())
+    for (const auto* l : *f.links()) {
+      auto& link = cmd.links[l->peer() ? l->peer()->str() : std::string{}];
+      link.drop = probability(l->drop());
+      link.duplicate = probability(l->duplicate());
+      link.reorder = probability(l->reorder());
+      link.delay = std::chrono::milliseconds{l->delay_ms()};
+      link.jitter = std::chrono::milliseconds{l->jitter_ms()};
+    }
+  if (f.unreachable())
+    for (const auto* n : *f.unreachable()) cmd.unreachable.insert(n->str());
+  cmd.storage.write_delay = std::chrono::milliseconds{f.write_delay_ms()};
+  cmd.storage.fail_writes = probability(f.fail_writes());
+  cmd.storage.seed = f.storage_seed();
+  cmd.seed = f.seed();
+  return cmd;
 }
 
 std::string describe_peer(zmq::message_t& m) {

@@ -16,6 +16,7 @@
 
 #include "tidemark/wire/control_generated.h"
 #include "tidemark/wire/data_generated.h"
+#include "tidemark/runtime/faults.hpp"
 #include "tidemark/runtime/live.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
@@ -23,7 +24,7 @@ namespace tidemark::net {
 
 /// Version of the control schema; peers with another major version are refused.
 inline constexpr std::uint16_t wire_version_major = 1;
-inline constexpr std::uint16_t wire_version_minor = 2;
+inline constexpr std::uint16_t wire_version_minor = 3;
 
 /// Why a frame was refused, or nullopt when it may be read.
 std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t max_bytes);
@@ -51,10 +52,14 @@ inline const wire::DataFrame& read_data(const zmq::message_t& m) {
   return *wire::GetDataFrame(m.data());
 }
 
-/// A data frame without payload (signal or credit) of deployment `deployment`.
+/// A data frame without payload (a signal, a probe, or a credit frame without ack) of deployment
+/// `deployment`.
 zmq::message_t signal_frame(std::uint32_t channel, std::uint64_t seq, wire::FrameKind kind,
-                            std::int64_t watermark, std::uint32_t credit,
+                            std::int64_t watermark, std::uint64_t credit,
                             std::uint32_t deployment = 0);
+/// A credit frame: the receiver's state of `channel` (reliable_channel.hpp).
+zmq::message_t credit_frame(std::uint32_t channel, std::uint64_t ack, std::uint64_t credit,
+                            bool gap, std::uint32_t deployment);
 
 /// Bytes of a state piece per StatePiece frame: a quarter of `max_message_bytes` and at most
 /// 1 MiB, so a chunk and its header always fit well below the peer's frame limit.
@@ -114,6 +119,10 @@ std::vector<instance_metrics> read_metrics(const wire::LiveMetrics& m);
 flatbuffers::Offset<wire::StatusReply> status_table(flatbuffers::FlatBufferBuilder& b,
                                                     const node_status& s);
 node_status read_status(const wire::StatusReply& s);
+
+/// A fault command as a Faults frame, and back.
+zmq::message_t faults_frame(const fault_command& cmd);
+fault_command read_faults(const wire::Faults& f);
 
 /// "tcp://127.0.0.1:7100 (key abc...)" for logs: who sent a frame.
 std::string describe_peer(zmq::message_t& m);

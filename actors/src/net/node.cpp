@@ -1,7 +1,9 @@
 // The node server behind `tidemark-node`. One I/O thread owns every ZeroMQ socket: the control
 // ROUTER (coordinator), the data ROUTER (frames from peer nodes: data for local receivers, credit
 // for local senders) and one DEALER per peer it sends to. Stage actors run on a CAF actor system
-// per deployment; proxies (remote_channel.hpp) connect them to the I/O thread.
+// per deployment; proxies (remote_channel.hpp) connect them to the I/O thread. Remote channels are
+// reliable (reliable_channel.hpp); injected link faults (link_fault_injector.hpp) act on the frames
+// the I/O thread sends.
 #include <poll.h>
 
 #include <chrono>
@@ -23,8 +25,11 @@
 #include "../wiring.hpp"
 #include "channels.hpp"
 #include "frames.hpp"
+#include "link_fault_injector.hpp"
+#include "reliable_channel.hpp"
 #include "remote_channel.hpp"
 #include "security.hpp"
+#include "tidemark/persistence/faults.hpp"
 #include "tidemark/runtime/cluster.hpp"
 
 namespace tidemark {
@@ -55,7 +60,12 @@ struct deployment {
   std::unique_ptr<caf::actor_system> sys;
   caf::actor driver;
   std::unique_ptr<detail::deployment_actors> stages;  // stage actors and channel proxies
-  std::vector<std::uint64_t> expected_seq;
+  // Reliable channels, by channel index: the sending end where the channel's sender runs here
+  // and its receiver elsewhere, the receiving end the other way round; null otherwise.
+  std::vector<std::unique_ptr<net::reliable_sender<zmq::message_t>>> senders;
+  std::vector<std::unique_ptr<net::reliable_receiver<zmq::message_t>>> receivers;
+  std::chrono::milliseconds fence{0};  ///< Deploy.fence_ms; 0: never
+  bool started = false;
   std::map<std::uint32_t, std::unique_ptr<zmq::socket_t>> dealers;
 
   std::uint32_t node_of(std::uint32_t stage, std::uint32_t instance) const {
@@ -172,7 +182,11 @@ struct node_server::impl {
   std::unique_ptr<net::zap_handler> zap;
   zmq::socket_t control{ctx, zmq::socket_type::router};
   zmq::socket_t data{ctx, zmq::socket_type::router};
-  std::string coordinator;  // routing id of the coordinator's connection
+  // connections ZeroMQ drops on a frame above its limit, which it does not report otherwise
+  std::unique_ptr<net::drop_watch> control_drops, data_drops;
+  std::uint64_t oversized_refused = 0;  // frames above the limit that ZeroMQ let through
+  std::string coordinator_key;  // Z85; only it may send control messages (empty: --insecure)
+  std::string coordinator;      // routing id of the coordinator's connection
   node_status status;
   mutable std::mutex published_mutex;  // guards published: status() reads it from other threads
   node_status published;
@@ -182,6 +196,9 @@ struct node_server::impl {
   detail::restore_point incoming;
   std::shared_ptr<net::outbox> out = std::make_shared<net::outbox>();
   clock::time_point next_heartbeat = clock::now();
+  net::link_fault_injector faults;
+  clock::time_point heard_from_coordinator = clock::now();  // for fencing
+  std::optional<std::uint32_t> ended;  // the id of the deployment that ended last
 
   impl(node_options o, const job_registry& j) : opts(std::move(o)), jobs(j) {
     status.node = opts.id;
@@ -193,14 +210,21 @@ struct node_server::impl {
         throw std::runtime_error("node '" + opts.id +
                                  "': --keys DIR is required (or --insecure for plain text)");
       own = key_pair::load((std::filesystem::path{opts.keys_dir} / (opts.id + ".key")).string());
-      zap = std::make_unique<net::zap_handler>(ctx, net::load_allow_list(opts.keys_dir),
-                                               "node '" + opts.id + "'");
+      coordinator_key = key_pair::load_public(coordinator_key_file(opts));
+      auto allowed = net::load_allow_list(opts.keys_dir);
+      allowed.insert(coordinator_key);  // also when --coordinator-key names a file elsewhere
+      zap = std::make_unique<net::zap_handler>(ctx, std::move(allowed), "node '" + opts.id + "'");
     }
     net::make_server(control, own, opts.insecure, opts.max_message_bytes);
     // state pieces to the coordinator may be many chunks: a ROUTER drops what passes its
     // high-water mark
     control.set(zmq::sockopt::sndhwm, 0);
     net::make_server(data, own, opts.insecure, opts.max_message_bytes);
+    const auto who = "node '" + opts.id + "'";
+    control_drops = std::make_unique<net::drop_watch>(ctx, control, who + " (control)",
+                                                      opts.max_message_bytes);
+    data_drops =
+        std::make_unique<net::drop_watch>(ctx, data, who + " (data)", opts.max_message_bytes);
     control.bind(opts.listen);
     data.bind(data_endpoint(opts.listen));
     if (!opts.data_dir.empty()) std::filesystem::create_directories(opts.data_dir);
@@ -210,9 +234,70 @@ struct node_server::impl {
 
   ~impl() {
     dep.reset();
+    control_drops.reset();  // before the sockets close: their last connections are no drops
+    data_drops.reset();
     control.close();
     data.close();
     zap.reset();
+  }
+
+  /// The coordinator's public key file: --coordinator-key, or KEYS/coordinator.pub, or the public
+  /// half of KEYS/coordinator.key (the layout `tidemark keygen` writes).
+  static std::string coordinator_key_file(const node_options& o) {
+    if (!o.coordinator_key.empty()) return o.coordinator_key;
+    const std::filesystem::path keys{o.keys_dir};
+    for (const auto* name : {"coordinator.pub", "coordinator.key"})
+      if (std::filesystem::exists(keys / name)) return (keys / name).string();
+    throw std::runtime_error(
+        "node '" + o.id + "': no coordinator key: put the coordinator's public key in " +
+        (keys / "coordinator.pub").string() + " or pass --coordinator-key FILE (only that key may "
+        "deploy, start and stop jobs here)");
+  }
+
+  /// True (and counted, logged) when `m` is larger than the node's limit: ZeroMQ lets frames up
+  /// to net::curve_headroom bytes above it through, and drops the connection beyond that.
+  bool oversized(zmq::message_t& m, const char* socket) {
+    if (m.size() <= static_cast<std::size_t>(opts.max_message_bytes)) return false;
+    ++oversized_refused;
+    spdlog::warn("node '{}': refused a frame of {} bytes on its {} socket from {}: the limit is {} "
+                 "bytes (--max-message-bytes)",
+                 opts.id, m.size(), socket, net::describe_peer(m), opts.max_message_bytes);
+    return true;
+  }
+
+  /// The counters kept outside the I/O thread (the ZAP handler's, the drop watches').
+  void collect_counters() {
+    status.refused_peers = zap ? zap->refused() : 0;
+    status.oversized_frames =
+        oversized_refused + control_drops->dropped() + data_drops->dropped();
+    status.fault_dropped = faults.dropped();
+    status.fault_duplicated = faults.duplicated();
+    status.fault_reordered = faults.reordered();
+  }
+
+  /// Control messages change what the node runs: only the coordinator's key may send them.
+  /// A status request is open to every allow-listed key. Plain text cannot tell keys apart.
+  bool may_send(zmq::message_t& m, wire::Body body) const {
+    if (opts.insecure || body == wire::Body::StatusRequest) return true;
+    const char* user = zmq_msg_gets(m.handle(), "User-Id");
+    return user && coordinator_key == user;
+  }
+
+  /// Refuses a control message from another key than the coordinator's: counts and logs it, and
+  /// answers where the sender waits for an answer (Hello, Deploy).
+  void refuse_control(const zmq::message_t& id, zmq::message_t& m, wire::Body body) {
+    ++status.refused_control;
+    const std::string what = wire::EnumNameBody(body);
+    spdlog::warn("node '{}': refused {} from {}: only the coordinator's key may send it", opts.id,
+                 what, net::describe_peer(m));
+    const auto why = what + " refused by node '" + opts.id +
+                     "': only the coordinator's key may send control messages";
+    flatbuffers::FlatBufferBuilder b;
+    if (body == wire::Body::Hello)
+      reply(id, net::control_message(b, wire::CreateHelloReply(b, false, b.CreateString(why),
+                                                               b.CreateString(opts.id))));
+    else if (body == wire::Body::Deploy)
+      reply(id, net::control_message(b, wire::CreateDeployed(b, false, b.CreateString(why))));
   }
 
   void bad_frame(zmq::message_t& m, const std::string& what) {
@@ -244,6 +329,10 @@ struct node_server::impl {
 
   void to_coordinator(zmq::message_t msg) {
     if (coordinator.empty()) return;
+    if (faults.unreachable("coordinator")) {
+      faults.count_dropped();
+      return;
+    }
     control.send(zmq::buffer(coordinator), zmq::send_flags::sndmore);
     control.send(msg, zmq::send_flags::none);
   }
@@ -254,7 +343,7 @@ struct node_server::impl {
                                  {data.handle(), 0, ZMQ_POLLIN, 0},
                                  {nullptr, out->fd(), ZMQ_POLLIN, 0}};
       try {
-        zmq::poll(items, 3, 50ms);
+        zmq::poll(items, 3, poll_timeout(clock::now()));
       } catch (const zmq::error_t& e) {
         if (e.num() == EINTR) continue;  // a signal: look at `stop` again
         throw;
@@ -262,8 +351,20 @@ struct node_server::impl {
       zmq::message_t id, payload;
       while (receive(control, id, payload)) on_control(id, payload);
       while (receive(data, id, payload)) on_data(payload);
-      for (auto& o : out->take()) send(std::move(o));
-      status.refused_peers = zap ? zap->refused() : 0;
+      const auto now = clock::now();
+      for (auto& o : out->take()) send(std::move(o), now);
+      keep_channels(now);
+      faults.flush(now, [&](std::uint32_t peer, zmq::message_t&& m) {
+        if (dep) dealer(peer).send(m, zmq::send_flags::none);
+      });
+      collect_counters();
+      if (dep && dep->started && dep->fence.count() > 0 && now - heard_from_coordinator > dep->fence) {
+        // the coordinator has declared this node failed by now and recovers the job elsewhere
+        spdlog::error("node '{}': no word from the coordinator for {} ms: stopping job '{}' without "
+                      "committing anything more (fenced)",
+                      opts.id, dep->fence.count(), dep->built.name());
+        end_deployment();
+      }
       if (dep && !coordinator.empty() && clock::now() >= next_heartbeat) {
         // the counters ride along, so the coordinator's live view shows every node's transport
         flatbuffers::FlatBufferBuilder b{256};
@@ -282,13 +383,85 @@ struct node_server::impl {
     return published;
   }
 
-  void send(net::outgoing o) {
+  /// Waits for sockets at most until the next retransmission, report or delayed frame is due.
+  std::chrono::milliseconds poll_timeout(clock::time_point now) const {
+    auto due = now + 50ms;
+    auto sooner = [&](std::optional<clock::time_point> t) {
+      if (t) due = std::min(due, *t);
+    };
+    sooner(faults.next_due());
+    if (dep) {
+      for (const auto& s : dep->senders)
+        if (s) sooner(s->next_due());
+      for (const auto& r : dep->receivers)
+        if (r) sooner(r->next_due());
+    }
+    return std::max(0ms, std::chrono::ceil<std::chrono::milliseconds>(due - now));
+  }
+
+  void send(net::outgoing o, clock::time_point now) {
     if (o.peer == net::outgoing::coordinator) {
       to_coordinator(std::move(o.msg));
-    } else if (dep) {
-      auto& d = dealer(o.peer);
-      d.send(o.msg, zmq::send_flags::none);
+      return;
     }
+    if (!dep) return;
+    auto& x = *dep;
+    if (o.msg.size() == 0) {  // credit a local receiver returned: reported by keep_channels
+      if (o.channel < x.receivers.size() && x.receivers[o.channel])
+        x.receivers[o.channel]->add_credit(o.credit, now);
+      return;
+    }
+    const auto& f = net::read_data(o.msg);
+    if (f.channel() < x.senders.size() && x.senders[f.channel()]) {
+      zmq::message_t kept;
+      kept.copy(o.msg);  // shares the buffer
+      x.senders[f.channel()]->sent(f.seq(), std::move(kept), f.kind() == wire::FrameKind::data,
+                                   f.kind() == wire::FrameKind::eos, now);
+    }
+    transmit(o.peer, std::move(o.msg), now);
+  }
+
+  /// Sends a data frame to peer node `peer` through the injected faults.
+  void transmit(std::uint32_t peer, zmq::message_t msg, clock::time_point now) {
+    faults.send(peer, dep->nodes[peer].id, std::move(msg), now);
+  }
+
+  /// A copy of a kept frame to send again, and the count of it.
+  auto resend_to(std::uint32_t peer, clock::time_point now) {
+    return [this, peer, now](std::uint64_t, zmq::message_t& kept) {
+      zmq::message_t again;
+      again.copy(kept);
+      ++status.retransmitted;
+      transmit(peer, std::move(again), now);
+    };
+  }
+
+  /// Retransmissions, probes and receiver reports of the reliable channels that are due.
+  void keep_channels(clock::time_point now) {
+    if (!dep) return;
+    auto& x = *dep;
+    for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
+      const auto& ch = x.channels[c];
+      if (auto& s = x.senders[c]) {
+        const auto peer = x.node_of(ch.to_stage, ch.to_instance);
+        s->poll(now, resend_to(peer, now), [&] {
+          transmit(peer, net::signal_frame(c, 0, wire::FrameKind::probe, 0, 0, x.id), now);
+        });
+      }
+      if (auto& r = x.receivers[c])
+        if (auto st = r->report(now))
+          transmit(x.node_of(ch.from_stage, ch.from_instance),
+                   net::credit_frame(c, st->ack, st->credit, st->gap, x.id), now);
+    }
+  }
+
+  /// Stops the deployment; what its actors left in the outbox and delayed frames are dropped.
+  void end_deployment() {
+    if (dep) ended = dep->id;
+    dep.reset();  // waits for its actors: nothing more comes into the outbox
+    for (auto& o : out->take())
+      if (o.peer == net::outgoing::coordinator) to_coordinator(std::move(o.msg));
+    faults.clear();
   }
 
   zmq::socket_t& dealer(std::uint32_t peer) {
@@ -307,11 +480,16 @@ struct node_server::impl {
   // ---- control -------------------------------------------------------------------------------
 
   void on_control(zmq::message_t& id, zmq::message_t& payload) {
+    if (oversized(payload, "control")) return;
     if (auto bad = net::verify_control(payload.data(), payload.size(), opts.max_message_bytes)) {
       bad_frame(payload, *bad);
       return;
     }
     const auto& f = net::read_control(payload);
+    if (!may_send(payload, f.body_type())) {
+      refuse_control(id, payload, f.body_type());
+      return;
+    }
     if (auto refused = net::check_version(f)) {
       ++status.bad_frames;
       spdlog::warn("node '{}': refused {}: {}", opts.id, net::describe_peer(payload), *refused);
@@ -320,6 +498,16 @@ struct node_server::impl {
                     b, wire::CreateHelloReply(b, false, b.CreateString(*refused),
                                               b.CreateString(opts.id))));
       return;
+    }
+    const bool observing = f.body_type() == wire::Body::Faults ||
+                           f.body_type() == wire::Body::StatusRequest;
+    if (!observing) {
+      // a partition cuts the job's control off, not the fault control that heals it
+      if (faults.unreachable("coordinator")) {
+        faults.count_dropped();
+        return;
+      }
+      heard_from_coordinator = clock::now();
     }
     ++status.frames_in;
     flatbuffers::FlatBufferBuilder b;
@@ -343,13 +531,20 @@ struct node_server::impl {
         break;
       }
       case wire::Body::Start:
-        if (dep)
+        if (dep) {
           dep->stages->start();
+          dep->started = true;
+        }
+        break;
+      case wire::Body::Heartbeat:  // the coordinator is there (fencing)
+        break;
+      case wire::Body::Faults:
+        on_faults(id, *f.body_as_Faults());
         break;
       case wire::Body::Stop:
         if (dep)
           spdlog::info("node '{}': stopped the job: {}", opts.id, str(f.body_as_Stop()->reason()));
-        dep.reset();
+        end_deployment();
         assembler.clear();
         incoming = {};
         break;
@@ -375,7 +570,7 @@ struct node_server::impl {
         }
         break;
       case wire::Body::StatusRequest:
-        status.refused_peers = zap ? zap->refused() : 0;
+        collect_counters();
         reply(id, net::control_message(b, net::status_table(b, status)));
         break;
       default:
@@ -385,8 +580,30 @@ struct node_server::impl {
     }
   }
 
+  void on_faults(const zmq::message_t& id, const wire::Faults& body) {
+    std::string refused;
+    if (!opts.allow_faults) {
+      refused = "it does not accept injected faults: start it with --allow-faults";
+      spdlog::warn("node '{}': refused injected faults: started without --allow-faults", opts.id);
+    } else {
+      auto cmd = net::read_faults(body);
+      faults.set(cmd);
+      persistence::set_storage_faults(cmd.storage);
+      std::string cut;
+      for (const auto& n : cmd.unreachable) cut += (cut.empty() ? "" : ", ") + n;
+      spdlog::warn("node '{}': injected faults: {} link rule(s), unreachable: {}, storage faults: {} "
+                   "(seed {})",
+                   opts.id, cmd.links.size(), cut.empty() ? "none" : cut,
+                   cmd.storage.any() ? "on" : "off", cmd.seed);
+    }
+    flatbuffers::FlatBufferBuilder b;
+    reply(id, net::control_message(b, wire::CreateFaultsReply(b, refused.empty(),
+                                                              b.CreateString(refused),
+                                                              b.CreateString(opts.id))));
+  }
+
   void deploy(const wire::Deploy& d) {
-    dep.reset();
+    end_deployment();
     auto fresh = std::make_unique<deployment>();
     auto& x = *fresh;
     const auto& spec = jobs.find(str(d.job()));
@@ -410,6 +627,7 @@ struct node_server::impl {
     x.heartbeat = std::chrono::milliseconds{std::max<std::uint32_t>(1, d.heartbeat_ms())};
     x.live_period = std::chrono::milliseconds{d.live_period_ms()};
     x.id = d.deployment();
+    x.fence = std::chrono::milliseconds{d.fence_ms()};
     x.chunk_bytes = net::piece_chunk_bytes(
         d.coordinator_max_bytes() ? std::min<std::int64_t>(opts.max_message_bytes,
                                                            d.coordinator_max_bytes())
@@ -470,13 +688,25 @@ struct node_server::impl {
     const detail::placement where{x.placement, x.self};
     x.driver = x.sys->spawn(node_driver, out, opts.id, where.local_instances(), live_of(x),
                             x.chunk_bytes);
-    x.expected_seq.assign(x.channels.size(), 0);
+    x.senders.resize(x.channels.size());
+    x.receivers.resize(x.channels.size());
+    for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
+      const auto& ch = x.channels[c];
+      const auto from = x.node_of(ch.from_stage, ch.from_instance);
+      const auto to = x.node_of(ch.to_stage, ch.to_instance);
+      if (from == x.self && to != x.self)
+        x.senders[c] = std::make_unique<net::reliable_sender<zmq::message_t>>(
+            x.opts.credit, net::reliability_options{});
+      if (to == x.self && from != x.self)
+        x.receivers[c] =
+            std::make_unique<net::reliable_receiver<zmq::message_t>>(net::reliability_options{});
+    }
     detail::remote_channels remote;
     remote.outbound = [&](std::uint32_t c, std::uint32_t peer, const batch_codec* codec) {
       return net::spawn_outbound(*x.sys, out, c, peer, codec, x.id);
     };
     remote.inbound = [&](std::uint32_t c, std::uint32_t peer, caf::actor receiver) {
-      return net::spawn_inbound(*x.sys, out, c, peer, std::move(receiver), x.id);
+      return net::spawn_inbound(*x.sys, out, c, peer, std::move(receiver));
     };
     x.stages = std::make_unique<detail::deployment_actors>(*x.sys, g, x.plan, x.wiring, where,
                                                            x.opts, x.driver, &remote, &from);
@@ -499,13 +729,15 @@ struct node_server::impl {
   // ---- data ----------------------------------------------------------------------------------
 
   void on_data(zmq::message_t& payload) {
+    if (oversized(payload, "data")) return;
     if (auto bad = net::verify_data(payload.data(), payload.size(), opts.max_message_bytes)) {
       bad_frame(payload, *bad);
       return;
     }
     const auto& f = net::read_data(payload);
-    // credit returned after the coordinator ended the job: nothing waits for it any more
-    if (!dep && f.kind() == wire::FrameKind::credit) return;
+    // credit returned after the coordinator ended the job: nothing waits for it any more; and
+    // the deployment that ended may still send a frame again that was not acknowledged in time
+    if (!dep && (f.kind() == wire::FrameKind::credit || f.deployment() == ended)) return;
     if (!dep) {
       bad_frame(payload, "data frame while no job is deployed");
       return;
@@ -526,32 +758,62 @@ struct node_server::impl {
     if (!opts.insecure) {
       const char* user = zmq_msg_gets(payload.handle(), "User-Id");
       if (!user || x.nodes[expected_peer].public_key != user) {
-        bad_frame(payload, "channel " + std::to_string(c) + " belongs to node '" +
-                               x.nodes[expected_peer].id + "'");
+        ++status.refused_data;
+        spdlog::warn("node '{}': refused a frame on channel {} from {}: the channel belongs to "
+                     "node '{}'",
+                     opts.id, c, net::describe_peer(payload), x.nodes[expected_peer].id);
         return;
       }
     }
+    if (faults.unreachable(x.nodes[expected_peer].id)) {  // an injected partition
+      faults.count_dropped();
+      return;
+    }
+    const auto now = clock::now();
     if (credit) {
       const auto& sender = x.stages->senders()[c];
-      if (!sender) {
+      if (!sender || !x.senders[c]) {
         bad_frame(payload, "credit for channel " + std::to_string(c) + ", which has no sender here");
         return;
       }
       ++status.frames_in;
-      caf::anon_send(sender, detail::credit_msg{ch.out_slot, f.credit()});
+      const auto granted = x.senders[c]->on_state({f.ack(), f.credit(), f.gap()}, now,
+                                                   resend_to(expected_peer, now));
+      if (granted > 0)
+        caf::anon_send(sender,
+                       detail::credit_msg{ch.out_slot, static_cast<std::uint32_t>(granted)});
       return;
     }
-    const auto& inbound = x.stages->inbound()[c];
-    if (!inbound) {
+    if (!x.stages->inbound()[c] || !x.receivers[c]) {
       bad_frame(payload, "data for channel " + std::to_string(c) + ", which has no receiver here");
       return;
     }
-    if (f.seq() != x.expected_seq[c]) {
-      if (f.seq() > x.expected_seq[c]) status.lost_frames += f.seq() - x.expected_seq[c];
-      spdlog::warn("node '{}': channel {}: frame {} where {} was due", opts.id, c, f.seq(),
-                   x.expected_seq[c]);
+    auto& receiver = *x.receivers[c];
+    if (f.kind() == wire::FrameKind::probe) {
+      ++status.frames_in;
+      receiver.on_probe(now);
+      return;
     }
-    x.expected_seq[c] = f.seq() + 1;
+    const auto seq = f.seq();  // `f` points into the payload, which the receiver takes
+    using verdict = net::reliable_receiver<zmq::message_t>::verdict;
+    switch (receiver.accept(seq, std::move(payload), now,
+                            [&](zmq::message_t&& m) { deliver(c, m); })) {
+      case verdict::delivered: break;
+      case verdict::held: ++status.lost_frames; break;
+      case verdict::duplicate: ++status.duplicates_discarded; break;
+      case verdict::too_far:
+        ++status.bad_frames;
+        spdlog::warn("node '{}': channel {}: dropped frame {}, far ahead of frame {}", opts.id, c,
+                     seq, receiver.next());
+        break;
+    }
+  }
+
+  /// Hands the next frame of channel `c`, in sequence order, to the channel's local receiver.
+  void deliver(std::uint32_t c, zmq::message_t& payload) {
+    const auto& f = net::read_data(payload);
+    const auto& ch = dep->channels[c];
+    const auto& inbound = dep->stages->inbound()[c];
     using k = detail::signal_msg;
     switch (f.kind()) {
       case wire::FrameKind::data: {

@@ -62,20 +62,12 @@ caf::behavior outbound(caf::stateful_actor<outbound_state>* self, std::shared_pt
   };
 }
 
-struct inbound_state {
-  std::uint64_t seq = 0;
-};
-
-caf::behavior inbound(caf::stateful_actor<inbound_state>* self, std::shared_ptr<outbox> out,
-                      std::uint32_t channel, std::uint32_t peer, caf::actor target,
-                      std::uint32_t deployment) {
+caf::behavior inbound(caf::event_based_actor* self, std::shared_ptr<outbox> out,
+                      std::uint32_t channel, std::uint32_t peer, caf::actor target) {
   return {
       [=](detail::data_msg& m) { self->send(target, std::move(m)); },
       [=](detail::signal_msg& m) { self->send(target, m); },
-      [=](detail::credit_msg& m) {
-        out->push({peer, signal_frame(channel, self->state.seq++, wire::FrameKind::credit, 0, m.n,
-                                          deployment)});
-      },
+      [=](detail::credit_msg& m) { out->push({peer, {}, channel, m.n}); },
   };
 }
 
@@ -112,9 +104,8 @@ caf::actor spawn_outbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
 }
 
 caf::actor spawn_inbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
-                         std::uint32_t channel, std::uint32_t peer, caf::actor target,
-                         std::uint32_t deployment) {
-  return sys.spawn(inbound, std::move(out), channel, peer, std::move(target), deployment);
+                         std::uint32_t channel, std::uint32_t peer, caf::actor target) {
+  return sys.spawn(inbound, std::move(out), channel, peer, std::move(target));
 }
 
 }  // namespace tidemark::net

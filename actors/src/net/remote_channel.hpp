@@ -17,11 +17,15 @@
 
 namespace tidemark::net {
 
-/// A frame for the I/O thread: to a peer node's data socket, or to the coordinator.
+/// A frame for the I/O thread: to a peer node's data socket, or to the coordinator. Without a
+/// frame, `credit` batches a local receiver processed on `channel`: the I/O thread reports its
+/// channel's whole state to the sender (reliable_channel.hpp).
 struct outgoing {
   static constexpr std::uint32_t coordinator = UINT32_MAX;
   std::uint32_t peer = coordinator;
   zmq::message_t msg;
+  std::uint32_t channel = 0;
+  std::uint32_t credit = 0;
 };
 
 /// A queue from any thread to the I/O thread, which polls fd() (an eventfd) beside its sockets.
@@ -47,9 +51,8 @@ caf::actor spawn_outbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
                           std::uint32_t channel, std::uint32_t peer, const batch_codec* codec,
                           std::uint32_t deployment);
 /// Stands in for a sender on node `peer`: forwards what the I/O thread decoded to `target`
-/// (so the stage's credit comes back here) and sends that credit back over the wire.
+/// (so the stage's credit comes back here) and hands that credit to the I/O thread.
 caf::actor spawn_inbound(caf::actor_system& sys, std::shared_ptr<outbox> out,
-                         std::uint32_t channel, std::uint32_t peer, caf::actor target,
-                         std::uint32_t deployment);
+                         std::uint32_t channel, std::uint32_t peer, caf::actor target);
 
 }  // namespace tidemark::net

@@ -1,11 +1,19 @@
 // Key pairs, the ZAP handler and socket security settings (see security.hpp).
 #include "security.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
+#include <cerrno>
+#include <cstring>
+#include <deque>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -124,8 +132,142 @@ void zap_handler::serve() {
   }
 }
 
+// What libzmq 4.3.4 (Debian 12) reports, by experiment: a frame above ZMQ_MAXMSGSIZE makes the
+// receiving engine close the connection at once, and the monitor sees only ZMQ_EVENT_DISCONNECTED
+// with the file descriptor — the very event of a peer that hangs up. No HANDSHAKE_FAILED_* event
+// (the handshake succeeded), no frame, no error reaches the application. The peer's DEALER then
+// reconnects and goes on with its next frames.
+//
+// So the watch duplicates each accepted connection's descriptor (ZMQ_EVENT_ACCEPTED): the socket
+// stays open in the kernel after ZeroMQ closes its descriptor, and on ZMQ_EVENT_DISCONNECTED a
+// look at it (recv with MSG_PEEK) says who ended the connection. EOF or a reset: the peer did.
+// Unread bytes (the rest of the oversized frame) or nothing to read yet (EAGAIN): the peer is
+// still there, so ZeroMQ closed it. A handshake that fails (refused key, plain-text peer, timeout)
+// also ends with a close by ZeroMQ; libzmq emits its HANDSHAKE_FAILED_* event right before that
+// connection's DISCONNECTED from the same call, so a DISCONNECTED after one is not counted (the
+// ZAP handler counts refused keys). After the handshake ZeroMQ closes a connection only on a
+// protocol error: a frame above its limit, or bytes that are not ZMTP or fail CURVE
+// decryption — all counted here as oversized_frames, the first being the only one our own peers
+// can cause.
+//
+// Limits: the descriptor is duplicated when the watch's thread reads the ACCEPTED event; a
+// connection that ZeroMQ closed before that (accepted, handshaken and dropped within the
+// thread's wake-up time) is not seen, and a peer that closes its side right after sending an
+// oversized frame may look like one that hung up. A duplicate is not taken when a later ACCEPTED
+// with the same descriptor is already queued (the number was reused), so a drop is never
+// reported for the wrong connection. Needs one ZeroMQ I/O thread (the node's context has one):
+// events of one connection then come in order.
+drop_watch::drop_watch(zmq::context_t& ctx, zmq::socket_t& server, std::string owner,
+                       std::int64_t max_bytes)
+    : server_(server),
+      events_(ctx, zmq::socket_type::pair),
+      owner_(std::move(owner)),
+      max_bytes_(max_bytes) {
+  static std::atomic<int> watches{0};
+  const auto address = "inproc://tidemark-drop-watch-" + std::to_string(watches++);
+  const int wanted = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_MONITOR_STOPPED |
+                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+  if (zmq_socket_monitor(server_.handle(), address.c_str(), wanted) != 0) throw zmq::error_t{};
+  events_.set(zmq::sockopt::linger, 0);
+  events_.set(zmq::sockopt::rcvtimeo, 100);
+  events_.connect(address);
+  thread_ = std::thread{[this] { serve(); }};
+}
+
+drop_watch::~drop_watch() {
+  (void)zmq_socket_monitor(server_.handle(), nullptr, 0);
+  stop_ = true;
+  thread_.join();
+}
+
+namespace {
+
+struct socket_event {
+  std::uint16_t id = 0;
+  std::int32_t value = 0;  // the descriptor for ACCEPTED and DISCONNECTED
+};
+
+/// "10.0.0.5:41234" of a connected socket, or "an unknown peer".
+std::string peer_address(int fd) {
+  sockaddr_storage a{};
+  socklen_t n = sizeof a;
+  std::array<char, NI_MAXHOST> host{};
+  std::array<char, NI_MAXSERV> port{};
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0 ||
+      ::getnameinfo(reinterpret_cast<sockaddr*>(&a), n, host.data(), host.size(), port.data(),
+                    port.size(), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "an unknown peer";
+  return std::string{host.data()} + ":" + port.data();
+}
+
+/// True when the peer of this (duplicated) connection has not ended it: bytes wait to be read or
+/// none have come yet.
+bool peer_still_there(int fd) {
+  char byte = 0;
+  const auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+constexpr bool handshake_failed(std::uint16_t id) {
+  return id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL || id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+         id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+}
+
+}  // namespace
+
+void drop_watch::serve() {
+  std::map<int, int> duplicates;  // ZeroMQ's descriptor -> ours
+  std::deque<socket_event> queued;
+  bool after_failed_handshake = false;
+  auto read = [&](bool wait) {
+    zmq::message_t event;
+    if (!events_.recv(event, wait ? zmq::recv_flags::none : zmq::recv_flags::dontwait))
+      return false;
+    for (bool more = event.more(); more;) {  // the endpoint part
+      zmq::message_t part;
+      (void)events_.recv(part);
+      more = part.more();
+    }
+    socket_event e;
+    if (event.size() >= 6) {
+      std::memcpy(&e.id, event.data(), 2);
+      std::memcpy(&e.value, static_cast<const char*>(event.data()) + 2, 4);
+    }
+    queued.push_back(e);
+    return true;
+  };
+  while (!stop_) {
+    if (queued.empty() && !read(true)) continue;
+    while (read(false)) {
+    }
+    const auto e = queued.front();
+    queued.pop_front();
+    if (e.id == ZMQ_EVENT_MONITOR_STOPPED) break;
+    if (e.id == ZMQ_EVENT_ACCEPTED) {
+      const bool reused = std::any_of(queued.begin(), queued.end(), [&](const socket_event& later) {
+        return later.id == ZMQ_EVENT_ACCEPTED && later.value == e.value;
+      });
+      if (int mine = reused ? -1 : ::dup(e.value); mine >= 0) duplicates[e.value] = mine;
+    } else if (e.id == ZMQ_EVENT_DISCONNECTED) {
+      if (auto it = duplicates.find(e.value); it != duplicates.end()) {
+        if (!after_failed_handshake && peer_still_there(it->second)) {
+          ++dropped_;
+          spdlog::warn("{}: ZeroMQ dropped the connection from {}: it sent a frame above the "
+                       "limit of {} bytes (--max-message-bytes) or bytes that are not ZMTP",
+                       owner_, peer_address(it->second), max_bytes_);
+        }
+        ::close(it->second);
+        duplicates.erase(it);
+      }
+    }
+    after_failed_handshake = handshake_failed(e.id);
+  }
+  for (auto& [theirs, mine] : duplicates) ::close(mine);
+}
+
 void make_server(zmq::socket_t& s, const key_pair& own, bool insecure, std::int64_t max_bytes) {
-  s.set(zmq::sockopt::maxmsgsize, max_bytes);
+  s.set(zmq::sockopt::maxmsgsize, max_bytes + curve_headroom);
   s.set(zmq::sockopt::linger, 0);
   if (insecure) return;
   s.set(zmq::sockopt::curve_server, 1);
@@ -137,7 +279,7 @@ void make_server(zmq::socket_t& s, const key_pair& own, bool insecure, std::int6
 
 void make_client(zmq::socket_t& s, const key_pair& own, const std::string& server, bool insecure,
                  std::int64_t max_bytes) {
-  s.set(zmq::sockopt::maxmsgsize, max_bytes);
+  s.set(zmq::sockopt::maxmsgsize, max_bytes + curve_headroom);
   s.set(zmq::sockopt::linger, 0);
   if (insecure) return;
   s.set(zmq::sockopt::curve_serverkey, server);

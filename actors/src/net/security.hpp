@@ -38,8 +38,38 @@ class zap_handler {
   std::thread thread_;
 };
 
+/// Counts and logs the connections ZeroMQ drops on a server socket after the handshake, which it
+/// does without telling the application when a peer sends a frame above ZMQ_MAXMSGSIZE. Its own
+/// thread reads the socket's monitor; create it before the socket binds (see security.cpp for
+/// how a drop is told apart from a peer that hangs up).
+class drop_watch {
+ public:
+  drop_watch(zmq::context_t& ctx, zmq::socket_t& server, std::string owner, std::int64_t max_bytes);
+  ~drop_watch();
+  drop_watch(const drop_watch&) = delete;
+  drop_watch& operator=(const drop_watch&) = delete;
+  std::uint64_t dropped() const noexcept { return dropped_.load(); }
+
+ private:
+  void serve();
+
+  zmq::socket_t& server_;
+  zmq::socket_t events_;
+  std::string owner_;
+  std::int64_t max_bytes_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::thread thread_;
+};
+
+/// Bytes ZMQ_MAXMSGSIZE allows beyond a frame limit: CURVE wraps each frame in a MESSAGE command
+/// (33 bytes), and ZeroMQ checks the wrapped size. With the headroom a frame of exactly the limit
+/// passes, and one a little above it reaches verification, which refuses it without dropping the
+/// connection.
+inline constexpr std::int64_t curve_headroom = 64;
+
 /// A server socket (ROUTER) that accepts CURVE clients checked by the ZAP handler, or plain-text
-/// peers when `insecure`. Sets the frame size limit.
+/// peers when `insecure`. Sets the frame size limit (ZMQ_MAXMSGSIZE: `max_bytes` + curve_headroom).
 void make_server(zmq::socket_t& s, const key_pair& own, bool insecure, std::int64_t max_bytes);
 /// A client socket (DEALER) that authenticates with `own` and expects the server key `server`.
 void make_client(zmq::socket_t& s, const key_pair& own, const std::string& server, bool insecure,

@@ -30,9 +30,15 @@ int node_main(int argc, char** argv, const job_registry& jobs) {
   app.add_option("--data-dir", opts.data_dir, "node-local state (created at start)")->required();
   app.add_option("--keys", opts.keys_dir,
                  "folder with ID.key (this node's key pair) and the allowed peers' *.pub files");
+  app.add_option("--coordinator-key", opts.coordinator_key,
+                 "the coordinator's .pub file, the only key that may deploy, start and stop jobs "
+                 "(default: KEYS/coordinator.pub, else KEYS/coordinator.key)");
   app.add_flag("--insecure", opts.insecure, "plain text, no keys: anyone who reaches the ports can "
                                             "deploy jobs and inject data");
   app.add_option("--max-message-bytes", opts.max_message_bytes, "largest frame accepted");
+  app.add_flag("--allow-faults", opts.allow_faults,
+               "accept injected faults (dropped, delayed frames, partitions, slow disks) from the "
+               "coordinator's key when the cluster file says 'faults: allow'; for chaos tests only");
   std::string metrics_listen;
   app.add_option("--metrics-listen", metrics_listen,
                  "serve Prometheus metrics of this node at http://HOST:PORT/metrics");

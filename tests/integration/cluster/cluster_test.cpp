@@ -82,6 +82,10 @@ BOOST_AUTO_TEST_CASE(three_nodes_give_the_embedded_results) {
     BOOST_TEST(s.bad_frames == 0u);
     BOOST_TEST(s.lost_frames == 0u);
     BOOST_TEST(s.refused_peers == 0u);
+    // the peers' connections came and went (status requests, the job's links): no drop is seen
+    BOOST_TEST(s.oversized_frames == 0u);
+    BOOST_TEST(s.refused_control == 0u);
+    BOOST_TEST(s.refused_data == 0u);
   }
 }
 

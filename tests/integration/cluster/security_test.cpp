@@ -1,13 +1,23 @@
 // A secured cluster (CURVE + ZAP allow-list): a key that is not on the allow-list cannot join,
 // deploy or inject data, plain-text peers are refused, an incompatible wire version is refused
 // with a message, and malformed frames from an allowed peer are counted and dropped without
-// harming the node.
+// harming the node. Keys have roles: a node's key cannot act as the coordinator, a data channel
+// accepts frames only from the node that owns it, and a frame above the size limit is counted
+// while the node goes on serving.
 #define BOOST_TEST_MODULE security
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+#include <future>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "net/channels.hpp"
 #include "net/frames.hpp"
 #include "net/security.hpp"
 #include "node_processes.hpp"
+#include "wiring.hpp"
 
 using namespace tidemark;
 using namespace std::chrono_literals;
@@ -47,6 +57,47 @@ zmq::message_t hello(std::uint16_t major) {
   return net::to_message(b);
 }
 
+template <class Body>
+zmq::message_t empty_control() {
+  flatbuffers::FlatBufferBuilder b;
+  typename Body::Builder body{b};
+  return net::control_message(b, body.Finish());
+}
+
+/// The key pair the fixture saved for `name` (n1, n2, ... or coordinator).
+key_pair saved_key(const test::node_processes& nodes, const std::string& name) {
+  return key_pair::load((nodes.dir / "keys" / (name + ".key")).string());
+}
+
+/// Asks node `i` for its counters until `done` holds or 10 s passed; returns the last answer.
+/// Each request is a frame the node counts in frames_in: `requests` (when given) says how many.
+template <class Done>
+node_status await_status(test::node_processes& nodes, std::size_t i, Done done,
+                         std::uint64_t* requests = nullptr) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    auto s = nodes.status(i);
+    if (requests) ++*requests;
+    if (done(s) || std::chrono::steady_clock::now() > deadline) return s;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+/// The control frame a reply carries, verified.
+const wire::ControlFrame& answer(const std::optional<zmq::message_t>& m) {
+  BOOST_REQUIRE(m.has_value());
+  BOOST_REQUIRE(!net::verify_control(m->data(), m->size(), 64 << 20));
+  return net::read_control(*m);
+}
+
+std::vector<std::string> sorted_lines(const std::filesystem::path& p) {
+  std::ifstream in{p};
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_key_not_on_the_allow_list_cannot_join_or_deploy) {
@@ -63,6 +114,7 @@ BOOST_AUTO_TEST_CASE(a_key_not_on_the_allow_list_cannot_join_or_deploy) {
   auto after = nodes.status(0);
   BOOST_TEST(after.refused_peers > before.refused_peers);
   BOOST_TEST(after.frames_in == before.frames_in + 1);  // only the status request just made
+  BOOST_TEST(after.oversized_frames == before.oversized_frames);  // a refused handshake is none
   // the real coordinator still runs jobs
   BOOST_CHECK_NO_THROW(run_on_cluster(spec, small_job(spec), nodes.cluster));
 }
@@ -82,6 +134,7 @@ BOOST_AUTO_TEST_CASE(plain_text_peers_are_refused) {
   auto after = nodes.status(0);
   BOOST_TEST(after.frames_in == before.frames_in + 1);
   BOOST_TEST(after.bad_frames == before.bad_frames);
+  BOOST_TEST(after.oversized_frames == before.oversized_frames);
 }
 
 BOOST_AUTO_TEST_CASE(a_key_not_on_the_allow_list_cannot_inject_data) {
@@ -91,10 +144,12 @@ BOOST_AUTO_TEST_CASE(a_key_not_on_the_allow_list_cannot_inject_data) {
   raw_peer data{data_endpoint(nodes.cluster.nodes[1].endpoint), &rogue,
                 nodes.cluster.nodes[1].public_key};
   for (int i = 0; i < 3; ++i) data.send(net::signal_frame(0, i, wire::FrameKind::watermark, 5, 0));
-  std::this_thread::sleep_for(300ms);
-  auto after = nodes.status(1);
+  std::uint64_t requests = 0;
+  auto after = await_status(
+      nodes, 1, [&](const node_status& s) { return s.refused_peers > before.refused_peers; },
+      &requests);
   BOOST_TEST(after.refused_peers > before.refused_peers);
-  BOOST_TEST(after.frames_in == before.frames_in + 1);
+  BOOST_TEST(after.frames_in == before.frames_in + requests);
   BOOST_TEST(after.bad_frames == before.bad_frames);
 }
 
@@ -143,10 +198,12 @@ BOOST_AUTO_TEST_CASE(malformed_frames_from_an_allowed_peer_are_counted_and_dropp
   auto frame = net::signal_frame(3, 0, wire::FrameKind::watermark, 1, 0);
   data.send(frame.data(), frame.size());
   data.send(frame.data(), frame.size() - 3);
-  std::this_thread::sleep_for(300ms);
-  auto after = nodes.status(0);
+  std::uint64_t requests = 0;
+  auto after = await_status(
+      nodes, 0, [&](const node_status& s) { return s.bad_frames >= before.bad_frames + 7; },
+      &requests);
   BOOST_TEST(after.bad_frames == before.bad_frames + 7);
-  BOOST_TEST(after.frames_in == before.frames_in + 1);
+  BOOST_TEST(after.frames_in == before.frames_in + requests);
 }
 
 BOOST_AUTO_TEST_CASE(verification_refuses_truncated_oversized_and_flipped_frames) {
@@ -170,4 +227,215 @@ BOOST_AUTO_TEST_CASE(verification_refuses_truncated_oversized_and_flipped_frames
   auto h = hello(1);
   BOOST_TEST(net::verify_data(h.data(), h.size(), 1 << 20).has_value());
   BOOST_TEST(net::verify_control(p, frame.size(), 1 << 20).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_key_cannot_act_as_coordinator) {
+  test::node_processes nodes;
+  const auto& spec = nodes.registry.find("example-window-count");
+  const auto& n1 = nodes.cluster.nodes[0];
+  const auto n2_key = saved_key(nodes, "n2");
+  const auto before = nodes.status(0);
+  raw_peer impostor{n1.endpoint, &n2_key, n1.public_key};
+
+  // status stays open to every allow-listed key
+  impostor.send(empty_control<wire::StatusRequest>());
+  const auto status = impostor.receive(2000ms);
+  const auto& s = answer(status);
+  BOOST_REQUIRE((s.body_type() == wire::Body::StatusReply));
+  BOOST_TEST(s.body_as_StatusReply()->node()->str() == "n1");
+
+  // hello is refused with the reason
+  impostor.send(hello(net::wire_version_major));
+  const auto refused = impostor.receive(2000ms);
+  const auto& h = answer(refused);
+  BOOST_REQUIRE((h.body_type() == wire::Body::HelloReply));
+  BOOST_TEST(!h.body_as_HelloReply()->accepted());
+  BOOST_TEST(h.body_as_HelloReply()->reason()->str().find("only the coordinator's key") !=
+             std::string::npos);
+
+  // while a job runs, the impostor's Stop and Deploy change nothing
+  auto options = [&](const std::string& out) {
+    auto o = spec.make_options();
+    o.set("events", "120000");
+    o.set("keys", "37");
+    o.set("window-ms", "500");
+    o.set("parallelism", "3");
+    o.set("gather", "true");
+    o.set("out", (nodes.dir / out).string());
+    return o;
+  };
+  auto job = std::async(std::launch::async,
+                        [&] { return run_on_cluster(spec, options("cluster.txt"), nodes.cluster); });
+  std::uint64_t sent = 0;
+  std::size_t deploys_refused = 0;
+  while (job.wait_for(10ms) != std::future_status::ready) {
+    flatbuffers::FlatBufferBuilder b;
+    impostor.send(net::control_message(b, wire::CreateStop(b, b.CreateString("impostor"))));
+    flatbuffers::FlatBufferBuilder d;
+    impostor.send(net::control_message(
+        d, wire::CreateDeploy(d, d.CreateString("example-window-count"))));
+    sent += 2;
+    const auto reply = impostor.receive(2000ms);
+    const auto& deployed = answer(reply);
+    BOOST_REQUIRE((deployed.body_type() == wire::Body::Deployed));
+    deploys_refused += !deployed.body_as_Deployed()->ok();
+  }
+  BOOST_REQUIRE_NO_THROW(job.get());
+  BOOST_TEST(sent >= 2u);
+  BOOST_TEST(deploys_refused == sent / 2);
+  run_registered(spec, options("embedded.txt"));
+  const auto cluster_lines = sorted_lines(nodes.dir / "cluster.txt");
+  BOOST_TEST(cluster_lines.size() == 240u * 37u);
+  BOOST_TEST((cluster_lines == sorted_lines(nodes.dir / "embedded.txt")));
+
+  const auto after = nodes.status(0);
+  BOOST_TEST(after.refused_control == before.refused_control + 1 + sent);
+  BOOST_TEST(after.bad_frames == before.bad_frames);
+  // nodes that received nothing from the impostor refused nothing
+  BOOST_TEST(nodes.status(1).refused_control == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_data_channel_accepts_frames_only_from_the_node_that_owns_it) {
+  test::node_processes nodes;
+  const auto& spec = nodes.registry.find("example-window-count");
+  auto options = small_job(spec);
+  const run_options ro;
+  // the plan, placement and channels exactly as the coordinator and the nodes compute them
+  const auto j = spec.build(options);
+  const auto synced = detail::executable_graph(j, ro);
+  const auto plan = compile(synced.graph, {ro.fuse});
+  const auto placement = place(synced.graph, plan, nodes.cluster);
+  const auto channels = net::enumerate_channels(synced.graph, plan, detail::wire(plan));
+  const auto offsets = net::instance_offsets(plan);
+  std::optional<std::uint32_t> crossing;
+  std::uint32_t owner = 0, receiver = 0;
+  for (std::uint32_t c = 0; c < channels.size() && !crossing; ++c) {
+    owner = placement[offsets[channels[c].from_stage] + channels[c].from_instance];
+    receiver = placement[offsets[channels[c].to_stage] + channels[c].to_instance];
+    if (owner != receiver) crossing = c;
+  }
+  BOOST_REQUIRE(crossing.has_value());
+  const std::uint32_t forger = 3 - owner - receiver;  // the third node
+
+  // deployed by hand as the coordinator, so the test knows the deployment number frames carry
+  const std::uint32_t deployment = 4242;
+  std::vector<std::string> names, values;
+  for (const auto& [k, v] : options.values()) {
+    names.push_back(k);
+    values.push_back(v);
+  }
+  std::vector<std::unique_ptr<raw_peer>> control;
+  for (std::uint32_t m = 0; m < 3; ++m) {
+    const auto& n = nodes.cluster.nodes[m];
+    flatbuffers::FlatBufferBuilder b;
+    std::vector<flatbuffers::Offset<wire::NodeAddress>> addresses;
+    for (const auto& a : nodes.cluster.nodes)
+      addresses.push_back(wire::CreateNodeAddress(b, b.CreateString(a.id),
+                                                  b.CreateString(a.endpoint),
+                                                  b.CreateString(a.public_key)));
+    auto body = wire::CreateDeploy(b, b.CreateString(spec.name), b.CreateVectorOfStrings(names),
+                                   b.CreateVectorOfStrings(values), b.CreateVector(addresses), m,
+                                   b.CreateVector(placement),
+                                   static_cast<std::uint32_t>(ro.batch_size), ro.credit,
+                                   static_cast<std::uint32_t>(ro.linger.count()), ro.fuse, 250, 0,
+                                   0, deployment);
+    control.push_back(std::make_unique<raw_peer>(n.endpoint, &nodes.cluster.coordinator, n.public_key));
+    control.back()->send(net::control_message(b, body));
+    const auto reply = control.back()->receive(5000ms);
+    const auto& deployed = answer(reply);
+    BOOST_REQUIRE((deployed.body_type() == wire::Body::Deployed));
+    BOOST_REQUIRE_MESSAGE(deployed.body_as_Deployed()->ok(), deployed.body_as_Deployed()->error()->str());
+  }
+
+  const auto& to = nodes.cluster.nodes[receiver];
+  const auto before = nodes.status(receiver);
+  auto frame = [&] { return net::signal_frame(*crossing, 0, wire::FrameKind::watermark, 1, 0, deployment); };
+  // another allow-listed node's key: refused and counted
+  const auto forger_key = saved_key(nodes, nodes.cluster.nodes[forger].id);
+  raw_peer forged{data_endpoint(to.endpoint), &forger_key, to.public_key};
+  forged.send(frame());
+  auto s = await_status(nodes, receiver,
+                        [&](const node_status& s) { return s.refused_data > before.refused_data; });
+  BOOST_TEST(s.refused_data == before.refused_data + 1);
+  BOOST_TEST(s.data_bytes_in == before.data_bytes_in);
+  // the coordinator's key is no node's either
+  raw_peer coordinator{data_endpoint(to.endpoint), &nodes.cluster.coordinator, to.public_key};
+  coordinator.send(frame());
+  s = await_status(nodes, receiver,
+                   [&](const node_status& s) { return s.refused_data > before.refused_data + 1; });
+  BOOST_TEST(s.refused_data == before.refused_data + 2);
+  // the owner's key: accepted
+  const auto owner_key = saved_key(nodes, nodes.cluster.nodes[owner].id);
+  raw_peer genuine{data_endpoint(to.endpoint), &owner_key, to.public_key};
+  genuine.send(frame());
+  s = await_status(nodes, receiver,
+                   [&](const node_status& s) { return s.data_bytes_in > before.data_bytes_in; });
+  BOOST_TEST(s.data_bytes_in > before.data_bytes_in);
+  BOOST_TEST(s.refused_data == before.refused_data + 2);
+  BOOST_TEST(s.bad_frames == before.bad_frames);
+  for (auto& c : control) c->send(empty_control<wire::Stop>());
+}
+
+BOOST_AUTO_TEST_CASE(a_frame_above_the_limit_is_counted_and_the_node_serves_on) {
+  constexpr std::int64_t limit = 1 << 20;
+  test::node_processes nodes{3, [](std::size_t) {
+    return std::vector<std::string>{"--max-message-bytes", std::to_string(limit)};
+  }};
+  const auto& spec = nodes.registry.find("example-window-count");
+  const auto& n1 = nodes.cluster.nodes[0];
+  const auto n2_key = saved_key(nodes, "n2");
+  const auto before = nodes.status(0);
+  const std::vector<std::uint8_t> big(4 * limit, 0x55);
+
+  // control socket: once the connection is up (a status request answered), 4 MiB make ZeroMQ
+  // drop it
+  raw_peer control{n1.endpoint, &n2_key, n1.public_key};
+  control.send(empty_control<wire::StatusRequest>());
+  BOOST_REQUIRE(control.receive(2000ms).has_value());
+  control.send(big.data(), big.size());
+  auto s = await_status(nodes, 0, [&](const node_status& s) {
+    return s.oversized_frames > before.oversized_frames;
+  });
+  BOOST_TEST(s.oversized_frames == before.oversized_frames + 1);
+
+  // data socket: likewise, once a first frame arrived (a bad one: no job is deployed)
+  raw_peer data{data_endpoint(n1.endpoint), &n2_key, n1.public_key};
+  data.send(net::signal_frame(0, 0, wire::FrameKind::watermark, 1, 0));
+  await_status(nodes, 0, [&](const node_status& s) { return s.bad_frames > before.bad_frames; });
+  data.send(big.data(), big.size());
+  s = await_status(nodes, 0, [&](const node_status& s) {
+    return s.oversized_frames > before.oversized_frames + 1;
+  });
+  BOOST_TEST(s.oversized_frames == before.oversized_frames + 2);
+
+  // a few bytes above the limit pass ZeroMQ (its limit leaves room for CURVE) and the node
+  // refuses the frame itself
+  data.send(big.data(), limit + 8);
+  s = await_status(nodes, 0, [&](const node_status& s) {
+    return s.oversized_frames > before.oversized_frames + 2;
+  });
+  BOOST_TEST(s.oversized_frames == before.oversized_frames + 3);
+  BOOST_TEST(s.bad_frames == before.bad_frames + 1);  // only the frame without a job
+
+  // the node serves on: the dropped peer's next request is answered, a job runs, and a frame of
+  // exactly the limit is no oversized frame
+  control.send(empty_control<wire::StatusRequest>());
+  BOOST_TEST(control.receive(2000ms).has_value());
+  // the coordinator reads the count in n1's heartbeats (frequent here, so some come while the job
+  // runs) and warns
+  std::ostringstream coordinator_log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(coordinator_log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  nodes.cluster.heartbeat_interval = 10ms;
+  auto job = small_job(spec);
+  job.set("events", "50000");
+  BOOST_CHECK_NO_THROW(run_on_cluster(spec, job, nodes.cluster));
+  spdlog::default_logger()->sinks().pop_back();
+  BOOST_TEST(coordinator_log.str().find("node 'n1' refused 3 frames above its size limit") !=
+                 std::string::npos,
+             coordinator_log.str());
+  data.send(big.data(), limit);
+  s = await_status(nodes, 0, [&](const node_status& s) { return s.bad_frames > before.bad_frames + 1; });
+  BOOST_TEST(s.bad_frames == before.bad_frames + 2);  // not a data frame, but not too big either
+  BOOST_TEST(s.oversized_frames == before.oversized_frames + 3);
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tidemark/runtime/cluster.hpp"
+#include "tidemark/runtime/faults.hpp"
 
 using namespace tidemark;
 
@@ -68,6 +69,7 @@ pins:
   BOOST_TEST(c.heartbeat_interval.count() == 200);
   BOOST_TEST(c.pins.at("gather") == "n2");
   BOOST_TEST(!c.insecure);
+  BOOST_TEST(!c.faults_allowed);  // unless the file says so
   BOOST_TEST(*c.find("n2") == 1u);
   BOOST_TEST(data_endpoint("tcp://127.0.0.1:7100") == "tcp://127.0.0.1:7101");
 }
@@ -86,6 +88,25 @@ BOOST_AUTO_TEST_CASE(bad_cluster_files_name_the_problem) {
   BOOST_TEST(error_of(no_coordinator).find("'coordinator_key'") != std::string::npos);
   BOOST_TEST(error_of(dir.write("e.yaml", "nodes: [")).find("e.yaml") != std::string::npos);
   BOOST_CHECK_THROW(data_endpoint("tcp://h"), std::runtime_error);
+  auto faults = dir.write("f.yaml", "insecure: true\nfaults: sometimes\nnodes:\n"
+                                    "  - {id: n1, endpoint: \"tcp://h:1\"}\n");
+  BOOST_TEST(error_of(faults).find("'faults' is 'sometimes'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(faults_are_allowed_only_when_the_file_says_so) {
+  temp_dir dir;
+  const std::string nodes = "insecure: true\nnodes:\n  - {id: n1, endpoint: \"tcp://h:1\"}\n";
+  BOOST_TEST(cluster_config::load(dir.write("a.yaml", "faults: allow\n" + nodes)).faults_allowed);
+  BOOST_TEST(!cluster_config::load(dir.write("b.yaml", "faults: deny\n" + nodes)).faults_allowed);
+  // the check is the caller's, before any node is contacted
+  auto c = cluster_config::load(dir.write("c.yaml", nodes));
+  try {
+    inject_faults(c, "n1", {});
+    BOOST_FAIL("inject_faults went ahead without 'faults: allow'");
+  } catch (const std::runtime_error& e) {
+    BOOST_TEST(std::string{e.what()}.find("node 'n1'") != std::string::npos);
+    BOOST_TEST(std::string{e.what()}.find("faults: allow") != std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(placement_is_round_robin_with_pins) {

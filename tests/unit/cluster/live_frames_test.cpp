@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(live_metrics_and_done_frames_give_back_every_counter) {
 }
 
 BOOST_AUTO_TEST_CASE(a_heartbeat_carries_the_transport_counters) {
-  node_status s{"n2", 10, 2, 1, 3, 4096, 7, 2048};
+  node_status s{"n2", 10, 2, 1, 3, 4096, 7, 2048, 5, 6, 8};
   flatbuffers::FlatBufferBuilder b;
   auto name = b.CreateString("n2");
   auto counters = net::status_table(b, s);
@@ -103,4 +103,7 @@ BOOST_AUTO_TEST_CASE(a_heartbeat_carries_the_transport_counters) {
   BOOST_TEST(got.data_bytes_in == 4096u);
   BOOST_TEST(got.batch_frames_in == 7u);
   BOOST_TEST(got.batch_bytes_in == 2048u);
+  BOOST_TEST(got.oversized_frames == 5u);
+  BOOST_TEST(got.refused_control == 6u);
+  BOOST_TEST(got.refused_data == 8u);
 }

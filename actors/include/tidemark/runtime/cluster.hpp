@@ -55,6 +55,8 @@ struct cluster_config {
   std::map<std::string, std::string> pins;
   /// How long to wait for nodes to answer hello and deploy.
   std::chrono::milliseconds connect_timeout{5000};
+  /// `faults: allow`: inject_faults may send fault commands to the nodes (tidemark/runtime/faults.hpp).
+  bool faults_allowed = false;
 
   /// Reads a cluster file (YAML, see docs/deploy.md); relative key paths are resolved against the
   /// file's folder. Throws std::runtime_error naming the file and the field.
@@ -82,6 +84,10 @@ struct node_options {
   std::string listen;    ///< control endpoint to bind, e.g. tcp://0.0.0.0:7100 (data: port + 1)
   std::string data_dir;  ///< node-local state (created at start; for stores and checkpoints)
   std::string keys_dir;  ///< ID.key (own key pair) and *.pub (the allow-list)
+  /// The coordinator's public key file (.pub or .key); empty: KEYS/coordinator.pub, else
+  /// KEYS/coordinator.key. Control messages (hello, deploy, start, stop, checkpoints, faults) from
+  /// any other key are refused and counted; status requests are open to the allow-list.
+  std::string coordinator_key;
   bool insecure = false;
   std::int64_t max_message_bytes = 64 << 20;
   /// Refreshed with the counters of this node's stage instances every `live_period` while a job
@@ -89,6 +95,9 @@ struct node_options {
   /// for live metrics.
   std::shared_ptr<live_view> live;
   std::chrono::milliseconds live_period{500};
+  /// Accept injected faults from the coordinator's key (tidemark-node --allow-faults); refused
+  /// otherwise.
+  bool allow_faults = false;
 };
 
 /// The server behind `tidemark-node`: binds its control and data endpoints, accepts deployments

@@ -47,10 +47,27 @@ struct node_status {
   std::uint64_t frames_in = 0;      ///< frames accepted
   std::uint64_t bad_frames = 0;     ///< failed verification or decoding, dropped
   std::uint64_t refused_peers = 0;  ///< connections the ZAP handler refused
-  std::uint64_t lost_frames = 0;    ///< sequence gaps on data channels
+  /// data frames that arrived ahead of a missing one and waited for it (a reliable channel
+  /// delivers them in order once the missing one is sent again)
+  std::uint64_t lost_frames = 0;
   std::uint64_t data_bytes_in = 0;  ///< bytes of accepted frames on the data socket
   std::uint64_t batch_frames_in = 0;  ///< of those, frames carrying a batch
   std::uint64_t batch_bytes_in = 0;
+  /// Frames above max_message_bytes: refused by verification, or connections ZeroMQ dropped on
+  /// reading a frame above its limit (docs/deploy.md#roles-and-limits)
+  std::uint64_t oversized_frames = 0;
+  /// Control messages other than a status request from a key that is not the coordinator's
+  std::uint64_t refused_control = 0;
+  /// Data frames on a channel from a node that does not host the channel's sending end (or, for
+  /// credit, its receiving end)
+  std::uint64_t refused_data = 0;
+  // Injected link faults (tidemark/runtime/faults.hpp) on frames this node sent, and what the
+  // reliable channels did about them.
+  std::uint64_t fault_dropped = 0;     ///< dropped on purpose (a drop, or a partition)
+  std::uint64_t fault_duplicated = 0;  ///< sent twice on purpose
+  std::uint64_t fault_reordered = 0;   ///< held back behind the next frame on purpose
+  std::uint64_t retransmitted = 0;     ///< data frames sent again, not acknowledged in time
+  std::uint64_t duplicates_discarded = 0;  ///< data frames received again, dropped
 };
 
 /// What a job looks like at one moment.
