@@ -79,6 +79,7 @@ local_cluster::local_cluster(local_cluster_options opts) : opts_(std::move(opts)
   cluster.coordinator = key_pair::generate();
   cluster.coordinator.save(keys_dir_, "coordinator");
   cluster.connect_timeout = std::chrono::milliseconds{3000};
+  cluster.faults_allowed = opts_.allow_faults;
   const int base = free_ports(static_cast<int>(opts_.nodes) * 2);
   for (std::size_t i = 0; i < opts_.nodes; ++i) {
     auto id = "n" + std::to_string(i + 1);

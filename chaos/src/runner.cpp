@@ -161,24 +161,30 @@ class fault_applier {
   std::map<std::size_t, const fault*> active_;  // network and storage faults in force
 };
 
-void check_applicable(const std::vector<fault>& faults, const chaos_options& opts) {
+void check_applicable(const std::vector<fault>& faults, const cluster_config& cluster,
+                      const chaos_options& opts) {
   for (const auto& f : faults) {
+    if (!is_process_fault(f.kind) && opts.inject && !cluster.faults_allowed)
+      throw std::runtime_error("fault " + describe(f) +
+                               ": the cluster file does not say 'faults: allow', so the nodes "
+                               "would refuse it (docs/deploy.md)");
     if (is_process_fault(f.kind) && !opts.processes)
       throw std::runtime_error("fault " + describe(f) +
                                ": kill, pause and restart need nodes started by this tool "
                                "(tidemark chaos run --start-nodes, or the chaos fixture)");
     if (!is_process_fault(f.kind) && !opts.inject)
       throw std::runtime_error("fault " + describe(f) +
-                               ": network and storage faults are not available in this build "
-                               "(no fault injector)");
+                               ": network and storage faults need a fault injector "
+                               "(chaos_options::inject, e.g. default_injector())");
   }
 }
 
 }  // namespace
 
-// The transport's fault commands (tidemark::inject_faults) are not in this build yet.
 fault_injector default_injector() {
-  return nullptr;
+  return [](const cluster_config& cluster, const std::string& node, const fault_command& cmd) {
+    inject_faults(cluster, node, cmd);
+  };
 }
 
 fault_command command_for(const std::string& node, const std::vector<const fault*>& active,
@@ -237,7 +243,7 @@ report run_chaos(const job_spec& spec, const job_options& options, const cluster
     throw std::runtime_error("job '" + spec.name +
                              "' has no 'history' option: tidemark chaos records the results of a "
                              "job through it (chaos::record, see docs/fault-injection.md)");
-  check_applicable(faults, opts);
+  check_applicable(faults, cluster, opts);
   const auto& out = opts.out;
   if (std::filesystem::exists(out / "history") || std::filesystem::exists(out / "faults.json"))
     throw std::runtime_error("'" + out.string() +

@@ -116,7 +116,7 @@ void add_chaos_commands(CLI::App& app, const job_registry& registry) {
       chaos::local_cluster_options lo;
       lo.node_binary =
           a->node_binary.empty() ? chaos::sibling_binary("tidemark-node") : a->node_binary;
-      lo.allow_faults = static_cast<bool>(o.inject);
+      lo.allow_faults = cluster.faults_allowed;
       nodes = std::make_unique<chaos::local_cluster>(cluster, a->keys_dir, o.out / "nodes", lo);
       o.processes = nodes.get();
     }

@@ -86,7 +86,10 @@ BOOST_AUTO_TEST_CASE(a_partition_cuts_every_side_off_from_the_others) {
 
 BOOST_AUTO_TEST_CASE(what_cannot_run_is_refused_before_anything_runs) {
   tidemark::test::temp_dir dir{"chaos-runner"};
-  job_spec no_history{"no-history", "", {{"events", "10", ""}}, nullptr,
+  job_spec no_history{"no-history",
+                      "",
+                      {{"events", "10", ""}},
+                      nullptr,
                       [](const job_options&) -> job { throw std::logic_error("must not build"); },
                       nullptr};
   chaos_options o;
@@ -102,14 +105,22 @@ BOOST_AUTO_TEST_CASE(what_cannot_run_is_refused_before_anything_runs) {
   kill.origin = "faults[0]";
   msg = tidemark::test::thrown<std::runtime_error>(
       [&] { run_chaos(with_history, with_history.make_options(), three_nodes(), {kill}, o); });
-  BOOST_TEST(msg.find("kill n2 (stays down) (faults[0]): kill, pause and restart need nodes started "
-                      "by this tool") != std::string::npos,
-             msg);
+  BOOST_TEST(
+      msg.find("kill n2 (stays down) (faults[0]): kill, pause and restart need nodes started "
+               "by this tool") != std::string::npos,
+      msg);
   auto drop = make(fault_kind::drop, {"n1"});
   drop.probability = 0.1;
   drop.duration = 1000ms;
   msg = tidemark::test::thrown<std::runtime_error>(
       [&] { run_chaos(with_history, with_history.make_options(), three_nodes(), {drop}, o); });
-  BOOST_TEST(msg.find("network and storage faults are not available") != std::string::npos, msg);
+  BOOST_TEST(msg.find("network and storage faults need a fault injector") != std::string::npos,
+             msg);
+  o.inject = [](const cluster_config&, const std::string&, const fault_command&) {
+    BOOST_FAIL("no fault may be sent");
+  };
+  msg = tidemark::test::thrown<std::runtime_error>(
+      [&] { run_chaos(with_history, with_history.make_options(), three_nodes(), {drop}, o); });
+  BOOST_TEST(msg.find("the cluster file does not say 'faults: allow'") != std::string::npos, msg);
   BOOST_TEST(!std::filesystem::exists(dir.path() / "out"));  // nothing ran, nothing written
 }

@@ -24,8 +24,8 @@ namespace tidemark::chaos {
 using fault_injector =
     std::function<void(const cluster_config&, const std::string& node, const fault_command&)>;
 
-/// tidemark::inject_faults when this build's transport and stores take fault commands; null
-/// until then (network and storage faults are refused).
+/// tidemark::inject_faults: the coordinator's key sends the command, the node applies it to its
+/// links and stores (it must run with --allow-faults, the cluster file say `faults: allow`).
 fault_injector default_injector();
 
 struct chaos_options {
@@ -56,8 +56,8 @@ struct chaos_options {
 /// the checker's report. A run that fails is reported (its error, the results it lost), not
 /// thrown. Throws std::runtime_error before anything runs when the job has no `history` option
 /// (naming the job), when `out` holds an earlier run, or when a fault cannot be applied here
-/// (process faults without `processes`, network or storage faults without `inject`), naming it;
-/// and when the reference run fails.
+/// (process faults without `processes`, network or storage faults without `inject` or on a
+/// cluster without `faults: allow`), naming it; and when the reference run fails.
 report run_chaos(const job_spec& spec, const job_options& options, const cluster_config& cluster,
                  const std::vector<fault>& faults, const chaos_options& opts);
 
