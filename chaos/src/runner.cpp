@@ -244,7 +244,8 @@ report run_chaos(const job_spec& spec, const job_options& options, const cluster
                              "' has no 'history' option: tidemark chaos records the results of a "
                              "job through it (chaos::record, see docs/fault-injection.md)");
   check_applicable(faults, cluster, opts);
-  const auto& out = opts.out;
+  // absolute: nodes resolve the history option against their own working directory
+  const auto out = std::filesystem::absolute(opts.out);
   if (std::filesystem::exists(out / "history") || std::filesystem::exists(out / "faults.json"))
     throw std::runtime_error("'" + out.string() +
                              "' holds an earlier chaos run: remove it or choose another --out");

@@ -88,7 +88,7 @@ job build_late_windows(const job_options& o) {
     persistence::write_table(
         results, table, "results",
         [window_key](const result& r) {
-          char revision[8];
+          char revision[16];
           std::snprintf(revision, sizeof revision, "/%04u", r.revision);
           return window_key(r) + revision;
         },
