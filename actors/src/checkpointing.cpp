@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tidemark/persistence/checkpoint_store.hpp"
+#include "tidemark/persistence/wiredtiger.hpp"
 
 namespace tidemark::detail {
 namespace {
@@ -34,15 +35,39 @@ checkpoint_driver::checkpoint_driver(const checkpoint_options& opts, std::string
                                      const std::string& plan, std::size_t instances)
     : opts_(opts), job_(std::move(job)), plan_(fingerprint(plan)), instances_(instances) {
   if (!opts_.enabled()) return;
+  enabled_ = true;
   store_ = std::make_unique<persistence::checkpoint_store>(opts_.dir, opts_.retain);
   next_ = clock::now() + opts_.interval;
+}
+
+persistence::checkpoint_store& checkpoint_driver::store() {
+  if (!store_) store_ = std::make_unique<persistence::checkpoint_store>(opts_.dir, opts_.retain);
+  return *store_;
+}
+
+void checkpoint_driver::fail(std::uint64_t id, const std::string& why, bool reopen) {
+  ++failed_;
+  ++failed_in_a_row_;
+  const auto text = "checkpoint " + std::to_string(id) + " failed: " + why;
+  if (first_failure_.empty()) first_failure_ = text;
+  spdlog::warn(
+      "{} (the job goes on; the previous completed checkpoint stays the one to resume "
+      "from)",
+      text);
+  current_ = 0;
+  // The store's connection is unusable after a panic; the next checkpoint opens it again, so it
+  // works once the disk has space (or stops failing).
+  if (reopen) store_.reset();
+  if (opts_.max_consecutive_failures != 0 && failed_in_a_row_ >= opts_.max_consecutive_failures)
+    throw job_error(std::to_string(failed_in_a_row_) + " checkpoints in a row failed (the bound " +
+                    "is checkpoint_options::max_consecutive_failures); the last: " + text);
 }
 
 checkpoint_driver::~checkpoint_driver() = default;
 
 restore_point checkpoint_driver::start_point() {
   restore_point from;
-  if (!store_) return from;
+  if (!enabled_) return from;
   const auto existing = store_->list();
   if (!opts_.resume) {
     if (!existing.empty())
@@ -74,12 +99,12 @@ restore_point checkpoint_driver::start_point() {
 
 restore_point checkpoint_driver::recover() {
   restore_point from;
-  if (!store_) return from;
+  if (!enabled_) return from;
   if (current_ != 0) spdlog::info("checkpoint {} abandoned: the job restarts", current_);
   current_ = 0;
   stopped_ = false;
   next_ = clock::now() + opts_.interval;
-  auto loaded = store_->latest(job_, plan_);
+  auto loaded = store().latest(job_, plan_);
   for (const auto& why : loaded.rejected) spdlog::warn("checkpoint not usable: {}", why);
   from.checkpoint = loaded.record.id;
   from.pieces = std::move(loaded.pieces);
@@ -88,10 +113,20 @@ restore_point checkpoint_driver::recover() {
 
 std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::uint64_t)>& inject) {
   constexpr std::chrono::milliseconds never = std::chrono::hours{1};
-  if (!store_ || stopped_) return never;
+  if (!enabled_ || stopped_) return never;
   const auto now = clock::now();
   if (current_ == 0 && now >= next_) {
-    current_ = store_->next_id();
+    std::uint64_t id = last_id_ + 1;
+    try {
+      id = std::max(id, store().next_id());
+    } catch (const persistence::storage_error& e) {
+      last_id_ = id;
+      next_ = now + opts_.interval;
+      fail(id, e.what(), true);  // the store cannot even be opened: try at the next interval
+      return opts_.interval;
+    }
+    last_id_ = id;
+    current_ = id;
     started_ = now;
     received_.clear();
     progress_ = {};
@@ -105,8 +140,16 @@ std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::
 
 bool checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id,
                                  std::string_view state, double alignment_ms) {
-  if (!store_ || id != current_) return false;  // an abandoned checkpoint
-  store_->put_piece(id, stage, instance, state);
+  if (!enabled_ || id != current_) return false;  // an abandoned or failed checkpoint
+  try {
+    store_->put_piece(id, stage, instance, state);
+  } catch (const persistence::storage_error& e) {
+    fail(id,
+         "writing the piece of stage " + std::to_string(stage) + " instance " +
+             std::to_string(instance) + ": " + e.what(),
+         e.connection_lost());
+    return false;
+  }
   received_.insert({stage, instance});
   progress_.bytes += state.size();
   progress_.alignment_ms = std::max(progress_.alignment_ms, alignment_ms);
@@ -122,7 +165,16 @@ bool checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, st
   r.completed_ms = wall_ms();
   r.duration_ms = progress_.duration_ms;
   r.alignment_ms = progress_.alignment_ms;
-  store_->complete(r);
+  try {
+    store_->complete(r);
+  } catch (const persistence::storage_error& e) {
+    // complete() commits the record synced before anything else: when it throws, the record is
+    // not durable (a failure in the retention after it is harmless, the next complete() redoes
+    // it), so the checkpoint is not reported complete and no sink commits it
+    fail(id, "recording it: " + std::string{e.what()}, e.connection_lost());
+    return false;
+  }
+  failed_in_a_row_ = 0;
   completed_.push_back(progress_);
   spdlog::debug("checkpoint {} complete: {} pieces, {} bytes, {:.1f} ms", r.id, r.pieces, r.bytes,
                 r.duration_ms);
@@ -142,8 +194,17 @@ void checkpoint_driver::on_done(std::uint32_t stage, std::uint32_t instance) {
 }
 
 void checkpoint_driver::finished() {
-  if (!store_) return;
-  store_->clear();
+  if (!enabled_) return;
+  try {
+    store().clear();
+  } catch (const persistence::storage_error& e) {
+    // the results are complete; only the cleanup failed
+    spdlog::warn(
+        "job '{}' finished, but its checkpoints in '{}' could not be removed ({}); "
+        "remove the directory before the job's next run",
+        job_, opts_.dir, e.what());
+    return;
+  }
   spdlog::info("job '{}' finished: its checkpoints in '{}' were removed", job_, opts_.dir);
 }
 

@@ -4,6 +4,12 @@
 // every stage to commit). It also finds the checkpoint a resumed run starts from. Pieces are
 // written on the driver's thread, never on a stage's, so writing a snapshot does not stall
 // processing. The embedded driver and the cluster coordinator share it.
+//
+// A checkpoint whose piece or record cannot be written (a full or failing disk) fails: it is
+// counted with its error, never recorded, the job goes on and the next one starts at the next
+// interval; the previous completed checkpoint stays the one to restore. A store whose WiredTiger
+// connection panicked (what a failed log write does) is reopened for the next attempt.
+// `checkpoint_options::max_consecutive_failures` failures in a row fail the job.
 #pragma once
 
 #include <chrono>
@@ -37,7 +43,7 @@ class checkpoint_driver {
   checkpoint_driver(const checkpoint_driver&) = delete;
   checkpoint_driver& operator=(const checkpoint_driver&) = delete;
 
-  bool enabled() const noexcept { return store_ != nullptr; }
+  bool enabled() const noexcept { return enabled_; }
 
   /// The state a run starts from: with `resume`, the newest usable checkpoint (rejected newer ones
   /// are logged, naming the piece); otherwise nothing. Throws job_error when the directory holds
@@ -51,23 +57,35 @@ class checkpoint_driver {
   restore_point recover();
 
   /// Starts the next checkpoint when it is due: `inject(id)` sends its barrier to the sources.
-  /// Returns how long until the next one is due.
+  /// Returns how long until the next one is due. Throws job_error when too many checkpoints
+  /// failed in a row (as on_piece).
   std::chrono::milliseconds poll(const std::function<void(std::uint64_t id)>& inject);
   /// Stores the piece of (stage, instance) for checkpoint `id`. Returns true when it was the last
-  /// one: the checkpoint is recorded, and the caller tells every stage to commit `id`.
+  /// one: the checkpoint is recorded, and the caller tells every stage to commit `id`. A piece or
+  /// record that cannot be written fails checkpoint `id` (false); when that makes
+  /// `max_consecutive_failures` in a row, throws job_error naming the last error.
   bool on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id,
                 std::string_view state, double alignment_ms);
   /// An instance finished: checkpoints can no longer include it, so none starts any more, and the
   /// one in progress is abandoned unless the instance sent its piece already.
   void on_done(std::uint32_t stage, std::uint32_t instance);
-  /// The run ended successfully: its checkpoints are no longer needed and are removed.
+  /// The run ended successfully: its checkpoints are no longer needed and are removed (a store
+  /// that cannot be written is left as it is, with a warning).
   void finished();
 
   /// Checkpoints completed so far.
   const std::vector<checkpoint_metrics>& completed() const noexcept { return completed_; }
+  /// Checkpoints that failed because the store could not be written, and the first such error.
+  std::uint32_t failed() const noexcept { return failed_; }
+  const std::string& first_failure() const noexcept { return first_failure_; }
 
  private:
   using clock = std::chrono::steady_clock;
+  /// The store, reopened when a failure left its connection unusable.
+  persistence::checkpoint_store& store();
+  /// Checkpoint `id` failed with `why`: counted, abandoned; throws job_error past the bound.
+  void fail(std::uint64_t id, const std::string& why, bool reopen);
+
   checkpoint_options opts_;
   std::string job_;
   std::string plan_;  // fingerprint
@@ -81,6 +99,11 @@ class checkpoint_driver {
   std::set<std::pair<std::uint32_t, std::uint32_t>> received_;
   checkpoint_metrics progress_;
   std::vector<checkpoint_metrics> completed_;
+  bool enabled_ = false;
+  std::uint64_t last_id_ = 0;  // ids stay increasing when a reopened store lost a failed one's
+  std::uint32_t failed_ = 0;
+  std::uint32_t failed_in_a_row_ = 0;
+  std::string first_failure_;
 };
 
 }  // namespace tidemark::detail

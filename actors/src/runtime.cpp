@@ -106,9 +106,15 @@ job_result run(const job& j, const run_options& opts) {
     // wait for the stages, the next live poll or the next checkpoint (an hour is "forever")
     std::chrono::milliseconds wait = std::chrono::hours{1};
     if (live.enabled()) wait = std::min(wait, live.ask(driver, actors.stages()));
-    wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
-      for (const auto& a : actors.sources()) caf::anon_send(a, detail::checkpoint_atom::value, id);
-    }));
+    try {
+      wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
+        for (const auto& a : actors.sources())
+          caf::anon_send(a, detail::checkpoint_atom::value, id);
+      }));
+    } catch (const job_error& e) {  // too many checkpoints failed in a row
+      failure = e.what();
+      break;
+    }
     self->receive(
         [&](detail::done_msg& m) {
           checkpoints.on_done(m.metrics.stage, m.metrics.instance);
@@ -117,8 +123,13 @@ job_result run(const job& j, const run_options& opts) {
           ++done;
         },
         [&](detail::checkpointed_msg& m) {
-          if (checkpoints.on_piece(m.stage, m.instance, m.id, m.state, m.alignment_ms))
-            for (const auto& a : actors.stages()) caf::anon_send(a, detail::commit_atom::value, m.id);
+          try {
+            if (checkpoints.on_piece(m.stage, m.instance, m.id, m.state, m.alignment_ms))
+              for (const auto& a : actors.stages())
+                caf::anon_send(a, detail::commit_atom::value, m.id);
+          } catch (const job_error& e) {  // too many checkpoints failed in a row
+            failure = e.what();
+          }
         },
         [&](detail::live_metrics_msg& m) { live.update(std::move(m.metrics)); },
         [&](detail::failed_msg& m) { failure = std::move(m.what); },
@@ -135,6 +146,8 @@ job_result run(const job& j, const run_options& opts) {
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   result.checkpoints = checkpoints.completed();
+  result.failed_checkpoints = checkpoints.failed();
+  result.checkpoint_failure = checkpoints.first_failure();
   checkpoints.finished();
   result.peak_live_batches = batch_gauge::peak();
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {

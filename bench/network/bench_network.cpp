@@ -77,6 +77,10 @@ int main(int argc, char** argv) {
   doc["mb_per_s"] = bytes / r.seconds / 1e6;
   doc["batch_frames"] = batches;
   doc["mean_batch_frame_bytes"] = frame_size;
+  // reliable channels: frames sent again (not acknowledged within the retransmit timeout) and
+  // received twice; without injected faults both say how often the timeout fired spuriously
+  doc["retransmitted_frames"] = nodes.status(0).retransmitted + after.retransmitted;
+  doc["duplicate_frames"] = nodes.status(0).duplicates_discarded + after.duplicates_discarded;
   // the best of three runs: the baseline varies with load on a shared machine, and the highest
   // one makes the ratio the conservative one
   const auto count = static_cast<std::size_t>(std::max(1000.0, 1e9 / std::max(frame_size, 1.0)));

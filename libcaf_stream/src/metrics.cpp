@@ -69,6 +69,8 @@ std::string job_result::summary() const {
                   static_cast<unsigned long long>(bytes));
     out << line;
   }
+  if (failed_checkpoints)
+    out << failed_checkpoints << " checkpoint(s) failed; the first: " << checkpoint_failure << '\n';
   for (const auto& w : warnings) out << "warning: " << w << '\n';
   return out.str();
 }
@@ -107,6 +109,8 @@ std::string job_result::to_json() const {
                    {"alignment_ms", c.alignment_ms},
                    {"bytes", c.bytes},
                    {"pieces", c.pieces}});
+  doc["failed_checkpoints"] = failed_checkpoints;
+  doc["checkpoint_failure"] = checkpoint_failure;
   doc["warnings"] = warnings;
   return doc.dump(2);
 }

@@ -209,7 +209,15 @@ void checkpoint_store::complete(const checkpoint_record& r) {
   }
 
   // Retention. Not synced: a crash before these commits leaves garbage that the next complete()
-  // removes, never a missing piece of a kept checkpoint.
+  // removes, never a missing piece of a kept checkpoint. A failed write here (a full or failing
+  // disk) is the same as such a crash: the checkpoint is recorded all the same.
+  try {
+    remove_old_checkpoints();
+  } catch (const storage_error&) {
+  }
+}
+
+void checkpoint_store::remove_old_checkpoints() {
   auto kept = list();
   std::set<std::uint64_t> completed;
   for (const auto& rec : kept) completed.insert(rec.id);

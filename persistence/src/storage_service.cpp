@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 
 #include "state_block_generated.h"
 #include "tidemark/persistence/wiredtiger.hpp"
@@ -282,12 +283,11 @@ void storage_service::serve(io_item& item, io_session& s) {
   auto& cur = s.cursor;
   bool requeue = false;
   bool ok = true;
+  std::string error;
   std::uint64_t read = 0;
   try {
     if (item.op == 'w') {
-      cur.set_key(item.key);
-      cur.set_value(item.value);
-      cur.insert();
+      write_block(item, s);
     } else if (item.op == 's') {
       auto& req = *item.stage;
       cur.set_key(req.next_key);
@@ -338,8 +338,11 @@ void storage_service::serve(io_item& item, io_session& s) {
       requeue = removed == 64;
       cur.reset();
     }
-  } catch (const storage_error&) {
+  } catch (const storage_error& e) {
     ok = false;
+    // the directory is named once: injected faults name it already, WiredTiger's errors do not
+    error = e.what();
+    if (error.find(home_) == std::string::npos) error = "in '" + home_ + "': " + error;
     cur.reset();
     if (item.op == 's') item.stage->finish_one();
     requeue = false;
@@ -351,10 +354,35 @@ void storage_service::serve(io_item& item, io_session& s) {
     stats_.queue_ms_total[c] += waited;
     stats_.queue_ms_max[c] = std::max(stats_.queue_ms_max[c], waited);
     if (item.op == 'w') (ok ? stats_.bytes_written += item.value.size() : ++stats_.write_errors);
+    if (!ok && item.op == 'w') stats_.last_write_error = error;
     stats_.bytes_read += read;
     if (cfg_.manual_io) served_.push_back({item.cls, item.op, position});
   }
   if (requeue) enqueue(std::move(item));
+}
+
+void storage_service::write_block(const io_item& item, io_session& s) {
+  for (std::uint32_t attempt = 1;; ++attempt) {
+    try {
+      s.cursor.set_key(item.key);
+      s.cursor.set_value(item.value);
+      s.cursor.insert();
+      return;
+    } catch (const storage_error& e) {
+      s.cursor.reset();
+      if (attempt >= cfg_.write_attempts || e.connection_lost()) throw;
+    }
+    {
+      std::lock_guard<std::mutex> l(io_m_);
+      ++stats_.write_retries;
+    }
+    std::this_thread::sleep_for(cfg_.write_retry_pause * attempt);  // NOLINT: a failing disk
+  }
+}
+
+std::string storage_service::last_write_error() const {
+  std::lock_guard<std::mutex> l(io_m_);
+  return stats_.last_write_error;
 }
 
 void storage_service::account(std::int64_t delta) {

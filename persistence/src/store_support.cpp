@@ -92,9 +92,11 @@ void commit_at(wt_transaction& tx, wt_session& session, durability level) {
     case durability::process_crash:
       tx.commit();
       session.log_flush("sync=off");
+      session.check_connection();  // a failed log write may not fail the commit
       break;
     case durability::power_loss:
       tx.commit("sync=on");
+      session.check_connection();
       break;
   }
 }

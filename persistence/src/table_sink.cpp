@@ -31,7 +31,10 @@ struct row_sink::storage {
 
 row_sink::row_sink(std::shared_ptr<wt_connection> conn, const std::string& table,
                    const instance_info& info, table_sink_options opts)
-    : marker_key_(sink_marker_key(info.name, info.index)), opts_(opts) {
+    : marker_key_(sink_marker_key(info.name, info.index)),
+      where_("table sink '" + info.name + "' instance " + std::to_string(info.index) + ", table " +
+             table + " in '" + conn->home() + "'"),
+      opts_(opts) {
   detail::validate_store_name("table sink", table);
   auto session = conn->open_session();
   auto rows_cursor = detail::open_bytes_table(session, "table sink", "table:" + table, level);
@@ -52,23 +55,32 @@ void row_sink::add(std::string key, std::string value) {
 }
 
 void row_sink::commit(staged_rows groups, const std::string& marker) {
-  wt_transaction tx{db_->session};
+  // One transaction: a failed commit leaves none of its rows and the old marker. It is not
+  // retried: the checkpoint is complete and cannot be taken back, so a job whose sink cannot
+  // commit stops, and a resumed run commits these rows from the checkpoint's snapshot.
   std::size_t count = 0;
-  for (auto& [id, rs] : groups) {
-    before_commit(id, rs);
-    for (const auto& [k, v] : rs) {
-      db_->table.set_key(k);
-      db_->table.set_value(v);
-      db_->table.insert();
+  for (const auto& group : groups) count += group.second.size();
+  try {
+    wt_transaction tx{db_->session};
+    for (auto& [id, rs] : groups) {
+      before_commit(id, rs);
+      for (const auto& [k, v] : rs) {
+        db_->table.set_key(k);
+        db_->table.set_value(v);
+        db_->table.insert();
+      }
     }
-    count += rs.size();
+    if (!marker.empty()) {
+      db_->markers.set_key(marker_key_);
+      db_->markers.set_value(marker);
+      db_->markers.insert();
+    }
+    detail::commit_at(tx, db_->session, level);
+  } catch (const storage_error& e) {
+    throw storage_error(e.code(), where_ + ": committing " + std::to_string(count) + " rows" +
+                                      (marker.empty() ? "" : " up to checkpoint " + marker) +
+                                      " failed, none of them is in the table: " + e.what());
   }
-  if (!marker.empty()) {
-    db_->markers.set_key(marker_key_);
-    db_->markers.set_value(marker);
-    db_->markers.insert();
-  }
-  detail::commit_at(tx, db_->session, level);
   rows_committed_ += count;
   ++commits_;
 }

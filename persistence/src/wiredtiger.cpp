@@ -1,22 +1,127 @@
 // RAII handles over the WiredTiger C API; every failing call becomes a storage_error that says
 // what was attempted on which object, with wiredtiger_strerror's text.
+//
+// Injected storage faults (faults.hpp) strike here, the layer every store shares: a commit of a
+// transaction that wrote, an insert or remove outside a transaction (the storage service's
+// blocks), and a checkpoint. Not in a WT_FILE_SYSTEM: WiredTiger 3.2 lets an extension replace
+// the file system but gives it no access to the POSIX one to wrap, so it would mean a second
+// POSIX file system of our own under every store; and a failed write in there panics the whole
+// connection (as a real full disk does, which the tmpfs test covers), so it could not test how a
+// store handles a single failed write.
 #include "tidemark/persistence/wiredtiger.hpp"
 
 #include <wiredtiger.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <utility>
 
+#include "fault_injection.hpp"
+
 namespace tidemark::persistence {
+
+static_assert(storage_error::panic == WT_PANIC);
+
+/// Receives WiredTiger's error messages for one connection. After a failed write WiredTiger
+/// panics the connection and every later call returns only WT_PANIC; the message it logged
+/// before (e.g. "pwrite: failed to write ... : No space left on device") is the cause, and goes
+/// into the errors of those calls.
+struct wt_connection::event_log {
+  struct handler_type : WT_EVENT_HANDLER {
+    event_log* owner = nullptr;
+  };
+  handler_type handler{};  // WiredTiger passes its address back to on_error
+  std::mutex m;
+  int last_code = 0;
+  std::string last_error;
+
+  event_log() {
+    handler.handle_error = &on_error;
+    handler.owner = this;
+  }
+
+  static int on_error(WT_EVENT_HANDLER* h, WT_SESSION*, int error, const char* message) {
+    std::fprintf(stderr, "%s\n", message);  // what WiredTiger's default handler does
+    if (error > 0) {  // a system error (ENOSPC, EIO), not a panic or an informational line
+      auto* self = static_cast<handler_type*>(h)->owner;
+      std::string text{message};
+      // drop WiredTiger's "[time][pid:thread], " prefix
+      if (auto at = text.find("], "); !text.empty() && text[0] == '[' && at != std::string::npos)
+        text.erase(0, at + 3);
+      std::lock_guard lock{self->m};
+      self->last_code = error;
+      self->last_error = std::move(text);
+    }
+    return 0;
+  }
+
+  /// The last system error WiredTiger reported ("" when none), with its code.
+  std::pair<int, std::string> cause() {
+    std::lock_guard lock{m};
+    return {last_code, last_error};
+  }
+};
 
 namespace {
 
-void check(int code, const std::string& context) {
-  if (code != 0) throw storage_error(code, context + ": " + wiredtiger_strerror(code));
+// The event logs of open connections by handle, so a call that fails with WT_PANIC finds the
+// cause from its WT_CONNECTION alone. Only opening, closing and failures look here.
+std::mutex registry_mutex;
+std::map<WT_CONNECTION*, wt_connection::event_log*> registry;
+
+void registry_add(WT_CONNECTION* conn, wt_connection::event_log* log) {
+  std::lock_guard lock{registry_mutex};
+  registry[conn] = log;
+}
+
+void registry_remove(WT_CONNECTION* conn) {
+  std::lock_guard lock{registry_mutex};
+  registry.erase(conn);
+}
+
+std::pair<int, std::string> cause_of_panic(WT_CONNECTION* conn) {
+  std::lock_guard lock{registry_mutex};
+  auto it = registry.find(conn);
+  return it == registry.end() ? std::pair<int, std::string>{} : it->second->cause();
+}
+
+// "CONTEXT: <the system error> (WiredTiger: <its message>; ...)" when WiredTiger panicked after
+// a system error, else "CONTEXT: <WiredTiger's text for code>".
+std::string error_text(int code, const std::string& context,
+                       const std::pair<int, std::string>& cause) {
+  if (code != WT_PANIC || cause.first == 0) return context + ": " + wiredtiger_strerror(code);
+  return context + ": " + wiredtiger_strerror(cause.first) + " (WiredTiger: " + cause.second +
+         "; it panicked, so the database must be closed and opened again)";
+}
+
+// The flags a session keeps in WT_SESSION::app_private, for fault injection: a transaction is
+// open, and it wrote something (only then does its commit count as a write).
+constexpr std::uintptr_t in_transaction = 1;
+constexpr std::uintptr_t wrote = 2;
+
+std::uintptr_t flags_of(WT_SESSION* s) {
+  return reinterpret_cast<std::uintptr_t>(s->app_private);
+}
+void set_flags(WT_SESSION* s, std::uintptr_t f) {
+  s->app_private = reinterpret_cast<void*>(f);
+}
+
+// The error for WiredTiger's `code`, with the cause WiredTiger logged when the connection panicked.
+storage_error wt_error(int code, const std::string& context, WT_CONNECTION* conn) {
+  return storage_error(
+      code, error_text(code, context, conn ? cause_of_panic(conn) : std::pair<int, std::string>{}));
+}
+
+// Throws when `code` is an error; `context()` (what was attempted, on what) is built only then,
+// so a successful call allocates nothing.
+template <class Context>
+void check(int code, Context&& context, WT_CONNECTION* conn = nullptr) {
+  if (code != 0) throw wt_error(code, context(), conn);
 }
 
 // Reads `log.enabled` from a wiredtiger_open configuration string.
@@ -59,9 +164,15 @@ std::shared_ptr<wt_connection> wt_connection::open(const std::string& home, cons
   if (ec) throw storage_error(ec.value(), "creating the WiredTiger home directory '" + home + "': " + ec.message());
   WT_CONNECTION* conn = nullptr;
   std::string full = config.empty() ? "create" : "create," + config;
-  check(wiredtiger_open(home.c_str(), nullptr, full.c_str(), &conn),
-        "opening WiredTiger database in '" + home + "' with config \"" + config + "\"");
-  return std::make_shared<wt_connection>(key{}, conn, home, config_enables_log(config));
+  auto events = std::make_unique<event_log>();
+  if (int rc = wiredtiger_open(home.c_str(), &events->handler, full.c_str(), &conn); rc != 0)
+    throw storage_error(
+        rc, error_text(
+                rc, "opening WiredTiger database in '" + home + "' with config \"" + config + "\"",
+                events->cause()));
+  registry_add(conn, events.get());
+  return std::make_shared<wt_connection>(key{}, conn, home, config_enables_log(config),
+                                         std::move(events));
 }
 
 std::shared_ptr<wt_connection> wt_connection::open_shared(const std::string& home,
@@ -79,16 +190,22 @@ std::shared_ptr<wt_connection> wt_connection::open_shared(const std::string& hom
   return conn;
 }
 
+wt_connection::wt_connection(key, __wt_connection* conn, std::string home, bool logging,
+                             std::unique_ptr<event_log> events)
+    : conn_(conn), home_(std::move(home)), logging_(logging), events_(std::move(events)) {}
+
 wt_connection::~wt_connection() {
   // Closing the connection closes any session still open; stores hold the connection through
   // shared_ptr, so none is left here.
   conn_->close(conn_, nullptr);
+  registry_remove(conn_);
 }
 
 wt_session wt_connection::open_session() {
   WT_SESSION* session = nullptr;
-  check(conn_->open_session(conn_, nullptr, nullptr, &session),
-        "opening a session on the WiredTiger database in '" + home_ + "'");
+  check(
+      conn_->open_session(conn_, nullptr, nullptr, &session),
+      [&] { return "opening a session on the WiredTiger database in '" + home_ + "'"; }, conn_);
   return wt_session{shared_from_this(), session};
 }
 
@@ -111,40 +228,74 @@ wt_session::~wt_session() {
 }
 
 void wt_session::create(const std::string& uri, const std::string& config) {
-  check(session_->create(session_, uri.c_str(), config.c_str()),
-        "creating " + uri + " in '" + conn_->home() + "'");
+  check(
+      session_->create(session_, uri.c_str(), config.c_str()),
+      [&] { return "creating " + uri + " in '" + conn_->home() + "'"; }, conn_->get());
 }
 
 wt_cursor wt_session::open_cursor(const std::string& uri, const char* config) {
   WT_CURSOR* cursor = nullptr;
-  check(session_->open_cursor(session_, uri.c_str(), nullptr, config, &cursor),
-        "opening a cursor on " + uri + " in '" + conn_->home() + "'");
+  check(
+      session_->open_cursor(session_, uri.c_str(), nullptr, config, &cursor),
+      [&] { return "opening a cursor on " + uri + " in '" + conn_->home() + "'"; }, conn_->get());
   return wt_cursor{uri, cursor};
 }
 
 void wt_session::drop(const std::string& uri) {
-  check(session_->drop(session_, uri.c_str(), nullptr), "dropping " + uri);
+  check(
+      session_->drop(session_, uri.c_str(), nullptr),
+      [&] { return "dropping " + uri + " in '" + conn_->home() + "'"; }, conn_->get());
 }
 
 void wt_session::begin_transaction() {
-  check(session_->begin_transaction(session_, nullptr), "beginning a transaction");
+  check(
+      session_->begin_transaction(session_, nullptr),
+      [&] { return "beginning a transaction in '" + conn_->home() + "'"; }, conn_->get());
+  set_flags(session_, in_transaction);
 }
 
 void wt_session::commit_transaction(const char* config) {
-  check(session_->commit_transaction(session_, config), "committing a transaction");
+  const bool wrote_rows = (flags_of(session_) & wrote) != 0;
+  set_flags(session_, 0);
+  if (wrote_rows && detail::storage_faults_active()) {
+    try {
+      detail::inject_write_fault(conn_->home(),
+                                 [] { return std::string{"committing a transaction"}; });
+    } catch (const storage_error&) {
+      session_->rollback_transaction(session_, nullptr);  // as a failed commit does
+      throw;
+    }
+  }
+  check(
+      session_->commit_transaction(session_, config),
+      [&] { return "committing a transaction in '" + conn_->home() + "'"; }, conn_->get());
 }
 
 void wt_session::rollback_transaction() noexcept {
+  set_flags(session_, 0);
   session_->rollback_transaction(session_, nullptr);
 }
 
 void wt_session::log_flush(const char* config) {
-  check(session_->log_flush(session_, config),
-        std::string{"flushing the log ("} + config + ") in '" + conn_->home() + "'");
+  check(
+      session_->log_flush(session_, config),
+      [&] { return std::string{"flushing the log ("} + config + ") in '" + conn_->home() + "'"; },
+      conn_->get());
+}
+
+void wt_session::check_connection() {
+  // a cheap call that touches no cursor and, like every call, fails once the connection panicked
+  std::uint64_t pinned = 0;
+  check(
+      session_->transaction_pinned_range(session_, &pinned),
+      [&] { return "checking the WiredTiger database in '" + conn_->home() + "'"; }, conn_->get());
 }
 
 void wt_session::checkpoint() {
-  check(session_->checkpoint(session_, nullptr), "checkpointing '" + conn_->home() + "'");
+  detail::inject_write_fault(conn_->home(), [] { return std::string{"checkpointing"}; });
+  check(
+      session_->checkpoint(session_, nullptr),
+      [&] { return "checkpointing '" + conn_->home() + "'"; }, conn_->get());
 }
 
 // ---- wt_transaction ----
@@ -183,8 +334,19 @@ wt_cursor::~wt_cursor() {
 }
 
 void wt_cursor::fail(int code, const char* op) const {
-  throw storage_error(code, std::string{op} + " " + uri_ + " key " + quote_bytes(key_) + ": " +
-                                wiredtiger_strerror(code));
+  throw wt_error(code, std::string{op} + " " + uri_ + " key " + quote_bytes(key_),
+                 cursor_->session->connection);
+}
+
+void wt_cursor::before_write(const char* op) {
+  WT_SESSION* s = cursor_->session;
+  if (const auto f = flags_of(s); f & in_transaction) {
+    set_flags(s, f | wrote);  // the commit is the write
+  } else if (detail::storage_faults_active()) {
+    detail::inject_write_fault(s->connection->get_home(s->connection), [&] {
+      return std::string{op} + " " + uri_ + " key " + quote_bytes(key_);
+    });
+  }
 }
 
 void wt_cursor::set_key(std::string_view key) {
@@ -257,11 +419,13 @@ bool wt_cursor::prev() {
 
 void wt_cursor::insert() {
   if (key_.empty()) fail(EINVAL, "inserting an empty key (not permitted) into");
+  before_write("inserting into");
   if (int rc = cursor_->insert(cursor_); rc != 0) fail(rc, "inserting into");
 }
 
 void wt_cursor::remove() {
   if (key_.empty()) return;  // absent by definition
+  before_write("removing from");
   int rc = cursor_->remove(cursor_);
   if (rc != 0 && rc != WT_NOTFOUND) fail(rc, "removing from");
 }

@@ -441,8 +441,15 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                             std::to_string(piece->instance) + ", which does not run there");
         return;
       }
-      if (checkpoints.on_piece(piece->stage, piece->instance, piece->checkpoint, piece->bytes,
-                               piece->alignment_ms))
+      bool complete = false;
+      try {
+        complete = checkpoints.on_piece(piece->stage, piece->instance, piece->checkpoint,
+                                        piece->bytes, piece->alignment_ms);
+      } catch (const job_error& e) {  // too many checkpoints failed in a row
+        stop_all("checkpoints failed");
+        throw job_error("job '" + j.name() + "' failed: " + e.what());
+      }
+      if (complete)
         for (auto member : members) links.send(member, net::commit_frame(piece->checkpoint));
     };
 
@@ -462,9 +469,15 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         next_beat = clock::now() + beat_every;
       }
       bool fresh = false;
-      auto wait = checkpoints.poll([&](std::uint64_t id) {
-        for (auto member : members) links.send(member, net::checkpoint_start_frame(id));
-      });
+      std::chrono::milliseconds wait{};
+      try {
+        wait = checkpoints.poll([&](std::uint64_t id) {
+          for (auto member : members) links.send(member, net::checkpoint_start_frame(id));
+        });
+      } catch (const job_error& e) {  // too many checkpoints failed in a row
+        stop_all("checkpoints failed");
+        throw job_error("job '" + j.name() + "' failed: " + e.what());
+      }
       links.poll(std::min<std::chrono::milliseconds>(50ms, wait),
                  [&](std::uint32_t n, const wire::ControlFrame& f) {
         if (!member_of[n]) return;  // a node this deployment does not use
@@ -542,6 +555,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   stop_all("job finished");
   result.seconds = std::chrono::duration<double>(clock::now() - started).count();
   result.checkpoints = checkpoints.completed();
+  result.failed_checkpoints = checkpoints.failed();
+  result.checkpoint_failure = checkpoints.first_failure();
   checkpoints.finished();
   spdlog::info("coordinator: job '{}' finished on every node in {:.3f} s", spec.name,
                result.seconds);

@@ -154,9 +154,10 @@ void zap_handler::serve() {
 // connection that ZeroMQ closed before that (accepted, handshaken and dropped within the
 // thread's wake-up time) is not seen, and a peer that closes its side right after sending an
 // oversized frame may look like one that hung up. A duplicate is not taken when a later ACCEPTED
-// with the same descriptor is already queued (the number was reused), so a drop is never
-// reported for the wrong connection. Needs one ZeroMQ I/O thread (the node's context has one):
-// events of one connection then come in order.
+// with the same descriptor is already queued (the number was reused by then), so a drop is not
+// reported for the wrong connection — unless a whole connection came and went and its number was
+// reused in the microseconds between reading the queue and dup(). Needs one ZeroMQ I/O thread
+// (the node's context has one): a failed handshake's two events then come back to back.
 drop_watch::drop_watch(zmq::context_t& ctx, zmq::socket_t& server, std::string owner,
                        std::int64_t max_bytes)
     : server_(server),

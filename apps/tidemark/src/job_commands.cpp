@@ -135,6 +135,9 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "with --data-dir: milliseconds between checkpoints (0: none; default 1000)");
   run_cmd->add_flag("--resume", opts->checkpoints.resume,
                     "with --data-dir: continue from the newest usable checkpoint in it");
+  run_cmd->add_option("--max-checkpoint-failures", opts->checkpoints.max_consecutive_failures,
+                      "with --data-dir: fail the job after this many checkpoints in a row could "
+                      "not be written (a full or failing disk; 0: never; default 10)");
   run_cmd->add_option("--state-budget", opts->storage.memory_budget_bytes,
                       "node memory budget of tiered window state in bytes (default: none)");
   run_cmd->add_option("--serialization-threads", opts->storage.serialization_threads,

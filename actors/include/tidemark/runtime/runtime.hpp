@@ -31,6 +31,11 @@ struct checkpoint_options {
   bool resume = false;
   /// Completed checkpoints kept.
   std::uint32_t retain = 3;
+  /// A checkpoint that cannot be written (a full or failing disk) fails and the job goes on;
+  /// this many failures in a row fail the job (0: never). Ten: ten seconds at the default
+  /// interval, long enough to ride out a transient fault, short enough that a full disk is not
+  /// left unattended while the replay after a crash grows.
+  std::uint32_t max_consecutive_failures = 10;
 
   bool enabled() const noexcept { return !dir.empty() && interval.count() > 0; }
 };

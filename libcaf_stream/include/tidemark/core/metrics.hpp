@@ -61,6 +61,10 @@ struct job_result {
   std::uint32_t recoveries = 0;
   /// Checkpoints completed during the run, in order.
   std::vector<checkpoint_metrics> checkpoints;
+  /// Checkpoints that failed because their state could not be written (a full or failing disk),
+  /// and the first one's error, which names the directory and the system's error text.
+  std::uint32_t failed_checkpoints = 0;
+  std::string checkpoint_failure;
   /// What weakens the run's guarantees (a source that cannot replay makes it at-least-once).
   std::vector<std::string> warnings;
 

@@ -100,6 +100,8 @@ class block_storage {
   virtual memory_pressure pressure() const = 0;
   /// Monotonic processing time of the service in ms.
   virtual std::int64_t now_ms() const = 0;
+  /// Why the last write that reported `ok == false` failed (directory and error), for messages.
+  virtual std::string last_write_error() const { return {}; }
 };
 
 }  // namespace tidemark

@@ -48,7 +48,7 @@ class tiered_window_store final : public window_store<K, T> {
   ~tiered_window_store() override {
     // Callbacks reference only inbox_; wait for the writes in flight, then drop what is left.
     inbox_->wait_idle();
-    drain();
+    drain(/*report_failures=*/false);
     for (auto& [serial, b] : buckets_)
       if (!b.blocks.empty()) storage_->erase(address(b));
     storage_->account(-inbox_->memory.load());
@@ -634,14 +634,18 @@ class tiered_window_store final : public window_store<K, T> {
     }
   }
 
-  /// Applies what the service's threads reported: finished writes and stages.
-  void drain() {
+  /// Applies what the service's threads reported: finished writes and stages. A block the
+  /// service could not write (it retried already) throws job_error, unless `report_failures` is
+  /// off: its events are still in memory, but a disk that fails writes would leave memory to grow
+  /// without bound and the next checkpoint or commit to fail, so the job stops with the cause.
+  void drain(bool report_failures = true) {
     std::vector<completion> done;
     {
       std::lock_guard<std::mutex> l(inbox_->m);
       if (inbox_->done.empty()) return;
       done.swap(inbox_->done);
     }
+    const bucket* failed = nullptr;
     for (const auto& c : done) {
       auto it = buckets_.find(c.serial);
       if (c.position == stage_done_position) {
@@ -671,10 +675,18 @@ class tiered_window_store final : public window_store<K, T> {
           blk->second.in_flight.reset();
         } else {
           ++stats_.write_errors;  // the events stay in memory
+          failed = &b;
         }
       }
-      if (b.purged) finish_purge(b);
+      if (b.purged) {
+        if (failed == &b) failed = nullptr;  // nobody reads a purged bucket again
+        finish_purge(b);
+      }
     }
+    if (failed && report_failures)
+      throw job_error("tiered window store: a block of window [" + std::to_string(failed->w.start) +
+                      "," + std::to_string(failed->w.end) +
+                      ") could not be written: " + storage_->last_write_error());
   }
 
   /// Erases a purged bucket's p-bucket once its writes completed.

@@ -67,12 +67,16 @@ class checkpoint_store {
 
   /// Stores the state of (stage, instance) for checkpoint `id` with a CRC-32 (zlib), replacing a
   /// piece put before under the same names; durable on return (survives kill -9 and power loss).
+  /// Throws storage_error when a write fails (a full or failing disk): the piece is then absent
+  /// or partly written without its header, which counts as absent.
   void put_piece(std::uint64_t id, std::uint32_t stage, std::uint32_t instance,
                  std::string_view bytes);
   /// Records checkpoint `r.id` as complete; durable on return. `r.pieces` must equal the number
   /// of pieces put for `r.id` (else std::invalid_argument, nothing recorded); `r.bytes` is
   /// replaced by their total size. Then keeps only the newest `retain` completed checkpoints and
   /// drops the pieces of checkpoints older than the newest completed one that never completed.
+  /// Throws storage_error only when the record is not durable; a failed removal is left for the
+  /// next complete(), as after a crash.
   void complete(const checkpoint_record& r);
   /// Completed checkpoints, oldest first.
   std::vector<checkpoint_record> list();
@@ -95,6 +99,7 @@ class checkpoint_store {
     std::uint64_t chunks;
   };
   void remove_piece(std::string_view piece_key, const piece_header& h);
+  void remove_old_checkpoints();
   std::map<std::string, piece_header> pieces_with_prefix(std::string_view prefix);
   // The piece's bytes, or a reason ("is missing", "is corrupt (...)") why they are unusable.
   bool read_piece(std::string_view piece_key, std::string& bytes, std::string& why);

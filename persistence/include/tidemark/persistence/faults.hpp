@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace tidemark::persistence {
 
@@ -15,6 +16,9 @@ struct storage_faults {
   double fail_writes = 0;
   /// Seed of the draws behind fail_writes, so a schedule replays the same failures.
   std::uint64_t seed = 0;
+  /// The disk that is slow or failing: only stores whose WiredTiger home starts with this path
+  /// (e.g. a job's checkpoint directory) see the faults; empty: every store of the process.
+  std::string dir;
 
   bool any() const noexcept { return write_delay.count() > 0 || fail_writes > 0; }
 };

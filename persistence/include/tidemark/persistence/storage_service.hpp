@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -41,6 +42,10 @@ struct storage_config {
   std::size_t cache_mb = 32;
   /// Tests: no I/O thread; run_one() serves the next request on the caller's thread.
   bool manual_io = false;
+  /// Tries of a block write before it is reported failed (a failing disk); the n-th retry
+  /// waits n times `write_retry_pause` first.
+  std::uint32_t write_attempts = 3;
+  std::chrono::milliseconds write_retry_pause{10};
 };
 
 /// Counters of the service, per I/O class where that applies.
@@ -51,7 +56,9 @@ struct storage_stats {
   std::uint64_t bytes_written = 0;
   std::uint64_t bytes_read = 0;
   std::uint64_t corrupt_blocks = 0;    ///< records that failed verification when staged
-  std::uint64_t write_errors = 0;
+  std::uint64_t write_errors = 0;      ///< blocks not written after write_attempts tries
+  std::uint64_t write_retries = 0;
+  std::string last_write_error;
   std::int64_t memory_used = 0;        ///< window-state bytes accounted by the stores
   std::int64_t memory_peak = 0;
 };
@@ -79,6 +86,7 @@ class storage_service final : public block_storage {
   void account(std::int64_t delta) override;
   memory_pressure pressure() const override;
   std::int64_t now_ms() const override;
+  std::string last_write_error() const override;
 
   /// Manual mode: serves the highest-priority queued step; false when nothing is queued.
   bool run_one();
@@ -104,6 +112,7 @@ class storage_service final : public block_storage {
   void open();
   void enqueue(io_item item);
   void serve(io_item& item, io_session& s);
+  void write_block(const io_item& item, io_session& s);
   void io_loop();
   void worker_loop();
   void submit(std::function<void()> job);

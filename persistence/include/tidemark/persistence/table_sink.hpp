@@ -76,6 +76,7 @@ class row_sink : public operator_logic {
   struct storage;
   std::unique_ptr<storage> db_;
   std::string marker_key_;
+  std::string where_;  // "table sink 'NAME' instance I, table T in 'DIR'", for errors
   table_sink_options opts_;
   bool checkpointing_ = false;                          // a barrier has reached the sink
   bool restored_ = false;                               // restored, or this run's marker is cleared

@@ -21,8 +21,14 @@ namespace tidemark::persistence {
 /// wiredtiger_strerror's text; code() is WiredTiger's (or errno's) error code.
 class storage_error : public std::runtime_error {
  public:
+  /// WiredTiger's WT_PANIC: after a failed write (e.g. a full disk) the connection refuses
+  /// every call; the database must be closed and opened again.
+  static constexpr int panic = -31804;
+
   storage_error(int code, const std::string& what) : std::runtime_error(what), code_(code) {}
   int code() const noexcept { return code_; }
+  /// The connection is unusable (code() == panic): reopen the database to go on.
+  bool connection_lost() const noexcept { return code_ == panic; }
 
  private:
   int code_;
@@ -53,8 +59,10 @@ class wt_connection : public std::enable_shared_from_this<wt_connection> {
     friend class wt_connection;
     key() = default;
   };
-  wt_connection(key, __wt_connection* conn, std::string home, bool logging)
-      : conn_(conn), home_(std::move(home)), logging_(logging) {}
+  /// WiredTiger's error messages of the connection (defined in wiredtiger.cpp).
+  struct event_log;
+  wt_connection(key, __wt_connection* conn, std::string home, bool logging,
+                std::unique_ptr<event_log> events);
   ~wt_connection();
   wt_connection(const wt_connection&) = delete;
   wt_connection& operator=(const wt_connection&) = delete;
@@ -71,6 +79,7 @@ class wt_connection : public std::enable_shared_from_this<wt_connection> {
   __wt_connection* conn_;
   std::string home_;
   bool logging_;
+  std::unique_ptr<event_log> events_;
 };
 
 class wt_cursor;
@@ -97,6 +106,10 @@ class wt_session {
   void rollback_transaction() noexcept;
   /// WT_SESSION::log_flush: "sync=off" hands buffered log records to the OS, "sync=on" fsyncs.
   void log_flush(const char* config);
+  /// Throws storage_error (WT_PANIC) when the connection failed. WiredTiger 3.2.1 can return
+  /// success from a synced commit whose log write failed (a full disk), panicking the connection
+  /// in the same call; this confirms such a commit.
+  void check_connection();
   /// Writes a checkpoint of every table: afterwards unlogged tables survive a crash too.
   void checkpoint();
 
@@ -155,6 +168,8 @@ class wt_cursor {
 
  private:
   [[noreturn]] void fail(int code, const char* op) const;
+  /// Fault injection before a write (see wiredtiger.cpp).
+  void before_write(const char* op);
 
   std::string uri_;
   __wt_cursor* cursor_;
