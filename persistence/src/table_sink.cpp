@@ -49,7 +49,7 @@ row_sink::~row_sink() = default;
 void row_sink::add(std::string key, std::string value) {
   pending_.emplace_back(std::move(key), std::move(value));
   if (!checkpointing_ && pending_.size() >= opts_.plain_commit_rows) {
-    commit({{0, std::move(pending_)}}, {});
+    commit({{0, pending_}}, {});
     pending_.clear();
   }
 }
@@ -97,8 +97,8 @@ std::uint64_t row_sink::committed_through() {
 }
 
 void row_sink::finish(emitter&) {
-  auto all = std::move(staged_);
-  all.emplace_back(0, std::move(pending_));
+  auto all = staged_;  // copies: a commit that fails leaves everything staged
+  all.emplace_back(0, pending_);
   commit(std::move(all), finished_marker);
   staged_.clear();
   pending_.clear();
@@ -130,7 +130,7 @@ void row_sink::restore(state_reader& in) {
   const auto through = committed_through();
   staged_rows todo;
   for (auto& group : staged_)
-    if (group.first > through && !group.second.empty()) todo.push_back(std::move(group));
+    if (group.first > through && !group.second.empty()) todo.push_back(group);
   if (!todo.empty()) commit(std::move(todo), std::to_string(in.checkpoint()));
   staged_.clear();
 }
@@ -139,7 +139,7 @@ void row_sink::on_checkpoint_complete(std::uint64_t id) {
   staged_rows todo;
   std::size_t done = 0;
   for (; done < staged_.size() && staged_[done].first <= id; ++done)
-    if (!staged_[done].second.empty()) todo.push_back(std::move(staged_[done]));
+    if (!staged_[done].second.empty()) todo.push_back(staged_[done]);  // kept until committed
   if (!todo.empty()) commit(std::move(todo), std::to_string(id));  // nothing staged: no fsync
   staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(done));
 }
