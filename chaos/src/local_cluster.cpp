@@ -33,18 +33,20 @@ bool port_free(int port) {
 }
 
 // `count` consecutive free ports, starting somewhere that depends on the process and on how many
-// clusters it made, so parallel tests rarely try the same ones.
+// clusters it made, so parallel tests rarely try the same ones; all below Linux's ephemeral range
+// (32768 and up), where a client connection of any process may take the port a node wants to bind.
 int free_ports(int count) {
   static int clusters = 0;
-  const int span = 40000 - count;
-  int base = 20000 + ((::getpid() % 800) * 50 + (clusters++ % 5) * 10) % span;
-  for (int tries = 0; tries < 200; ++tries, base = 20000 + (base - 20000 + 97) % span) {
+  constexpr int first = 20000;
+  const int span = 32768 - first - count;
+  int base = first + ((::getpid() % 400) * 30 + (clusters++ % 5) * 6) % span;
+  for (int tries = 0; tries < 200; ++tries, base = first + (base - first + 97) % span) {
     bool all = true;
     for (int p = base; p < base + count && all; ++p) all = port_free(p);
     if (all) return base;
   }
   throw std::runtime_error("local cluster: no " + std::to_string(count) +
-                           " consecutive free loopback ports in 20000-60000");
+                           " consecutive free loopback ports in 20000-32767");
 }
 
 bool local_endpoint(const std::string& endpoint) {
