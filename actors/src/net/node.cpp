@@ -284,7 +284,7 @@ struct node_server::impl {
   }
 
   /// Refuses a control message from another key than the coordinator's: counts and logs it, and
-  /// answers where the sender waits for an answer (Hello, Deploy).
+  /// answers where the sender waits for an answer (Hello, Deploy, Faults).
   void refuse_control(const zmq::message_t& id, zmq::message_t& m, wire::Body body) {
     ++status.refused_control;
     const std::string what = wire::EnumNameBody(body);
@@ -298,6 +298,9 @@ struct node_server::impl {
                                                                b.CreateString(opts.id))));
     else if (body == wire::Body::Deploy)
       reply(id, net::control_message(b, wire::CreateDeployed(b, false, b.CreateString(why))));
+    else if (body == wire::Body::Faults)
+      reply(id, net::control_message(b, wire::CreateFaultsReply(b, false, b.CreateString(why),
+                                                                b.CreateString(opts.id))));
   }
 
   void bad_frame(zmq::message_t& m, const std::string& what) {
