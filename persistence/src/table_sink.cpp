@@ -49,21 +49,26 @@ row_sink::~row_sink() = default;
 void row_sink::add(std::string key, std::string value) {
   pending_.emplace_back(std::move(key), std::move(value));
   if (!checkpointing_ && pending_.size() >= opts_.plain_commit_rows) {
-    commit(pending_, {});
+    commit({{0, pending_}}, {});
     pending_.clear();
   }
 }
 
-void row_sink::commit(const rows& rs, const std::string& marker) {
+void row_sink::commit(staged_rows groups, const std::string& marker) {
   // One transaction: a failed commit leaves none of its rows and the old marker. It is not
   // retried: the checkpoint is complete and cannot be taken back, so a job whose sink cannot
   // commit stops, and a resumed run commits these rows from the checkpoint's snapshot.
+  std::size_t count = 0;
+  for (const auto& group : groups) count += group.second.size();
   try {
     wt_transaction tx{db_->session};
-    for (const auto& [k, v] : rs) {
-      db_->table.set_key(k);
-      db_->table.set_value(v);
-      db_->table.insert();
+    for (auto& [id, rs] : groups) {
+      before_commit(id, rs);
+      for (const auto& [k, v] : rs) {
+        db_->table.set_key(k);
+        db_->table.set_value(v);
+        db_->table.insert();
+      }
     }
     if (!marker.empty()) {
       db_->markers.set_key(marker_key_);
@@ -72,11 +77,11 @@ void row_sink::commit(const rows& rs, const std::string& marker) {
     }
     detail::commit_at(tx, db_->session, level);
   } catch (const storage_error& e) {
-    throw storage_error(e.code(), where_ + ": committing " + std::to_string(rs.size()) + " rows" +
+    throw storage_error(e.code(), where_ + ": committing " + std::to_string(count) + " rows" +
                                       (marker.empty() ? "" : " up to checkpoint " + marker) +
                                       " failed, none of them is in the table: " + e.what());
   }
-  rows_committed_ += rs.size();
+  rows_committed_ += count;
   ++commits_;
 }
 
@@ -92,10 +97,9 @@ std::uint64_t row_sink::committed_through() {
 }
 
 void row_sink::finish(emitter&) {
-  rows all;
-  for (auto& [id, rs] : staged_) all.insert(all.end(), rs.begin(), rs.end());
-  all.insert(all.end(), pending_.begin(), pending_.end());
-  commit(all, finished_marker);
+  auto all = staged_;  // copies: a commit that fails leaves everything staged
+  all.emplace_back(0, pending_);
+  commit(std::move(all), finished_marker);
   staged_.clear();
   pending_.clear();
 }
@@ -124,19 +128,19 @@ void row_sink::restore(state_reader& in) {
   // does not cover yet. The marker moves to in.checkpoint() in the same transaction, so restoring
   // from these bytes again commits nothing.
   const auto through = committed_through();
-  rows todo;
-  for (auto& [id, rs] : staged_)
-    if (id > through) todo.insert(todo.end(), rs.begin(), rs.end());
-  if (!todo.empty()) commit(todo, std::to_string(in.checkpoint()));
+  staged_rows todo;
+  for (auto& group : staged_)
+    if (group.first > through && !group.second.empty()) todo.push_back(group);
+  if (!todo.empty()) commit(std::move(todo), std::to_string(in.checkpoint()));
   staged_.clear();
 }
 
 void row_sink::on_checkpoint_complete(std::uint64_t id) {
-  rows todo;
+  staged_rows todo;
   std::size_t done = 0;
   for (; done < staged_.size() && staged_[done].first <= id; ++done)
-    todo.insert(todo.end(), staged_[done].second.begin(), staged_[done].second.end());
-  if (!todo.empty()) commit(todo, std::to_string(id));  // nothing staged: no fsync
+    if (!staged_[done].second.empty()) todo.push_back(staged_[done]);  // kept until committed
+  if (!todo.empty()) commit(std::move(todo), std::to_string(id));  // nothing staged: no fsync
   staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(done));
 }
 

@@ -1,12 +1,14 @@
 // example-late-windows: sensor readings of which some arrive late, counted and summed per sensor in
 // tumbling windows that accept late readings for a while and re-fire for each, with the window
 // events in tiered state (memory and WiredTiger). Every result revision goes into a WiredTiger
-// table. The readings are a function of their index, the watermarks follow every 64 readings, so
-// the table of a run is the same in every run: the job exactly_once_embedded kills and resumes.
+// table, and/or into a chaos history (`--history`, what `tidemark chaos` checks). The readings are
+// a function of their index, the watermarks follow every 64 readings, so the table of a run is the
+// same in every run: the job exactly_once_embedded kills and resumes.
 #include <cstdio>
 #include <memory>
 
 #include "indexed_source.hpp"
+#include "tidemark/chaos/history.hpp"
 #include "tidemark/core/tiered_window_store.hpp"
 #include "tidemark/examples/example_jobs.hpp"
 #include "tidemark/persistence/table_sink.hpp"
@@ -41,6 +43,8 @@ job build_late_windows(const job_options& o) {
   const auto rate = o.get_int("rate");
   const auto parallelism = o.get_int("parallelism");
   const auto table = o.get("table");
+  const auto history = o.get("history");
+  const auto history_mode = o.get("history-mode");
   if (events < 0 || keys < 1 || rate < 0 || parallelism < 1)
     throw job_error("example-late-windows: --events >= 0, --keys >= 1, --rate >= 0 and "
                     "--parallelism >= 1 are required");
@@ -69,23 +73,36 @@ job build_late_windows(const job_options& o) {
   windows.late().count("too_late");
   // one sink instance for the whole table: a cluster can pin it to a node (`pins: {results: n1}`)
   auto results = windows.results().rebalance().map([](const auto& r) { return r; }, "gather").parallelism(1);
-  if (table.empty()) {
-    results.count("results");
-    return j;
+  using result = window_result<std::uint32_t, count_sum>;
+  auto value = [](const result& r) {
+    return std::to_string(r.value.count) + " " + std::to_string(r.value.sum) + " " +
+           to_string(r.timing) + (r.final ? " final" : "");
+  };
+  auto window_key = [](const result& r) {
+    char key[48];
+    std::snprintf(key, sizeof key, "%08u/%012lld", r.key, static_cast<long long>(r.window.start));
+    return std::string{key};
+  };
+  if (table.empty() && history.empty()) results.count("results");
+  if (!table.empty())
+    persistence::write_table(
+        results, table, "results",
+        [window_key](const result& r) {
+          char revision[16];
+          std::snprintf(revision, sizeof revision, "/%04u", r.revision);
+          return window_key(r) + revision;
+        },
+        value, "results");
+  if (!history.empty()) {
+    chaos::history_mode mode{};
+    try {
+      mode = chaos::parse_history_mode(history_mode);
+    } catch (const std::invalid_argument& e) {
+      throw job_error(std::string{"example-late-windows: --history-mode: "} + e.what());
+    }
+    chaos::record(results, history, window_key, [](const result& r) { return r.revision; }, value,
+                  mode);
   }
-  persistence::write_table(
-      results, table, "results",
-      [](const window_result<std::uint32_t, count_sum>& r) {
-        char key[64];
-        std::snprintf(key, sizeof key, "%08u/%012lld/%04u", r.key,
-                      static_cast<long long>(r.window.start), r.revision);
-        return std::string{key};
-      },
-      [](const window_result<std::uint32_t, count_sum>& r) {
-        return std::to_string(r.value.count) + " " + std::to_string(r.value.sum) + " " +
-               to_string(r.timing) + (r.final ? " final" : "");
-      },
-      "results");
   return j;
 }
 
@@ -99,7 +116,9 @@ void register_late_windows(job_registry& registry) {
                  {"keys", "50", "distinct sensors"},
                  {"rate", "0", "readings per second (0: as fast as possible)"},
                  {"parallelism", "2", "instances of the window operator"},
-                 {"table", "", "WiredTiger directory of the results table (without it, results are only counted)"}},
+                 {"table", "", "WiredTiger directory of the results table (without it and --history, results are only counted)"},
+                 {"history", "", "directory of a chaos history of every committed result (see docs/fault-injection.md)"},
+                 {"history-mode", "exactly-once", "how the history sink commits: exactly-once, or at-least-once (writes on arrival; a recovery repeats results)"}},
                 nullptr,
                 build_late_windows,
                 nullptr});

@@ -26,18 +26,6 @@ namespace tidemark {
 
 namespace {
 
-struct job_invocation {
-  std::string name;
-  std::vector<std::string> args;
-};
-
-// The job name and everything after it, which CLI11 leaves to us.
-void add_job_positional(CLI::App& cmd, job_invocation& inv) {
-  cmd.add_option("job", inv.name, "registered job name (see `tidemark jobs`)")->required();
-  cmd.allow_extras();
-  cmd.prefix_command();
-}
-
 void list_jobs(const job_registry& registry) {
   for (const auto* spec : registry.all()) {
     std::printf("%s\n    %s\n", spec->name.c_str(), spec->summary.c_str());
@@ -110,6 +98,12 @@ struct run_observers {
 };
 
 }  // namespace
+
+void add_job_positional(CLI::App& cmd, job_invocation& inv) {
+  cmd.add_option("job", inv.name, "registered job name (see `tidemark jobs`)")->required();
+  cmd.allow_extras();
+  cmd.prefix_command();
+}
 
 void add_job_commands(CLI::App& app, const job_registry& registry) {
   app.add_subcommand("jobs", "list the registered jobs and their options")

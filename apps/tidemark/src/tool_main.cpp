@@ -1,9 +1,10 @@
 // The `tidemark` command-line tool (tidemark::tool_main): subcommands from job_commands.cpp and
-// replication_command.cpp over the registry the caller passes.
+// replication_command.cpp and chaos_command.cpp over the registry the caller passes.
 #include <CLI/CLI.hpp>
 
 #include <spdlog/spdlog.h>
 
+#include "chaos_command.hpp"
 #include "job_commands.hpp"
 #include "log_option.hpp"
 #include "replication_command.hpp"
@@ -15,6 +16,7 @@ int tidemark::tool_main(int argc, char** argv, const tidemark::job_registry& reg
   tidemark::add_log_level_option(app);
   tidemark::add_job_commands(app, registry);
   tidemark::add_replication_commands(app);
+  tidemark::add_chaos_commands(app, registry);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include <future>
 
@@ -15,6 +17,8 @@
 #include "../cluster/node_processes.hpp"
 #include "scrape.hpp"
 #include "tidemark/observe/prometheus.hpp"
+
+extern char** environ;
 
 using namespace tidemark;
 using namespace std::chrono_literals;

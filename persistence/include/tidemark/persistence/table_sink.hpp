@@ -58,10 +58,18 @@ class row_sink : public operator_logic {
   /// rows_committed, commits, rows_staged.
   void add_metrics(std::map<std::string, double>& out) const override;
 
- private:
+ protected:
   using rows = std::vector<std::pair<std::string, std::string>>;
-  // Commits `rs` and, when `marker` is not empty, sets the marker, in one synced transaction.
-  void commit(const rows& rs, const std::string& marker);
+  /// Called with the rows staged for checkpoint `checkpoint` (0: rows committed without one, in
+  /// plain mode or at the end of the input) just before they are written, in the commit's
+  /// transaction; may rewrite keys and values. A commit repeated by a restore calls it again for
+  /// the same rows and checkpoint. By default rows are written as added.
+  virtual void before_commit(std::uint64_t checkpoint, rows& rs) {}
+
+ private:
+  using staged_rows = std::vector<std::pair<std::uint64_t, rows>>;  // rows per checkpoint
+  // Commits `groups` and, when `marker` is not empty, sets the marker, in one synced transaction.
+  void commit(staged_rows groups, const std::string& marker);
   // The checkpoint id the marker records: 0 when absent, UINT64_MAX when "finished".
   std::uint64_t committed_through();
 
@@ -73,7 +81,7 @@ class row_sink : public operator_logic {
   bool checkpointing_ = false;                          // a barrier has reached the sink
   bool restored_ = false;                               // restored, or this run's marker is cleared
   rows pending_;                                        // rows since the last snapshot
-  std::vector<std::pair<std::uint64_t, rows>> staged_;  // per checkpoint, not yet committed
+  staged_rows staged_;                                  // not yet committed
   std::uint64_t rows_committed_ = 0;
   std::uint64_t commits_ = 0;
 };

@@ -6,8 +6,8 @@
 
 namespace tidemark {
 
-/// The `tidemark` tool over `jobs`: `jobs`, `run`, `plan` and `keygen`, and `replication
-/// plan|simulate`. Parses the command line, runs the subcommand and returns the process exit code
+/// The `tidemark` tool over `jobs`: `jobs`, `run`, `plan` and `keygen`, `chaos run|check`, and
+/// `replication plan|simulate`. Parses the command line, runs the subcommand and returns the process exit code
 /// (0 on success, 1 when the subcommand failed, CLI11's code for a usage error or --help). Errors
 /// go to standard error prefixed with the program name; it does not throw.
 int tool_main(int argc, char** argv, const job_registry& jobs);

@@ -1,0 +1,97 @@
+// The PNG timeline of a chaos report through PLplot's pngcairo device (as the RIoT plot task
+// does): results per second on top, the commit gap below, every fault a shaded band on both.
+#include <plplot/plplot.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <stdexcept>
+
+#include "tidemark/chaos/checker.hpp"
+
+namespace tidemark::chaos {
+
+namespace {
+
+std::mutex plplot_mutex;  // PLplot's state (current stream, abort handler) is global
+std::string plplot_abort_message;
+void on_plplot_abort(const char* message) {
+  plplot_abort_message = message;
+}
+
+// cmap0: 0 background, 1 axes, 2 results line, 3 gap line, 4 band fill, 5 band text
+void panel(const report& r, const std::vector<PLFLT>& x, const std::vector<PLFLT>& y, double xmax,
+           const char* ylabel, const char* title, int line_colour) {
+  double ymax = 1;
+  for (auto v : y) ymax = std::max(ymax, v * 1.1);
+  plcol0(1);
+  plenv(0, xmax, 0, ymax, 0, 0);
+  for (const auto& f : r.faults) {
+    const double from = static_cast<double>(f.fault.started_ms - r.run.started_ms) / 1000.0;
+    const double to = f.fault.healed_ms > 0
+                          ? static_cast<double>(f.fault.healed_ms - r.run.started_ms) / 1000.0
+                          : xmax;
+    PLFLT bx[4] = {from, std::max(to, from + 0.1), std::max(to, from + 0.1), from};
+    PLFLT by[4] = {0, 0, ymax, ymax};
+    plcol0(4);
+    plfill(4, bx, by);
+    plcol0(5);
+    std::string label{to_string(f.fault.planned.kind)};
+    for (const auto& t : f.fault.planned.targets) label += " " + t;
+    plptex(from + xmax * 0.005, ymax * 0.93, 1, 0, 0, label.c_str());
+  }
+  plcol0(1);
+  plbox("bcnst", 0, 0, "bcnstv", 0, 0);
+  pllab("seconds since the start of the run", ylabel, title);
+  if (!x.empty()) {
+    plcol0(line_colour);
+    plwidth(2.0);
+    plline(static_cast<PLINT>(x.size()), x.data(), y.data());
+    plwidth(1.0);
+  }
+}
+
+}  // namespace
+
+void write_timeline_png(const report& r, const std::string& path) {
+  std::vector<PLFLT> x, results, gaps;
+  for (const auto& p : r.timeline) {
+    x.push_back(p.t_s);
+    results.push_back(p.results);
+    gaps.push_back(p.commit_gap_s);
+  }
+  double xmax = std::max(1.0, static_cast<double>(r.run.ended_ms - r.run.started_ms) / 1000.0);
+  if (!x.empty()) xmax = std::max(xmax, x.back() + 1);
+  FILE* out = std::fopen(path.c_str(), "wb");
+  if (!out) throw std::runtime_error("timeline '" + path + "': cannot be written");
+  std::string abort_message;
+  {
+    std::lock_guard<std::mutex> lock{plplot_mutex};
+    plplot_abort_message.clear();
+    plsabort(&on_plplot_abort);
+    PLINT stream = 0;
+    plmkstrm(&stream);
+    plsdev("pngcairo");
+    plsfile(out);
+    plspage(0, 0, 1200, 800, 0, 0);
+    plscolbg(255, 255, 255);
+    plscol0(1, 0, 0, 0);
+    plscol0(2, 31, 119, 180);
+    plscol0(3, 214, 39, 40);
+    plscol0(4, 255, 221, 170);
+    plscol0(5, 120, 60, 0);
+    plssub(1, 2);
+    plinit();
+    const std::string title = std::string{"chaos run: "} + (r.passed() ? "passed" : "FAILED") +
+                              ", " + std::to_string(r.violation_count()) + " violations";
+    panel(r, x, results, xmax, "results committed per second", title.c_str(), 2);
+    panel(r, x, gaps, xmax, "longest wait between commits (s)", "", 3);
+    plend1();  // writes the page and closes `out`
+    plsabort(nullptr);
+    abort_message = plplot_abort_message;
+  }
+  if (!abort_message.empty())
+    throw std::runtime_error("timeline '" + path + "': PLplot failed: " + abort_message);
+}
+
+}  // namespace tidemark::chaos
