@@ -1,5 +1,5 @@
 // storage_faults_embedded: `example-late-windows` with checkpoints on a disk that fills up or
-// fails. A real full disk: the checkpoint directory is a 3 MiB tmpfs; checkpoints fail with
+// fails. A real full disk: the checkpoint directory is a 2 MiB tmpfs; checkpoints fail with
 // "No space left on device" naming the directory, the job fails after five in a row, no stored
 // checkpoint is corrupt, and once the tmpfs is made larger a resumed run ends with the table of a
 // run without faults. Injected EIO: set_storage_faults fails 30 % of the checkpoint directory's
@@ -119,8 +119,8 @@ BOOST_AUTO_TEST_CASE(
   tidemark::test::temp_dir dir{"storage-faults"};
   const auto expected = reference_rows(dir);
   const auto checkpoints = dir / "state/checkpoints";
-  small_tmpfs disk{checkpoints, "3m"};
-  // paced so that the 3 MiB fill up long before the readings end
+  small_tmpfs disk{checkpoints, "2m"};
+  // paced so that the 2 MiB fill up long before the readings end
   auto paced = readings;
   paced.insert(paced.end(), {"--rate", "6000", "--table", dir / "results"});
   const std::vector<std::string> tool{"--log-level",
