@@ -106,7 +106,8 @@ job_result run(const job& j, const run_options& opts) {
   while (done < total && failure.empty() && !stopped()) {
     // wait for the stages, the next live poll, the next checkpoint or a look at `stop` (an hour
     // is "forever")
-    std::chrono::milliseconds wait = opts.stop ? std::chrono::milliseconds{100} : std::chrono::hours{1};
+    std::chrono::milliseconds wait =
+        opts.stop ? std::chrono::milliseconds{100} : std::chrono::hours{1};
     if (live.enabled()) wait = std::min(wait, live.ask(driver, actors.stages()));
     try {
       wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {

@@ -161,7 +161,8 @@ live_model measure_job(const job_registry& registry, const plan_args& a) {
            "agree to run in plain text");
     for (const auto& n : cluster->nodes) hosts.push_back({n.id, a.host_cpu});
   } else {
-    for (std::uint32_t i = 0; i < a.hosts; ++i) hosts.push_back({"h" + std::to_string(i), a.host_cpu});
+    for (std::uint32_t i = 0; i < a.hosts; ++i)
+      hosts.push_back({"h" + std::to_string(i), a.host_cpu});
   }
   run_options opts;
   opts.live = std::make_shared<live_view>();
@@ -226,7 +227,7 @@ live_model measure_job(const job_registry& registry, const plan_args& a) {
   auto j = spec.build(options);
   auto live = model_from_live(synchronize(j.graph()).graph, m, std::move(hosts));
   if (!live.measured_placement)
-    say("primaries placed on %zu hosts of %.1f cores (measured on other nodes)\n",
+    say("primaries placed on %zu hosts of %.1f cores (the job did not run on them)\n",
         live.model.hosts.size(), a.host_cpu);
   return live;
 }

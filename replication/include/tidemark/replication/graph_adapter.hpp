@@ -1,5 +1,6 @@
 // Builds the replication model of a job: from its logical graph plus per-operator cost and
-// selectivity annotations, or from the JSON graph format that `tidemark replication plan` reads.
+// selectivity annotations, from a run's or a running job's measured counters, or from the JSON
+// graph format that `tidemark replication plan` reads.
 #pragma once
 
 #include <map>
@@ -8,12 +9,8 @@
 #include <vector>
 
 #include "tidemark/core/graph.hpp"
+#include "tidemark/core/metrics.hpp"
 #include "tidemark/replication/model.hpp"
-
-namespace tidemark {
-struct job_result;
-struct instance_metrics;
-}
 
 namespace tidemark::replication {
 
