@@ -102,9 +102,12 @@ job_result run(const job& j, const run_options& opts) {
   actors.start();
   std::string failure;
   std::size_t done = 0;
-  while (done < total && failure.empty()) {
-    // wait for the stages, the next live poll or the next checkpoint (an hour is "forever")
-    std::chrono::milliseconds wait = std::chrono::hours{1};
+  auto stopped = [&] { return opts.stop && opts.stop->load(); };
+  while (done < total && failure.empty() && !stopped()) {
+    // wait for the stages, the next live poll, the next checkpoint or a look at `stop` (an hour
+    // is "forever")
+    std::chrono::milliseconds wait =
+        opts.stop ? std::chrono::milliseconds{100} : std::chrono::hours{1};
     if (live.enabled()) wait = std::min(wait, live.ask(driver, actors.stages()));
     try {
       wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
@@ -139,10 +142,14 @@ job_result run(const job& j, const run_options& opts) {
         },
         caf::after(wait) >> [] {});
   }
-  live.publish(failure.empty());
+  live.publish(failure.empty() && done == total);
   if (!failure.empty()) {
     actors.stop();
     throw job_error("job '" + j.name() + "' failed: " + failure);
+  }
+  if (done < total) {
+    actors.stop();
+    result.warnings.push_back("stopped on request before the end of the job");
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   result.checkpoints = checkpoints.completed();

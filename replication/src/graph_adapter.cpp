@@ -10,15 +10,21 @@
 
 namespace tidemark::replication {
 
-std::map<std::string, operator_annotation> measured_annotations(const job_result& r) {
-  if (!(r.seconds > 0)) throw model_error("the run lasted no time: nothing was measured");
-  struct totals {
-    double in = 0;
-    double out = 0;
-    double busy_s = 0;
-  };
-  std::map<std::string, totals> per_name;
-  for (const auto& inst : r.instances) {
+namespace {
+
+// What one logical operator did over an interval, summed over its instances.
+struct operator_counters {
+  double in = 0;
+  double out = 0;
+  double busy_s = 0;
+};
+
+// Per operator name. A fused stage reports one busy time for its chain: each operator gets the
+// share of the events it handled (input events, output events for a source).
+std::map<std::string, operator_counters> counters_by_operator(
+    const std::vector<instance_metrics>& instances) {
+  std::map<std::string, operator_counters> per_name;
+  for (const auto& inst : instances) {
     auto handled = [](const operator_metrics& m) {
       return static_cast<double>(m.events_in ? m.events_in : m.events_out);
     };
@@ -32,18 +38,56 @@ std::map<std::string, operator_annotation> measured_annotations(const job_result
       t.busy_s += share * static_cast<double>(inst.busy_ns) * 1e-9;
     }
   }
+  return per_name;
+}
+
+std::map<std::string, operator_annotation> annotations_over(
+    const std::map<std::string, operator_counters>& per_name, double seconds) {
+  if (!(seconds > 0)) throw model_error("the run lasted no time: nothing was measured");
   std::map<std::string, operator_annotation> result;
   for (const auto& [name, t] : per_name) {
     auto& a = result[name];
     if (t.in > 0) {
-      a.measured_input_rate = t.in / r.seconds;
+      a.measured_input_rate = t.in / seconds;
       a.selectivity = t.out / t.in;
     } else {
-      a.source_rate = t.out / r.seconds;
+      a.source_rate = t.out / seconds;
     }
-    a.measured_load = t.busy_s / r.seconds;
+    a.measured_load = t.busy_s / seconds;
   }
   return result;
+}
+
+// `after` minus `before`, stage instance by stage instance (operators in chain order).
+std::vector<instance_metrics> difference(const std::vector<instance_metrics>& before,
+                                         const std::vector<instance_metrics>& after) {
+  std::map<std::pair<std::uint32_t, std::uint32_t>, const instance_metrics*> start;
+  for (const auto& inst : before) start[{inst.stage, inst.instance}] = &inst;
+  std::vector<instance_metrics> delta = after;
+  for (auto& d : delta) {
+    auto it = start.find({d.stage, d.instance});
+    if (it == start.end()) continue;
+    const auto& b = *it->second;
+    d.busy_ns -= std::min(d.busy_ns, b.busy_ns);
+    for (std::size_t k = 0; k < d.operators.size() && k < b.operators.size(); ++k) {
+      auto& m = d.operators[k];
+      m.events_in -= std::min(m.events_in, b.operators[k].events_in);
+      m.events_out -= std::min(m.events_out, b.operators[k].events_out);
+    }
+  }
+  return delta;
+}
+
+}  // namespace
+
+std::map<std::string, operator_annotation> measured_annotations(const job_result& r) {
+  return annotations_over(counters_by_operator(r.instances), r.seconds);
+}
+
+std::map<std::string, operator_annotation> measured_annotations(
+    const std::vector<instance_metrics>& before, const std::vector<instance_metrics>& after,
+    double seconds) {
+  return annotations_over(counters_by_operator(difference(before, after)), seconds);
 }
 
 namespace {
@@ -121,6 +165,45 @@ replication_model model_from_graph(const logical_graph& g,
   if (placed == 0) place_primaries(m);
   if (auto problem = validate(m)) throw model_error(*problem);
   return m;
+}
+
+live_model model_from_live(const logical_graph& g, const live_measurement& m,
+                           std::vector<host_info> hosts) {
+  auto annotations = measured_annotations(m.before, m.after, m.seconds);
+  // the node of each operator instance, by the model's instance name
+  std::map<std::string, std::string> node_of_instance;
+  for (const auto& inst : m.after) {
+    if (inst.stage >= m.node_of.size() || inst.instance >= m.node_of[inst.stage].size()) continue;
+    for (const auto& om : inst.operators) {
+      const auto& nodes = g.nodes();
+      auto n = std::find_if(nodes.begin(), nodes.end(),
+                            [&](const logical_node& x) { return x.name == om.name; });
+      if (n == nodes.end())
+        throw model_error("the live metrics name operator '" + om.name +
+                          "', which the job's graph does not have");
+      node_of_instance[instance_name(*n, om.instance)] = m.node_of[inst.stage][inst.instance];
+    }
+  }
+  bool on_hosts = !g.nodes().empty();
+  for (const auto& n : g.nodes())
+    for (std::uint32_t i = 0; i < n.parallelism; ++i) {
+      auto it = node_of_instance.find(instance_name(n, i));
+      on_hosts = on_hosts && it != node_of_instance.end() &&
+                 std::any_of(hosts.begin(), hosts.end(),
+                             [&](const host_info& h) { return h.name == it->second; });
+    }
+  if (on_hosts)
+    for (const auto& n : g.nodes()) {
+      auto& a = annotations[n.name];
+      for (std::uint32_t i = 0; i < n.parallelism; ++i)
+        a.hosts.push_back(node_of_instance[instance_name(n, i)]);
+    }
+  live_model result{model_from_graph(g, annotations, std::move(hosts)), {}, on_hosts};
+  for (const auto& op : result.model.operators) {
+    auto it = node_of_instance.find(op.name);
+    result.measured_on.push_back(it == node_of_instance.end() ? "" : it->second);
+  }
+  return result;
 }
 
 namespace {

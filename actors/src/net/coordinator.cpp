@@ -287,6 +287,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   std::vector<std::uint32_t> everyone(count);
   std::iota(everyone.begin(), everyone.end(), 0u);
   control_links links{cluster};
+  bool stopped_early = false;
   auto stop_all = [&](const std::string& why) {
     links.send_all([&](std::uint32_t) { return stop_message(why); });
   };
@@ -463,7 +464,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     std::optional<std::uint32_t> lost;
     std::string lost_why;
     auto next_beat = clock::now();
-    while (finished < job_nodes && !lost) {
+    while (finished < job_nodes && !lost && !(opts.stop && opts.stop->load())) {
       if (fence > 0ms && clock::now() >= next_beat) {
         for (auto member : members) links.send(member, coordinator_heartbeat());
         next_beat = clock::now() + beat_every;
@@ -539,7 +540,9 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     }
     if (!lost) {
       live.update(links.status());
-      live.publish(true);
+      live.publish(finished == job_nodes);
+      stopped_early = finished < job_nodes;  // opts.stop ended the loop
+      if (stopped_early) result.warnings.push_back("stopped on request before the end of the job");
       break;
     }
     stop_all("node '" + cluster.nodes[*lost].id + "' failed");
@@ -552,7 +555,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                                  : std::string{"the beginning: no checkpoint completed yet"},
                  result.recoveries);
   }
-  stop_all("job finished");
+  stop_all(stopped_early ? "stopped on request" : "job finished");
   result.seconds = std::chrono::duration<double>(clock::now() - started).count();
   result.checkpoints = checkpoints.completed();
   result.failed_checkpoints = checkpoints.failed();

@@ -15,7 +15,7 @@ int tidemark::tool_main(int argc, char** argv, const tidemark::job_registry& reg
   app.require_subcommand(1);
   tidemark::add_log_level_option(app);
   tidemark::add_job_commands(app, registry);
-  tidemark::add_replication_commands(app);
+  tidemark::add_replication_commands(app, registry);
   tidemark::add_chaos_commands(app, registry);
   try {
     app.parse(argc, argv);

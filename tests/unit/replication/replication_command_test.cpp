@@ -1,9 +1,10 @@
-// `tidemark replication plan|simulate`: what the commands print for a small graph, and the
-// messages and exit codes for bad input.
+// `tidemark replication plan|simulate`: what the commands print for a small graph and for a
+// running job, and the messages and exit codes for bad input.
 #define BOOST_TEST_MODULE replication_command
 #include <boost/test/unit_test.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -11,6 +12,9 @@
 #include <CLI/CLI.hpp>
 
 #include "replication_command.hpp"
+#include "tidemark/core/synchronizer.hpp"
+#include "tidemark/examples/example_jobs.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 
 namespace {
 
@@ -31,6 +35,15 @@ struct result {
   std::string err;
 };
 
+const tidemark::job_registry& example_jobs() {
+  static const auto registry = [] {
+    tidemark::job_registry r;
+    tidemark::examples::register_jobs(r);
+    return r;
+  }();
+  return registry;
+}
+
 // Runs `tidemark <args>` in-process with standard output and error captured.
 result run(std::vector<std::string> args, const std::string& file_text = graph) {
   std::string path = "replication_command_test_graph.json";
@@ -39,7 +52,7 @@ result run(std::vector<std::string> args, const std::string& file_text = graph) 
     if (a == "GRAPH") a = path;
   CLI::App app{"tidemark"};
   app.require_subcommand(1);
-  tidemark::add_replication_commands(app);
+  tidemark::add_replication_commands(app, example_jobs());
   std::ostringstream out;
   std::ostringstream err;
   auto* old_out = std::cout.rdbuf(out.rdbuf());
@@ -138,4 +151,46 @@ BOOST_AUTO_TEST_CASE(the_shipped_example_graph_plans) {
   BOOST_TEST(r.code == 0);
   BOOST_TEST(contains(r.out, "17 operators, 3 queries, 8 hosts, primary load 4.622"));
   BOOST_TEST(contains(r.out, "13 of 17 operators replicated (13 replicas), replica load 2.202"));
+}
+
+BOOST_AUTO_TEST_CASE(plan_measures_a_running_job) {
+  // 20 000 readings/s for 50 s: the 2 s measurement stops it long before its end
+  auto r = run({"replication", "plan", "example-late-windows", "--rate", "20000", "--events",
+                "1000000", "--measure", "2s", "--hosts", "3", "--spare", "50%"});
+  BOOST_TEST(r.code == 0, r.err);
+  BOOST_TEST(contains(r.out, "measured job 'example-late-windows' embedded for "));
+  BOOST_TEST(contains(r.out, "then stopped it"));
+  BOOST_TEST(contains(r.out, "primaries placed on 3 hosts of 1.0 cores"));
+  // every operator of `tidemark plan` (the graph with its synchronizer gates) has a row: one per
+  // instance, measured on this process
+  const auto& spec = example_jobs().find("example-late-windows");
+  auto options = tidemark::parse_job_arguments(spec, {});
+  auto graph = tidemark::synchronize(spec.build(options).graph()).graph;
+  std::size_t rows = 0;
+  for (const auto& n : graph.nodes())
+    for (std::uint32_t i = 0; i < n.parallelism; ++i) {
+      auto name = n.parallelism == 1 ? n.name : n.name + "[" + std::to_string(i) + "]";
+      auto at = r.out.find("\n" + name + " ");
+      BOOST_TEST(at != std::string::npos, "no row for " << name << " in:\n" << r.out);
+      if (at == std::string::npos) continue;
+      ++rows;
+      BOOST_TEST(contains(r.out.substr(at, r.out.find('\n', at + 1) - at), " local "));
+    }
+  BOOST_TEST(rows >= 5u);
+  // the source did measurable work, and so did the job as a whole
+  auto readings = r.out.find("\nreadings ");
+  BOOST_REQUIRE(readings != std::string::npos);
+  BOOST_TEST(std::strtod(r.out.c_str() + readings + 25, nullptr) > 0.0, r.out);
+  auto total = r.out.find("primary load ");
+  BOOST_REQUIRE(total != std::string::npos);
+  BOOST_TEST(std::strtod(r.out.c_str() + total + 13, nullptr) > 0.0, r.out);
+}
+
+BOOST_AUTO_TEST_CASE(plan_of_an_unknown_job_names_the_registered_ones) {
+  auto r = run({"replication", "plan", "no-such-job", "--measure", "1s"});
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(contains(r.err, "no-such-job"));
+  r = run({"replication", "plan", "example-late-windows", "--measure", "soon"});
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(contains(r.err, "--measure 'soon' is not a duration"));
 }

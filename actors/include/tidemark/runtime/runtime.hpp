@@ -2,6 +2,7 @@
 // system in this process (the embedded default), one actor per stage instance.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -66,6 +67,10 @@ struct run_options {
   /// the progress line, /metrics and the dashboard); null: no live view, no polling.
   std::shared_ptr<live_view> live;
   std::chrono::milliseconds live_period{500};
+  /// Set to true from any thread to end the run early (within about 100 ms): the job is stopped
+  /// and the result holds the counters of the instances that had finished, with a warning that it
+  /// was stopped; the live view holds the latest of all. Null: the job runs to its end.
+  std::shared_ptr<const std::atomic<bool>> stop;
   /// The node's storage service for tiered window state; null: the run starts one with
   /// `storage` (it opens WiredTiger only when a window asks for tiered state).
   std::shared_ptr<block_storage> state_storage;

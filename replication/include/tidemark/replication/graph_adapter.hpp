@@ -1,5 +1,6 @@
 // Builds the replication model of a job: from its logical graph plus per-operator cost and
-// selectivity annotations, or from the JSON graph format that `tidemark replication plan` reads.
+// selectivity annotations, from a run's or a running job's measured counters, or from the JSON
+// graph format that `tidemark replication plan` reads.
 #pragma once
 
 #include <map>
@@ -8,11 +9,8 @@
 #include <vector>
 
 #include "tidemark/core/graph.hpp"
+#include "tidemark/core/metrics.hpp"
 #include "tidemark/replication/model.hpp"
-
-namespace tidemark {
-struct job_result;
-}
 
 namespace tidemark::replication {
 
@@ -36,6 +34,41 @@ struct operator_annotation {
 /// is shared among the chain's operators in proportion to the events each handled (input events,
 /// output events for a source). Give hosts their CPU capacity in cores to match.
 std::map<std::string, operator_annotation> measured_annotations(const job_result& r);
+
+/// The same annotations over an interval of a running job: the counters of every stage instance
+/// at its start (`before`; an instance missing there counts from zero) and at its end (`after`),
+/// `seconds` apart. Throws model_error when `seconds` is not positive.
+std::map<std::string, operator_annotation> measured_annotations(
+    const std::vector<instance_metrics>& before, const std::vector<instance_metrics>& after,
+    double seconds);
+
+/// Two live snapshots of a running job and where its stage instances ran.
+struct live_measurement {
+  std::vector<instance_metrics> before;
+  std::vector<instance_metrics> after;
+  double seconds = 0;  ///< between the two
+  /// The node of every stage instance, by stage then instance (empty when unknown).
+  std::vector<std::vector<std::string>> node_of;
+};
+
+/// A model measured on a running job, and where each of its operators was measured.
+struct live_model {
+  replication_model model;
+  /// Per model operator: the node its instance ran on ("" when unknown).
+  std::vector<std::string> measured_on;
+  /// True when the primaries are where they were measured; false when every measured node is
+  /// not one of the hosts (an embedded run) and place_primaries placed them.
+  bool measured_placement = false;
+};
+
+/// The model of `g` (the graph that ran, synchronizer gates included) on `hosts` from the
+/// interval between two live snapshots: loads, input rates and selectivities as
+/// measured_annotations, one query per sink node as model_from_graph. When every operator
+/// instance ran on a node that `hosts` names, that node is its primary's host; otherwise the
+/// primaries are placed by place_primaries. Throws model_error as model_from_graph, or when the
+/// snapshots name an operator the graph does not have.
+live_model model_from_live(const logical_graph& g, const live_measurement& m,
+                           std::vector<host_info> hosts);
 
 /// The model of `g` on `hosts`. Each instance of a node becomes one operator ("name" when the
 /// parallelism is 1, "name[i]" otherwise); a forward edge between equal parallelisms links
