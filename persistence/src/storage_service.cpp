@@ -258,9 +258,17 @@ void storage_service::io_loop() {
       if (q == std::end(queues_)) return;  // stopping with nothing left
       item = std::move(q->front());
       q->pop_front();
+      ++serving_[static_cast<std::size_t>(item.cls)];
     }
-    serve(item, s);
+    serve_counted(item, s);
   }
+}
+
+void storage_service::serve_counted(io_item& item, io_session& s) {
+  const auto c = static_cast<std::size_t>(item.cls);
+  serve(item, s);
+  std::lock_guard<std::mutex> l(io_m_);
+  --serving_[c];
 }
 
 bool storage_service::run_one() {
@@ -271,8 +279,9 @@ bool storage_service::run_one() {
     if (q == std::end(queues_)) return false;
     item = std::move(q->front());
     q->pop_front();
+    ++serving_[static_cast<std::size_t>(item.cls)];
   }
-  serve(item, *manual_session_);
+  serve_counted(item, *manual_session_);
   return true;
 }
 
@@ -405,7 +414,8 @@ std::int64_t storage_service::now_ms() const { return steady_ms() - epoch_ms_; }
 
 std::size_t storage_service::queued(io_class c) const {
   std::lock_guard<std::mutex> l(io_m_);
-  return queues_[static_cast<std::size_t>(c)].size();
+  const auto i = static_cast<std::size_t>(c);
+  return queues_[i].size() + serving_[i];
 }
 
 std::size_t storage_service::serializing() const {

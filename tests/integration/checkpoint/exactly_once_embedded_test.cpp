@@ -26,46 +26,20 @@
 
 #include "../../support/result_rows.hpp"
 #include "../../support/temp_dir.hpp"
+#include "../../support/tool_process.hpp"
 #include "tidemark/persistence/checkpoint_store.hpp"
 #include "tidemark/persistence/table_store.hpp"
 
-extern char** environ;
 
 namespace {
+
+using tidemark::test::read_file;
+using tidemark::test::succeeded;
 
 /// Starts `tidemark TOOL_ARGS... example-late-windows JOB_ARGS...` with stderr into `log`.
 pid_t start_job(const std::vector<std::string>& tool_args, const std::vector<std::string>& job_args,
                 const std::string& log) {
-  std::vector<std::string> args{TIDEMARK_BIN};
-  args.insert(args.end(), tool_args.begin(), tool_args.end());
-  args.push_back("example-late-windows");
-  args.insert(args.end(), job_args.begin(), job_args.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, TIDEMARK_BIN, &files, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  BOOST_REQUIRE_MESSAGE(rc == 0, "cannot start " TIDEMARK_BIN);
-  return pid;
-}
-
-/// Waits for `pid`; true when it exited with status 0.
-bool succeeded(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return tidemark::test::start_tool(tool_args, "example-late-windows", job_args, log);
 }
 
 /// How often `what` occurs in `text`.

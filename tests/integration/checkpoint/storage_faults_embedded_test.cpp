@@ -26,14 +26,17 @@
 
 #include "../../support/result_rows.hpp"
 #include "../../support/temp_dir.hpp"
+#include "../../support/tool_process.hpp"
 #include "tidemark/examples/example_jobs.hpp"
 #include "tidemark/persistence/checkpoint_store.hpp"
 #include "tidemark/persistence/faults.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
-extern char** environ;
 
 namespace {
+
+using tidemark::test::read_file;
+using tidemark::test::succeeded;
 
 namespace p = tidemark::persistence;
 
@@ -44,31 +47,7 @@ const std::vector<std::string> readings{"--events", "100000", "--keys", "20", "-
 /// when it exited with status 0.
 bool run_tool(const std::vector<std::string>& tool_args, const std::vector<std::string>& job_args,
               const std::string& log) {
-  std::vector<std::string> args{TIDEMARK_BIN};
-  args.insert(args.end(), tool_args.begin(), tool_args.end());
-  args.push_back(job_name);
-  args.insert(args.end(), job_args.begin(), job_args.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, TIDEMARK_BIN, &files, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  BOOST_REQUIRE_MESSAGE(rc == 0, "cannot start " TIDEMARK_BIN);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return tidemark::test::succeeded(tidemark::test::start_tool(tool_args, job_name, job_args, log));
 }
 
 bool contains(const std::string& text, const std::string& what) {

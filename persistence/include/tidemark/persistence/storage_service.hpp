@@ -112,6 +112,8 @@ class storage_service final : public block_storage {
   void open();
   void enqueue(io_item item);
   void serve(io_item& item, io_session& s);
+  /// serve() with the step counted in queued() until it returns.
+  void serve_counted(io_item& item, io_session& s);
   void write_block(const io_item& item, io_session& s);
   void io_loop();
   void worker_loop();
@@ -129,6 +131,7 @@ class storage_service final : public block_storage {
   mutable std::mutex io_m_;
   std::condition_variable io_cv_;
   std::deque<io_item> queues_[3];
+  std::size_t serving_[3] = {0, 0, 0};  // steps taken off a queue whose serve() has not returned
   bool stopping_ = false;
   std::vector<served_step> served_;
   storage_stats stats_;

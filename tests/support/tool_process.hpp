@@ -1,0 +1,56 @@
+// The `tidemark` tool as a child process, for the tests that kill, resume or fill the disk under a
+// real run: start it with its output into a log, wait for it, read the log.
+// Include after <boost/test/unit_test.hpp>; the test defines TIDEMARK_BIN.
+#pragma once
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace tidemark::test {
+
+/// Starts `tidemark TOOL_ARGS... JOB JOB_ARGS...` with stdout to /dev/null and stderr appended to
+/// `log`.
+inline pid_t start_tool(const std::vector<std::string>& tool_args, const std::string& job,
+                        const std::vector<std::string>& job_args, const std::string& log) {
+  std::vector<std::string> args{TIDEMARK_BIN};
+  args.insert(args.end(), tool_args.begin(), tool_args.end());
+  args.push_back(job);
+  args.insert(args.end(), job_args.begin(), job_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, TIDEMARK_BIN, &files, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&files);
+  BOOST_REQUIRE_MESSAGE(rc == 0, "cannot start " TIDEMARK_BIN);
+  return pid;
+}
+
+/// Waits for `pid`; true when it exited with status 0.
+inline bool succeeded(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace tidemark::test
