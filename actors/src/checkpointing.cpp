@@ -33,7 +33,7 @@ std::int64_t wall_ms() {
 
 checkpoint_driver::checkpoint_driver(const checkpoint_options& opts, std::string job,
                                      const std::string& plan, std::size_t instances)
-    : opts_(opts), job_(std::move(job)), plan_(fingerprint(plan)), instances_(instances) {
+    : opts_(opts), job_(std::move(job)), plan_(fingerprint(plan + opts.job_settings)), instances_(instances) {
   if (!opts_.enabled()) return;
   enabled_ = true;
   store_ = std::make_unique<persistence::checkpoint_store>(opts_.dir, opts_.retain);
@@ -81,9 +81,11 @@ restore_point checkpoint_driver::start_point() {
   for (const auto& why : loaded.rejected) spdlog::warn("checkpoint not usable: {}", why);
   if (loaded.record.id == 0) {
     if (!existing.empty()) {
-      std::string why = loaded.rejected.empty()
-                            ? "they belong to job '" + existing.back().job + "' or another plan of it"
-                            : "every one is damaged";
+      std::string why = "they belong to job '" + existing.back().job + "'";
+      if (!loaded.rejected.empty()) {
+        why = "none is usable";
+        for (const auto& r : loaded.rejected) why += "; " + r;
+      }
       throw job_error("no usable checkpoint of job '" + job_ + "' in '" + opts_.dir + "': " + why);
     }
     spdlog::info("no checkpoint of job '{}' in '{}': starting from the beginning", job_, opts_.dir);

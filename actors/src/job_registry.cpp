@@ -101,10 +101,18 @@ job_options parse_job_arguments(const job_spec& spec, const std::vector<std::str
   return options;
 }
 
+std::string job_options::text() const {
+  std::string out;
+  for (const auto& s : specs_) out += s.name + "=" + get(s.name) + "\n";
+  return out;
+}
+
 job_result run_registered(const job_spec& spec, job_options options, const run_options& opts) {
+  auto run_opts = opts;
+  run_opts.checkpoints.job_settings = options.text();
   std::shared_ptr<void> prepared;
   if (spec.prepare) prepared = spec.prepare(options);
-  auto result = run(spec.build(options), opts);
+  auto result = run(spec.build(options), run_opts);
   if (spec.report) spec.report(options, result);
   return result;
 }

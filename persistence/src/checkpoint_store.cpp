@@ -290,7 +290,7 @@ loaded_checkpoint checkpoint_store::latest(std::string_view job, std::string_vie
     if (it->record.job != job) continue;
     const std::string name = "checkpoint " + std::to_string(it->record.id);
     if (it->record.plan != plan) {
-      result.rejected.push_back(name + ": written for another plan (fingerprint " +
+      result.rejected.push_back(name + ": written for another plan or other job options (fingerprint " +
                                 quote_bytes(it->record.plan) + ", the job's is " +
                                 quote_bytes(plan) + ")");
       continue;

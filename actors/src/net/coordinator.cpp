@@ -253,6 +253,8 @@ zmq::message_t deploy_message(const deploy_args& a) {
 
 job_result run_on_cluster(const job_spec& spec, job_options options, const cluster_config& cluster,
                           const run_options& opts) {
+  auto checkpoint_opts = opts.checkpoints;
+  checkpoint_opts.job_settings = options.text();  // as given, before prepare resolves any
   std::shared_ptr<void> prepared = spec.prepare ? spec.prepare(options) : nullptr;
   auto j = spec.build(options);
   const auto synced = detail::executable_graph(j, opts);
@@ -273,7 +275,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   result.job = j.name();
   result.plan = to_text(synced, plan);
   // the checkpoint database lives here, on another host than the nodes that write the pieces
-  detail::checkpoint_driver checkpoints{opts.checkpoints, j.name(), result.plan, instances};
+  detail::checkpoint_driver checkpoints{checkpoint_opts, j.name(), result.plan, instances};
   auto from = checkpoints.start_point();
   result.restored_from = from.checkpoint;
 

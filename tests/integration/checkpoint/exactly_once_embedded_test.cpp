@@ -4,7 +4,8 @@
 // twice, the same revision ids). The job has keyed tumbling windows with late re-firings, tiered
 // window state on disk and a WiredTiger table sink. A second case damages the two newest
 // checkpoints of a killed run (a corrupt piece, a missing piece): the resumed run names both and
-// restores from the one before them, with the same final table.
+// restores from the one before them, with the same final table; before that, a resume with other
+// job options is refused.
 #define BOOST_TEST_MODULE exactly_once_embedded
 #include <boost/test/unit_test.hpp>
 
@@ -133,6 +134,14 @@ BOOST_FIXTURE_TEST_CASE(four_kills_and_resumes_give_the_table_of_a_run_without_f
 BOOST_FIXTURE_TEST_CASE(a_corrupt_and_a_missing_piece_are_named_and_an_older_checkpoint_restores,
                         late_windows) {
   run_and_kill(3, std::chrono::milliseconds{0});
+  // a resume with other job options would mix two inputs: refused, the checkpoints left alone
+  auto other = paced;
+  other[1] = "90000";  // --events
+  const auto other_log = dir / "other-options.log";
+  BOOST_REQUIRE(!succeeded(start_job(tool, other, other_log)));
+  BOOST_TEST(read_file(other_log).find("written for another plan or other job options") !=
+                 std::string::npos,
+             read_file(other_log));
   std::uint64_t newest = 0;
   {
     namespace p = tidemark::persistence;

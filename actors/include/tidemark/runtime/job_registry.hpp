@@ -41,6 +41,9 @@ class job_options {
   /// The values that were given explicitly (what a coordinator ships to nodes).
   const std::map<std::string, std::string>& values() const noexcept { return values_; }
   const std::vector<job_option_spec>& specs() const noexcept { return specs_; }
+  /// Every declared option with its value (given or default), one `name=value` line each, in
+  /// declaration order: the same text for the same effective options.
+  std::string text() const;
 
  private:
   const job_option_spec& spec(const std::string& name) const;
@@ -86,7 +89,8 @@ class job_registry {
 /// naming the argument when it is not an option of the job or lacks a value.
 job_options parse_job_arguments(const job_spec& spec, const std::vector<std::string>& args);
 
-/// Runs a registered job embedded in this process: prepare, build, run, report.
+/// Runs a registered job embedded in this process: prepare, build, run, report. The options as
+/// given (before prepare resolves any) become the checkpoints' `job_settings`.
 job_result run_registered(const job_spec& spec, job_options options, const run_options& opts = {});
 
 }  // namespace tidemark

@@ -37,6 +37,10 @@ struct checkpoint_options {
   /// interval, long enough to ride out a transient fault, short enough that a full disk is not
   /// left unattended while the replay after a crash grows.
   std::uint32_t max_consecutive_failures = 10;
+  /// What decides the job's content besides its plan (a registered job's option values, set by
+  /// run_registered and run_on_cluster). Part of the checkpoints' fingerprint, so a resume with
+  /// other options (say, other `--events`) is refused instead of mixing two inputs.
+  std::string job_settings;
 
   bool enabled() const noexcept { return !dir.empty() && interval.count() > 0; }
 };
