@@ -7,6 +7,7 @@
 
 #include "temp_dir.hpp"
 #include "tidemark/riot/io/local_broker.hpp"
+#include "tidemark/riot/io/mqtt_tasks.hpp"
 
 namespace tidemark::test {
 
@@ -26,5 +27,16 @@ bool eventually(Pred pred, std::chrono::milliseconds limit) {
 }
 
 using mosquitto_broker = riot::io::local_mosquitto;
+
+/// Client settings for a broker on loopback `port`: a short connect timeout and reconnects every
+/// second, so tests that kill and restart the broker do not wait long.
+inline riot::io::mqtt_broker broker_at(int port) {
+  riot::io::mqtt_broker b;
+  b.port = port;
+  b.connect_timeout = std::chrono::seconds{5};
+  b.reconnect_min_s = 1;
+  b.reconnect_max_s = 1;
+  return b;
+}
 
 }  // namespace tidemark::test

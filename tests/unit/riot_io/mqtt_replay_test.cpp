@@ -24,24 +24,16 @@
 using namespace tidemark;
 using namespace tidemark::riot::io;
 using namespace std::chrono_literals;
+using tidemark::test::broker_at;
 using tidemark::test::eventually;
 using tidemark::test::temp_dir;
 using broker = tidemark::test::mosquitto_broker;
 
 namespace {
 
-mqtt_broker at(int port) {
-  mqtt_broker b;
-  b.port = port;
-  b.connect_timeout = 5s;
-  b.reconnect_min_s = 1;
-  b.reconnect_max_s = 1;
-  return b;
-}
-
 mqtt_source_config source_config(int port, const temp_dir& dir) {
   mqtt_source_config c;
-  c.subscription.broker = at(port);
+  c.subscription.broker = broker_at(port);
   c.subscription.broker.client_id = "replay-test";
   c.subscription.topic = "readings";
   c.log_dir = dir / "mqtt_log";
@@ -112,7 +104,7 @@ BOOST_AUTO_TEST_CASE(a_restored_source_emits_exactly_what_followed_the_snapshot)
   auto first = std::make_unique<mqtt_log_source>(source_config(mosquitto.port(), dir), instance("src"));
   first->open();
   BOOST_REQUIRE(eventually([&] { return first->subscribed(); }, 5s));
-  mqtt_publish publisher{{at(mosquitto.port()), "readings", 1}};
+  mqtt_publish publisher{{broker_at(mosquitto.port()), "readings", 1}};
   BOOST_REQUIRE(publisher.connected());
   for (int i = 0; i < 30; ++i) BOOST_REQUIRE(publisher.process(published[i]));
   BOOST_REQUIRE(eventually([&] { return first->logged() == 30; }, 10s));
@@ -160,7 +152,7 @@ BOOST_AUTO_TEST_CASE(a_killed_subscriber_loses_nothing_it_acknowledged) {
   close(ready[1]);
   char c = 0;
   BOOST_REQUIRE(read(ready[0], &c, 1) == 1);  // subscribed
-  mqtt_publish publisher{{at(mosquitto.port()), "readings", 1}};
+  mqtt_publish publisher{{broker_at(mosquitto.port()), "readings", 1}};
   BOOST_REQUIRE(publisher.connected());
   // Ids let the restarted source drop what the broker redelivers though the log has it.
   for (std::size_t i = 0; i < published.size(); ++i)
@@ -187,7 +179,7 @@ BOOST_AUTO_TEST_CASE(a_killed_subscriber_loses_nothing_it_acknowledged) {
 BOOST_AUTO_TEST_CASE(a_repeated_tidemark_id_is_dropped_also_after_a_restart) {
   broker mosquitto;
   temp_dir dir{"mqtt-replay"};
-  mqtt_publish publisher{{at(mosquitto.port()), "readings", 1}};
+  mqtt_publish publisher{{broker_at(mosquitto.port()), "readings", 1}};
   {
     mqtt_log_source source{source_config(mosquitto.port(), dir), instance("src")};
     source.open();
@@ -219,7 +211,7 @@ BOOST_AUTO_TEST_CASE(completed_checkpoints_trim_the_log_and_a_trimmed_position_i
   temp_dir dir{"mqtt-replay"};
   auto config = source_config(mosquitto.port(), dir);
   config.retain = 1;
-  mqtt_publish publisher{{at(mosquitto.port()), "readings", 1}};
+  mqtt_publish publisher{{broker_at(mosquitto.port()), "readings", 1}};
   std::vector<std::uint8_t> at_start;
   {
     mqtt_log_source source{config, instance("src")};
@@ -245,9 +237,9 @@ BOOST_AUTO_TEST_CASE(completed_checkpoints_trim_the_log_and_a_trimmed_position_i
 
 BOOST_AUTO_TEST_CASE(a_restored_publisher_gives_replayed_messages_the_same_ids) {
   broker mosquitto;
-  mqtt_subscribe consumer{{at(mosquitto.port()), "out", 1, 1000}};
+  mqtt_subscribe consumer{{broker_at(mosquitto.port()), "out", 1, 1000}};
   BOOST_REQUIRE(consumer.subscribed());
-  mqtt_publish_config config{at(mosquitto.port()), "out", 1};
+  mqtt_publish_config config{broker_at(mosquitto.port()), "out", 1};
   auto feed = [](operator_logic& sink, const std::vector<std::string>& xs) {
     auto b = std::make_unique<batch<std::string>>();
     b->values = xs;
@@ -303,7 +295,7 @@ BOOST_AUTO_TEST_CASE(a_restored_publisher_gives_replayed_messages_the_same_ids) 
 
 BOOST_AUTO_TEST_CASE(a_publisher_checkpoint_waits_for_the_brokers_acknowledgements) {
   broker mosquitto;
-  mqtt_publish_config config{at(mosquitto.port()), "out", 1};
+  mqtt_publish_config config{broker_at(mosquitto.port()), "out", 1};
   config.flush_timeout = 2s;
   mqtt_publish_sink sink{config, instance("publish")};
   BOOST_REQUIRE(eventually([&] { return sink.task().connected(); }, 5s));

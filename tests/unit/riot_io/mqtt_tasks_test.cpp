@@ -12,28 +12,20 @@
 
 using namespace tidemark::riot::io;
 using namespace std::chrono_literals;
+using tidemark::test::broker_at;
 using tidemark::test::eventually;
 using tidemark::test::free_port;
 using broker = tidemark::test::mosquitto_broker;
 
 namespace {
 
-mqtt_broker at(int port) {
-  mqtt_broker b;
-  b.port = port;
-  b.connect_timeout = 5s;
-  b.reconnect_min_s = 1;
-  b.reconnect_max_s = 2;
-  return b;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(city_lines_make_the_round_trip_in_order) {
   broker mosquitto;
-  mqtt_subscribe subscriber{{at(mosquitto.port()), "citydata"}};
+  mqtt_subscribe subscriber{{broker_at(mosquitto.port()), "citydata"}};
   BOOST_REQUIRE(subscriber.subscribed());
-  mqtt_publish publisher{{at(mosquitto.port()), "citydata"}};
+  mqtt_publish publisher{{broker_at(mosquitto.port()), "citydata"}};
   BOOST_REQUIRE(publisher.connected());
 
   auto events = tidemark::test::city_events(20);
@@ -53,8 +45,8 @@ BOOST_AUTO_TEST_CASE(city_lines_make_the_round_trip_in_order) {
 
 BOOST_AUTO_TEST_CASE(clients_reconnect_and_resubscribe_after_the_broker_restarts) {
   broker mosquitto;
-  mqtt_subscribe subscriber{{at(mosquitto.port()), "models/#"}};
-  mqtt_publish publisher{{at(mosquitto.port()), "models/TAXI"}};
+  mqtt_subscribe subscriber{{broker_at(mosquitto.port()), "models/#"}};
+  mqtt_publish publisher{{broker_at(mosquitto.port()), "models/TAXI"}};
   BOOST_REQUIRE(subscriber.subscribed() && publisher.connected());
   BOOST_TEST(publisher.process("TAXI-MLR-1000.model"));
   BOOST_TEST(subscriber.poll(5s).value().payload == "TAXI-MLR-1000.model");
@@ -75,7 +67,7 @@ BOOST_AUTO_TEST_CASE(clients_reconnect_and_resubscribe_after_the_broker_restarts
 BOOST_AUTO_TEST_CASE(an_unreachable_broker_gives_counted_errors_not_a_crash) {
   const int port = free_port();
   const std::string endpoint = "127.0.0.1:" + std::to_string(port);
-  auto b = at(port);
+  auto b = broker_at(port);
   b.connect_timeout = 300ms;
   mqtt_publish publisher{{b, "citydata"}};
   BOOST_TEST(!publisher.connected());
