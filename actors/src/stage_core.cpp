@@ -279,7 +279,7 @@ void stage_core::set_up_inputs() {
     if (i == ins_.size())
       ins_.push_back({cfg_.input_ports[s]});
     else if (ins_[i].port != cfg_.input_ports[s])
-      throw job_error(where + "slots " + std::to_string(s) + " of logical input " +
+      throw job_error(where + "slot " + std::to_string(s) + " of logical input " +
                       std::to_string(i) + " feed another operator input than its other copies");
   }
   if (ins_.size() < slots) {
