@@ -63,7 +63,9 @@ bool copy_filter::accept(std::uint32_t slot, signal_kind kind, event_time wm) {
   return false;
 }
 
-void input_merge::push(input_item item) { inputs_[item.input].items.push_back(std::move(item)); }
+void input_merge::push(input_item item) {
+  inputs_[item.input].items.push_back(std::move(item));
+}
 
 void input_merge::release(std::deque<input_item>& out) {
   for (;;) {
@@ -88,11 +90,18 @@ void input_merge::release(std::deque<input_item>& out) {
     next->items.pop_front();
     if (!item.batch) {
       switch (item.kind) {
-        case signal_kind::watermark: next->opened_by = std::max(next->opened_by, item.wm); break;
-        case signal_kind::barrier: next->at_barrier = true; break;
-        case signal_kind::eos: next->ended = true; break;
+        case signal_kind::watermark:
+          next->opened_by = std::max(next->opened_by, item.wm);
+          break;
+        case signal_kind::barrier:
+          next->at_barrier = true;
+          break;
+        case signal_kind::eos:
+          next->ended = true;
+          break;
         case signal_kind::idle:
-        case signal_kind::active: break;
+        case signal_kind::active:
+          break;
       }
     }
     out.push_back(std::move(item));

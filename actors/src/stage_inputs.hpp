@@ -54,7 +54,9 @@ class copy_filter {
     bool operator<(const position& o) const {
       return elements != o.elements ? elements < o.elements : signals < o.signals;
     }
-    bool operator==(const position& o) const { return elements == o.elements && signals == o.signals; }
+    bool operator==(const position& o) const {
+      return elements == o.elements && signals == o.signals;
+    }
   };
   struct logical_state {
     position frontier;  // the furthest any copy got

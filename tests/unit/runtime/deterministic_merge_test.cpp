@@ -32,7 +32,8 @@ class paced_source final : public source_logic {
   bool pull(std::size_t max, emitter& out) override {
     if (next_ == elements) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(rng_() % 300));
-    auto n = std::min<std::size_t>({max, 1 + rng_() % 40, static_cast<std::size_t>(elements - next_)});
+    auto n =
+        std::min<std::size_t>({max, 1 + rng_() % 40, static_cast<std::size_t>(elements - next_)});
     auto b = std::make_unique<batch<int>>();
     for (std::size_t k = 0; k < n; ++k) {
       b->values.push_back(base_ + next_);
@@ -62,7 +63,8 @@ class numbering final : public operator_logic {
   void process(std::size_t input, batch_ptr in, emitter& out) override {
     auto lines = std::make_unique<batch<std::string>>();
     for (int x : static_cast<batch<int>&>(*in).values)
-      lines->values.push_back(std::to_string(seen_++) + (input == 0 ? " a:" : " b:") + std::to_string(x));
+      lines->values.push_back(std::to_string(seen_++) + (input == 0 ? " a:" : " b:") +
+                              std::to_string(x));
     out.emit(std::move(lines));
   }
   void on_watermark(event_time wm, emitter& out) override {
@@ -84,10 +86,11 @@ std::string run_copy(unsigned seed, bool deterministic) {
   auto a = j.from_source<int>(
       [=](const instance_info&) { return std::make_unique<paced_source>(0, 50, 10, seed_a); }, "a");
   auto b = j.from_source<int>(
-      [=](const instance_info&) { return std::make_unique<paced_source>(100000, 70, 9, seed_b); }, "b");
+      [=](const instance_info&) { return std::make_unique<paced_source>(100000, 70, 9, seed_b); },
+      "b");
   auto out = a.transform_with<std::string>(
-                  b, "numbering", [](const instance_info&) { return std::make_unique<numbering>(); },
-                  "number")
+                  b, "numbering",
+                  [](const instance_info&) { return std::make_unique<numbering>(); }, "number")
                  .collect();
   run_options opts;
   opts.batch_size = 1 + rng() % 64;
