@@ -53,7 +53,7 @@ stage_core::stage_core(stage_config cfg, stage_io& io) : cfg_(std::move(cfg)), i
   metrics_.instance = cfg_.instance;
   outs_.resize(cfg_.outputs);
   for (auto& o : outs_) o.credit = cfg_.opts.credit;
-  for (auto port : cfg_.input_ports) ins_.push_back({port});
+  set_up_inputs();
   grant_ = std::max<std::uint32_t>(1, cfg_.opts.credit / 2);
   // one timer per stage, ticking at the shortest period of its operators
   for (auto& op : cfg_.ops)
@@ -86,15 +86,26 @@ void stage_core::on_pump() {
 }
 
 void stage_core::on_data(std::uint32_t in, batch_ptr b) {
-  inbox_.push_back({in, std::move(b), signal_kind::watermark, 0});
-  ++queued_;
-  metrics_.max_queued_batches = std::max(metrics_.max_queued_batches, queued_);
+  if (arranged_) {
+    receive({in, input_of_[in], std::move(b)});
+  } else {
+    inbox_.push_back({in, in, std::move(b)});
+    ++queued_;
+    metrics_.max_queued_batches = std::max(metrics_.max_queued_batches, queued_);
+  }
   guarded([&] { drain(); });
 }
 
 void stage_core::on_signal(std::uint32_t in, signal_kind kind, event_time wm) {
-  inbox_.push_back({in, nullptr, kind, wm});
-  guarded([&] { drain(); });
+  if (arranged_)
+    receive({in, input_of_[in], nullptr, kind, wm});
+  else
+    inbox_.push_back({in, in, nullptr, kind, wm});
+  guarded([&] {
+    drain();
+    // the stage may have finished before its last copy ended
+    if (kind == signal_kind::eos) maybe_done();
+  });
 }
 
 void stage_core::on_credit(std::uint32_t out, std::uint32_t n) {
@@ -249,6 +260,71 @@ void stage_core::fail(std::string what) {
 
 // ---- inputs and sources ------------------------------------------------------------------------
 
+/// Logical inputs from the slots (stage_config::logical_input), and what sits between arrival and
+/// the inbox when replication needs more than arrival order.
+void stage_core::set_up_inputs() {
+  const auto slots = static_cast<std::uint32_t>(cfg_.input_ports.size());
+  input_of_ = cfg_.logical_input;
+  if (input_of_.empty())
+    for (std::uint32_t s = 0; s < slots; ++s) input_of_.push_back(s);
+  const auto where = "stage " + std::to_string(cfg_.stage) + ": ";
+  if (input_of_.size() != slots)
+    throw job_error(where + std::to_string(input_of_.size()) + " logical inputs given for " +
+                    std::to_string(slots) + " input slots");
+  unacked_.assign(slots, 0);
+  for (std::uint32_t s = 0; s < slots; ++s) {
+    const auto i = input_of_[s];
+    if (i > ins_.size())
+      throw job_error(where + "logical inputs must be numbered from 0 in slot order");
+    if (i == ins_.size())
+      ins_.push_back({cfg_.input_ports[s]});
+    else if (ins_[i].port != cfg_.input_ports[s])
+      throw job_error(where + "slot " + std::to_string(s) + " of logical input " +
+                      std::to_string(i) + " feed another operator input than its other copies");
+  }
+  if (ins_.size() < slots) {
+    copies_ = std::make_unique<copy_filter>(input_of_, ins_.size());
+    slots_open_ = slots;
+  }
+  if (cfg_.deterministic_merge && ins_.size() > 1) merge_ = std::make_unique<input_merge>(ins_.size());
+  arranged_ = copies_ || merge_;
+}
+
+/// An item of a stage whose inputs are arranged: copies filtered, then merged or queued.
+void stage_core::receive(input_item item) {
+  if (copies_) {
+    if (!item.batch && item.kind == signal_kind::eos) --slots_open_;
+    if (item.batch) {
+      item.batch = copies_->accept(item.slot, std::move(item.batch));
+      if (!item.batch) {
+        // another copy delivered all of it; its sender must never wait for the receiver
+        acknowledge(item.slot);
+        return;
+      }
+    } else if (!copies_->accept(item.slot, item.kind, item.wm)) {
+      return;
+    }
+  }
+  if (item.batch) {
+    ++queued_;
+    metrics_.max_queued_batches = std::max(metrics_.max_queued_batches, queued_);
+  }
+  if (merge_) {
+    merge_->push(std::move(item));
+    merge_->release(inbox_);
+  } else {
+    inbox_.push_back(std::move(item));
+  }
+}
+
+/// One batch of input slot `slot` is done with; credit goes back per `grant_` batches.
+void stage_core::acknowledge(std::uint32_t slot) {
+  if (++unacked_[slot] >= grant_) {
+    io_.return_credit(slot, unacked_[slot]);
+    unacked_[slot] = 0;
+  }
+}
+
 void stage_core::pump() {
   if (finished_ || !cfg_.source || blocked() || held()) return;
   bool more = true;
@@ -269,7 +345,7 @@ void stage_core::pump() {
 void stage_core::drain() {
   while (!inbox_.empty() && !blocked() && !finished_) {
     // Input behind a checkpoint's barrier waits until the barrier arrived on every input.
-    if (ins_[inbox_.front().slot].at_barrier) {
+    if (ins_[inbox_.front().input].at_barrier) {
       parked_.push_back(std::move(inbox_.front()));
       inbox_.pop_front();
       continue;
@@ -279,14 +355,11 @@ void stage_core::drain() {
     if (inbox_.front().batch && held()) break;
     auto item = std::move(inbox_.front());
     inbox_.pop_front();
-    auto& in = ins_[item.slot];
+    auto& in = ins_[item.input];
     if (item.batch) {
       --queued_;
       deliver(0, in.port, std::move(item.batch));
-      if (++in.unacked >= grant_) {
-        io_.return_credit(item.slot, in.unacked);
-        in.unacked = 0;
-      }
+      acknowledge(item.slot);
       continue;
     }
     switch (item.kind) {
@@ -297,7 +370,7 @@ void stage_core::drain() {
         in.eos = true;
         in.wm = end_of_time;
         break;
-      case signal_kind::barrier: on_barrier(item.slot, static_cast<std::uint64_t>(item.wm)); break;
+      case signal_kind::barrier: on_barrier(item.input, static_cast<std::uint64_t>(item.wm)); break;
     }
     if (item.kind != signal_kind::barrier) advance_inputs();
     if (aligning_ && aligned()) {
@@ -377,14 +450,15 @@ void stage_core::on_checkpoint_complete(std::uint64_t id) {
   });
 }
 
-/// Barrier `id` arrived on input `slot`: what follows on that input waits (Chandy-Lamport with
-/// aligned barriers, as Flink's asynchronous barrier snapshots).
-void stage_core::on_barrier(std::uint32_t slot, std::uint64_t id) {
+/// Barrier `id` arrived on logical input `input`: what follows on that input waits (Chandy-Lamport
+/// with aligned barriers, as Flink's asynchronous barrier snapshots). Copies of an input do not
+/// align: the copy filter passes barrier `id` once, from the first copy.
+void stage_core::on_barrier(std::uint32_t input, std::uint64_t id) {
   if (!aligning_) {
     aligning_ = id;
     aligning_since_ = clock::now();
   }
-  ins_[slot].at_barrier = true;
+  ins_[input].at_barrier = true;
 }
 
 /// Every input either delivered the barrier or ended (an ended input sends nothing more).
@@ -525,9 +599,10 @@ void stage_core::continue_finish() {
   maybe_done();
 }
 
-/// Done once end-of-stream went out on every output and nothing waits for credit.
+/// Done once end-of-stream went out on every output and nothing waits for credit, and every copy
+/// of an input ended: a lagging copy's sender still needs its credit back to finish.
 void stage_core::maybe_done() {
-  if (!eos_sent_ || done_ || blocked()) return;
+  if (!eos_sent_ || done_ || blocked() || slots_open_ > 0) return;
   done_ = true;
   metrics_.busy_ns += (clock::now() - busy_since_).count();
   io_.done(snapshot());

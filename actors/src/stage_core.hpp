@@ -12,14 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "stage_inputs.hpp"
 #include "tidemark/core/graph.hpp"
 #include "tidemark/core/plan.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark::detail {
-
-/// What travels on a channel besides batches. A barrier's watermark field is its checkpoint id.
-enum class signal_kind : std::uint8_t { watermark, idle, active, eos, barrier };
 
 /// Output channels of one stage edge, which carries output `port` of the operator at `from_op`.
 struct output_edge {
@@ -39,6 +37,16 @@ struct stage_config {
   std::unique_ptr<source_logic> source;    ///< set when nodes[0] is a source
   std::vector<std::unique_ptr<operator_logic>> ops;  ///< one per non-source node, in order
   std::vector<std::uint32_t> input_ports;  ///< per input slot: input index of the head operator
+  /// Per input slot: the logical input it feeds (values 0..n-1). Slots of one logical input carry
+  /// copies of one upstream instance (its primary and replicas), which must send the same element
+  /// sequence; the stage passes each element on once, from whichever copy brought it first, and
+  /// returns every copy's credit (stage_inputs.hpp, docs/replication.md). Empty: every slot is its
+  /// own logical input.
+  std::vector<std::uint32_t> logical_input;
+  /// Hand the logical inputs to the operators in an order that depends only on what each input
+  /// carries, not on when it arrived (input_merge in stage_inputs.hpp), so that a replica's
+  /// operators see what the primary's see.
+  bool deterministic_merge = false;
   std::uint32_t outputs = 0;               ///< output slots
   std::vector<output_edge> edges;
   run_options opts;
@@ -133,20 +141,13 @@ class stage_core {
     batch_ptr buffer;              // partly filled batch
     std::deque<ready_item> ready;  // sealed, waiting for credit
   };
+  /// A logical input (one slot, or the slots of an upstream instance's copies).
   struct in_state {
     std::uint32_t port = 0;
     event_time wm = start_of_time;
     bool idle = false;
     bool eos = false;
     bool at_barrier = false;  // the barrier being aligned arrived here: park what follows
-    std::uint32_t unacked = 0;
-  };
-  /// An input item that waits because the outputs are blocked.
-  struct inbox_item {
-    std::uint32_t slot;
-    batch_ptr batch;  // null for signals
-    signal_kind kind;
-    event_time wm;
   };
   /// The readers of one output port of one operator.
   struct port_readers {
@@ -169,14 +170,17 @@ class stage_core {
   void fail(std::string what);
 
   // inputs and sources
+  void set_up_inputs();
   void pump();
+  void receive(input_item item);
+  void acknowledge(std::uint32_t slot);
   void drain();
   void advance_inputs();
   void resume();
   void after_work();
 
   // checkpoints
-  void on_barrier(std::uint32_t slot, std::uint64_t id);
+  void on_barrier(std::uint32_t input, std::uint64_t id);
   bool aligned() const;
   void take_checkpoint(std::uint64_t id, double alignment_ms);
   std::string write_state(std::uint64_t id);
@@ -208,8 +212,14 @@ class stage_core {
   std::vector<std::vector<std::uint32_t>> signal_outs_;  // per position: its output slots
   std::vector<std::vector<std::uint32_t>> idle_outs_;    // per position: output slots below it
   std::vector<out_state> outs_;
-  std::vector<in_state> ins_;
-  std::deque<inbox_item> inbox_;
+  std::vector<in_state> ins_;                // per logical input
+  std::vector<std::uint32_t> unacked_;       // per input slot: batches taken, credit not returned
+  std::vector<std::uint32_t> input_of_;      // per input slot: its logical input
+  std::unique_ptr<copy_filter> copies_;      // set when a logical input has several slots
+  std::unique_ptr<input_merge> merge_;       // set for a deterministic merge of several inputs
+  bool arranged_ = false;                    // copies_ or merge_: arrival order is not enough
+  std::uint32_t slots_open_ = 0;             // with copies: slots whose end-of-stream is to come
+  std::deque<input_item> inbox_;
   std::vector<std::size_t> rr_;
   std::vector<std::uint32_t> targets_;
   std::vector<batch_base*> buffers_;
@@ -231,7 +241,7 @@ class stage_core {
   // checkpoints: the barrier being aligned (0: none), input parked behind it, the last taken
   std::uint64_t aligning_ = 0;
   std::chrono::steady_clock::time_point aligning_since_;
-  std::deque<inbox_item> parked_;
+  std::deque<input_item> parked_;
   std::string source_state_;  // the source's restored position, loaded in start()
 };
 

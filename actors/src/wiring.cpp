@@ -72,6 +72,7 @@ stage_setup make_stage_setup(const logical_graph& g, const physical_plan& p, con
     }
   }
   c.input_ports = w.input_ports[s][i];
+  c.deterministic_merge = opts.deterministic_merge;
   c.outputs = static_cast<std::uint32_t>(w.outputs[s][i].size());
   c.edges = w.edges[s][i];
   return setup;

@@ -245,7 +245,7 @@ zmq::message_t deploy_message(const deploy_args& a) {
       static_cast<std::uint32_t>(a.on.heartbeat_interval.count()),
       o.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.live_period.count())) : 0u,
       a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes),
-      static_cast<std::uint32_t>(a.fence.count()));
+      static_cast<std::uint32_t>(a.fence.count()), o.deterministic_merge);
   return net::control_message(b, body);
 }
 

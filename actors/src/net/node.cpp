@@ -622,6 +622,7 @@ struct node_server::impl {
     x.opts.credit = d.credit();
     x.opts.linger = std::chrono::milliseconds{d.linger_ms()};
     x.opts.fuse = d.fuse();
+    x.opts.deterministic_merge = d.deterministic_merge();
     x.synced = detail::executable_graph(x.built, x.opts);
     // tiered window state lives under the node's data directory (a temporary one without it)
     x.opts.storage.data_dir = opts.data_dir;

@@ -1,6 +1,6 @@
 // The stage actor's channel protocol, run one message at a time by CAF's test_coordinator:
-// credit exhaustion, signal order, end-of-stream behind blocked outputs, and a checkpoint's
-// barrier, state and commit.
+// credit exhaustion, signal order, end-of-stream behind blocked outputs, a checkpoint's
+// barrier, state and commit, and two copies of an upstream instance feeding one stage.
 #define BOOST_TEST_MODULE stage_protocol
 #include <boost/test/unit_test.hpp>
 
@@ -73,13 +73,17 @@ struct fixture {
   std::shared_ptr<lines> downstream_log = std::make_shared<lines>();
   std::shared_ptr<lines> driver_log = std::make_shared<lines>();
   caf::actor upstream = sys.spawn(recorder, upstream_log);
+  std::shared_ptr<lines> replica_log = std::make_shared<lines>();
+  caf::actor replica = sys.spawn(recorder, replica_log);
   caf::actor downstream = sys.spawn(recorder, downstream_log);
   caf::actor driver = sys.spawn(recorder, driver_log);
   std::shared_ptr<lines> operator_log = std::make_shared<lines>();
   logical_node node;
   caf::actor stage;
 
-  void spawn(std::size_t batch_size, std::uint32_t credit) {
+  /// The stage reads `copies` slots that carry copies of one upstream instance (the first from
+  /// `upstream`, the others from `replica`).
+  void spawn(std::size_t batch_size, std::uint32_t credit, std::uint32_t copies = 1) {
     node.name = "pass";
     node.op = "pass_through";
     stage_setup setup;
@@ -87,7 +91,8 @@ struct fixture {
     c.nodes = {&node};
     c.tree = {{0, 0, 0}};
     c.ops.push_back(std::make_unique<pass_through>(operator_log));
-    c.input_ports = {0};
+    c.input_ports.assign(copies, 0);
+    if (copies > 1) c.logical_input.assign(copies, 0);
     c.outputs = 1;
     c.edges = {output_edge{partitioning::forward, 0, 0, {0}}};
     c.opts.batch_size = batch_size;
@@ -98,15 +103,17 @@ struct fixture {
     sched.run();
   }
 
-  void data(std::vector<int> xs) {
-    caf::send_as(upstream, stage,
-                 data_msg{0, 0, batch_holder{std::make_unique<batch<int>>(std::move(xs))}});
+  void data(std::vector<int> xs, std::uint32_t slot = 0) {
+    caf::send_as(slot == 0 ? upstream : replica, stage,
+                 data_msg{slot, 0, batch_holder{std::make_unique<batch<int>>(std::move(xs))}});
   }
-  void signal(signal_kind k, event_time wm = 0) { caf::send_as(upstream, stage, signal_msg{0, k, wm}); }
+  void signal(signal_kind k, event_time wm = 0, std::uint32_t slot = 0) {
+    caf::send_as(slot == 0 ? upstream : replica, stage, signal_msg{slot, k, wm});
+  }
   void credit(std::uint32_t n) { caf::send_as(downstream, stage, credit_msg{0, n}); }
 
   ~fixture() {
-    for (auto& a : {upstream, downstream, driver, stage}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (auto& a : {upstream, replica, downstream, driver, stage}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     sched.run();
   }
 };
@@ -174,4 +181,29 @@ BOOST_FIXTURE_TEST_CASE(a_barrier_follows_the_data_before_it_and_the_commit_reac
   caf::anon_send(stage, commit_atom::value, std::uint64_t{9});
   sched.run();
   BOOST_TEST(*operator_log == (lines{"commit 9"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(copies_of_an_upstream_instance_reach_the_operators_once, fixture) {
+  spawn(1, 2, 2);
+  data({1, 2});
+  data({1}, 1);
+  data({2, 3}, 1);
+  signal(signal_kind::watermark, 4, 1);
+  data({3});
+  signal(signal_kind::watermark, 4);
+  signal(signal_kind::eos, end_of_time);
+  sched.run();
+  credit(8);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [1 2]", "data [3]", "watermark 4", end_watermark, "eos"}));
+  // both copies got the credit of every batch back, dropped or not
+  BOOST_TEST(*upstream_log == (lines{"credit 1", "credit 1"}));
+  BOOST_TEST(*replica_log == (lines{"credit 1", "credit 1"}));
+  // done only once the replica ended too
+  BOOST_TEST(driver_log->empty());
+  signal(signal_kind::watermark, 4, 1);
+  signal(signal_kind::eos, end_of_time, 1);
+  sched.run();
+  BOOST_TEST(*driver_log == (lines{"done"}));
+  BOOST_TEST(downstream_log->size() == 5u);
 }

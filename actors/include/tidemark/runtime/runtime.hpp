@@ -55,6 +55,11 @@ struct run_options {
   std::uint32_t credit = 8;
   /// Fuse forward chains of equal parallelism into one actor per instance.
   bool fuse = true;
+  /// Stages with several inputs hand them to their operators in an order that depends only on
+  /// what each input carries, never on arrival timing (docs/replication.md, "Deterministic
+  /// merge"): what a replica of a multi-input operator needs to emit what its primary emits. Every
+  /// input of such a stage must carry watermarks or end: an idle input holds the merge.
+  bool deterministic_merge = false;
   /// Scheduler threads; 0 means one per core.
   std::size_t threads = 0;
   /// Raise glibc's mmap and trim thresholds (process-wide, once) so that batch buffers freed on
