@@ -253,7 +253,9 @@ zmq::message_t deploy_message(const deploy_args& a) {
 
 job_result run_on_cluster(const job_spec& spec, job_options options, const cluster_config& cluster,
                           const run_options& opts) {
-  std::shared_ptr<void> prepared = spec.prepare ? spec.prepare(options) : nullptr;
+  std::shared_ptr<void> prepared = spec.prepare_cluster ? spec.prepare_cluster(options, cluster)
+                                   : spec.prepare       ? spec.prepare(options)
+                                                        : nullptr;
   auto j = spec.build(options);
   const auto synced = detail::executable_graph(j, opts);
   // A timezone's gates share one in-process coordinator (docs/timezones.md), so a timezone cannot
@@ -456,6 +458,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
 
     for (auto& a : assemblers) a.clear();
     result.instances.clear();
+    result.node_reports.clear();
     (void)links.disconnected();  // breaks before this deployment (the lost node's) are old news
     for (auto member : members) links.send(member, empty_control<wire::Start>());
     std::vector<clock::time_point> last_seen(count, clock::now());
@@ -510,6 +513,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
             result.instances.push_back(std::move(m));
           }
           result.peak_live_batches = std::max(result.peak_live_batches, d->peak_live_batches());
+          if (auto report = net::read_report(*d); !report.empty())
+            result.node_reports[cluster.nodes[n].id] = std::move(report);
           fresh = true;
         }
       });
