@@ -541,6 +541,11 @@ struct node_server::impl {
         if (dep) {
           dep->stages->start();
           dep->started = true;
+          // a node that hosts no instance of the job (more nodes than stages) is done at once:
+          // the coordinator waits for every node's Done
+          if (dep->stages->stages().empty())
+            out->push({net::outgoing::coordinator,
+                       net::done_frame(opts.id, {}, 0, dep->node_report ? dep->node_report() : "")});
         }
         break;
       case wire::Body::Heartbeat:  // the coordinator is there (fencing)
