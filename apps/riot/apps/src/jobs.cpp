@@ -113,13 +113,12 @@ void print_summary(app a, const app_options& o, const run_metrics& m, const std:
     std::vector<double> latencies;
     for (const auto& x : p.outputs)
       if (x.name == primary) out = x.count, latencies = x.latency_ms;
-    double cpu = 0, rss = 0;
-    for (const auto& r : p.resources) cpu += r.cpu_percent, rss = std::max(rss, r.rss_mb);
-    if (!p.resources.empty()) cpu /= static_cast<double>(p.resources.size());
+    auto usage = resource_usage::of(p.resources);
     auto d = distribution::of(latencies);
     std::printf("  %-6s %8llu in %8llu out  latency p50 %7.2f p99 %7.2f ms  CPU %5.1f %%  RSS %6.1f MB\n",
                 p.node.c_str(), static_cast<unsigned long long>(p.in),
-                static_cast<unsigned long long>(out), d.p50, d.p99, cpu, rss);
+                static_cast<unsigned long long>(out), d.p50, d.p99, usage.cpu_percent_mean,
+                usage.rss_mb_max);
   }
   std::printf("report: %s\n", report_path.c_str());
 }

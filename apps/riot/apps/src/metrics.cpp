@@ -30,6 +30,16 @@ distribution distribution::of(std::vector<double>& xs) {
   return d;
 }
 
+resource_usage resource_usage::of(const std::vector<resource_sample>& samples) {
+  resource_usage u;
+  for (const auto& s : samples) {
+    u.cpu_percent_mean += s.cpu_percent;
+    u.rss_mb_max = std::max(u.rss_mb_max, s.rss_mb);
+  }
+  if (!samples.empty()) u.cpu_percent_mean /= static_cast<double>(samples.size());
+  return u;
+}
+
 std::vector<double> jitter(const std::vector<std::uint64_t>& in, const std::vector<std::uint64_t>& out) {
   auto n = std::min(in.size(), out.size());
   std::vector<double> j;
@@ -81,20 +91,6 @@ nlohmann::json json_of(const std::vector<resource_sample>& samples) {
   for (const auto& s : samples)
     res.push_back({{"t", s.seconds}, {"cpu_percent", s.cpu_percent}, {"rss_mb", s.rss_mb}});
   return res;
-}
-
-struct usage {
-  double cpu_percent_mean = 0;
-  double rss_mb_max = 0;
-};
-usage usage_of(const std::vector<resource_sample>& samples) {
-  usage u;
-  for (const auto& s : samples) {
-    u.cpu_percent_mean += s.cpu_percent;
-    u.rss_mb_max = std::max(u.rss_mb_max, s.rss_mb);
-  }
-  if (!samples.empty()) u.cpu_percent_mean /= static_cast<double>(samples.size());
-  return u;
 }
 
 nlohmann::json json_of(const distribution& d) {
@@ -268,7 +264,7 @@ std::string run_metrics::to_json(const std::string& primary) const {
     j["throughput_out"] = seconds > 0 ? static_cast<double>(it->second.count) / seconds : 0.0;
   }
   j["resources"] = json_of(samples_);
-  auto usage = usage_of(samples_);
+  auto usage = resource_usage::of(samples_);
   j["cpu_percent_mean"] = usage.cpu_percent_mean;
   j["rss_mb_max"] = usage.rss_mb_max;
   j["task_errors"] = {{"count", errors_.count()}, {"first", errors_.messages()}};
@@ -279,7 +275,7 @@ std::string run_metrics::to_json(const std::string& primary) const {
   auto& nodes = j["nodes"];
   nodes = nlohmann::json::array();
   for (const auto& p : parts_) {
-    auto u = usage_of(p.resources);
+    auto u = resource_usage::of(p.resources);
     cpu += u.cpu_percent_mean;
     rss += u.rss_mb_max;
     errors += p.task_errors;
@@ -305,12 +301,10 @@ std::string run_metrics::to_json(const std::string& primary) const {
 metrics_part run_metrics::part() const {
   std::lock_guard<std::mutex> lock(mutex_);
   metrics_part p;
-  if (!clock_started_) {
-    p.resources = samples_;
-    p.task_errors = errors_.count();
-    p.first_errors = errors_.messages();
-    return p;
-  }
+  p.resources = samples_;
+  p.task_errors = errors_.count();
+  p.first_errors = errors_.messages();
+  if (!clock_started_) return p;  // neither emitted nor delivered here
   p.start_ns = start_ns_;
   p.in = in_;
   p.last_emit_ns = last_emit_ns_;
@@ -320,9 +314,6 @@ metrics_part run_metrics::part() const {
     const auto& o = outputs_.at(name);
     p.outputs.push_back({name, o.count, o.per_second, o.latency_ms, o.remote_ids, o.remote_at_ns});
   }
-  p.resources = samples_;
-  p.task_errors = errors_.count();
-  p.first_errors = errors_.messages();
   return p;
 }
 

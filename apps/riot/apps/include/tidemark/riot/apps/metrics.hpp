@@ -41,6 +41,13 @@ struct resource_sample {
   TIDEMARK_FIELDS(seconds, cpu_percent, rss_mb)
 };
 
+/// A process's CPU and memory over its samples.
+struct resource_usage {
+  double cpu_percent_mean = 0;
+  double rss_mb_max = 0;
+  static resource_usage of(const std::vector<resource_sample>& samples);
+};
+
 /// What one process of a cluster run measured (run_metrics::part), for the submitting process to
 /// merge (run_metrics::merged). Times are wall-clock nanoseconds since the epoch, so the emit
 /// time on the source's node and the delivery time on a sink's node line up as far as the two
