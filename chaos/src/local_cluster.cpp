@@ -87,8 +87,9 @@ local_cluster::local_cluster(local_cluster_options opts) : opts_(std::move(opts)
     auto id = "n" + std::to_string(i + 1);
     auto keys = key_pair::generate();
     keys.save(keys_dir_, id);
+    const auto host = opts_.host ? opts_.host(i) : std::string{"127.0.0.1"};
     cluster.nodes.push_back(
-        {id, "tcp://127.0.0.1:" + std::to_string(base + static_cast<int>(i) * 2), keys.public_key});
+        {id, "tcp://" + host + ":" + std::to_string(base + static_cast<int>(i) * 2), keys.public_key});
   }
   init_processes();
 }
@@ -138,9 +139,11 @@ std::size_t local_cluster::index_of(const std::string& id) const {
 void local_cluster::start(std::size_t i) {
   const auto& n = cluster.nodes.at(i);
   if (pids_[i] > 0) throw std::runtime_error("node '" + n.id + "' is already running");
-  std::vector<std::string> args{
-      opts_.node_binary,           "--id",   n.id,     "--listen", n.endpoint, "--data-dir",
-      (data_dir_ / n.id).string(), "--keys", keys_dir_};
+  std::vector<std::string> args = opts_.launcher ? opts_.launcher(i) : std::vector<std::string>{};
+  for (std::string a : {opts_.node_binary, std::string{"--id"}, n.id, std::string{"--listen"},
+                        n.endpoint, std::string{"--data-dir"}, (data_dir_ / n.id).string(),
+                        std::string{"--keys"}, keys_dir_})
+    args.push_back(std::move(a));
   if (opts_.allow_faults) args.emplace_back("--allow-faults");
   if (opts_.extra_args)
     for (auto& a : opts_.extra_args(i)) args.push_back(a);
@@ -148,8 +151,8 @@ void local_cluster::start(std::size_t i) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  if (::posix_spawnp(&pid, opts_.node_binary.c_str(), nullptr, nullptr, argv.data(), environ) != 0)
-    throw std::runtime_error("cannot start node '" + n.id + "': cannot run " + opts_.node_binary);
+  if (::posix_spawnp(&pid, args.front().c_str(), nullptr, nullptr, argv.data(), environ) != 0)
+    throw std::runtime_error("cannot start node '" + n.id + "': cannot run " + args.front());
   pids_[i] = pid;
   paused_[i] = false;
   const auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;

@@ -1,5 +1,9 @@
 // The cluster file (YAML), placement of stage instances on nodes and its check, endpoints (see
 // cluster.hpp).
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <stdexcept>
 
@@ -129,6 +133,36 @@ std::string data_endpoint(const std::string& control) {
     throw std::runtime_error("endpoint '" + control +
                              "' needs a TCP port below 65535, e.g. tcp://0.0.0.0:7100");
   return control.substr(0, colon + 1) + std::to_string(port + 1);
+}
+
+std::string local_address_towards(const cluster_config& cluster) {
+  if (cluster.nodes.empty()) throw std::runtime_error("the cluster has no nodes");
+  const auto& endpoint = cluster.nodes.front().endpoint;
+  auto host = endpoint.substr(0, endpoint.rfind(':'));
+  if (host.rfind("tcp://", 0) == 0) host = host.substr(6);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  auto fail = [&](const std::string& why) {
+    return std::runtime_error("cannot find this host's address towards node '" +
+                              cluster.nodes.front().id + "' at " + endpoint + ": " + why);
+  };
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), "9", &hints, &found); rc != 0) throw fail(gai_strerror(rc));
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned{found, &::freeaddrinfo};
+  // connecting a UDP socket sends nothing: it only asks the kernel for the route and its source
+  int fd = ::socket(found->ai_family, SOCK_DGRAM, 0);
+  if (fd < 0) throw fail("no socket");
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  const bool ok = ::connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+  ::close(fd);
+  char text[NI_MAXHOST] = {};
+  if (!ok || ::getnameinfo(reinterpret_cast<sockaddr*>(&local), len, text, sizeof text, nullptr, 0,
+                           NI_NUMERICHOST) != 0)
+    throw fail("no route");
+  return text;
 }
 
 }  // namespace tidemark

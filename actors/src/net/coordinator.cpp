@@ -255,7 +255,9 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                           const run_options& opts) {
   auto checkpoint_opts = opts.checkpoints;
   checkpoint_opts.job_settings = options.text();  // as given, before prepare resolves any
-  std::shared_ptr<void> prepared = spec.prepare ? spec.prepare(options) : nullptr;
+  std::shared_ptr<void> prepared = spec.prepare_cluster ? spec.prepare_cluster(options, cluster)
+                                   : spec.prepare       ? spec.prepare(options)
+                                                        : nullptr;
   auto j = spec.build(options);
   const auto synced = detail::executable_graph(j, opts);
   // A timezone's gates share one in-process coordinator (docs/timezones.md), so a timezone cannot
@@ -458,6 +460,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
 
     for (auto& a : assemblers) a.clear();
     result.instances.clear();
+    result.node_reports.clear();
     (void)links.disconnected();  // breaks before this deployment (the lost node's) are old news
     for (auto member : members) links.send(member, empty_control<wire::Start>());
     std::vector<clock::time_point> last_seen(count, clock::now());
@@ -512,6 +515,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
             result.instances.push_back(std::move(m));
           }
           result.peak_live_batches = std::max(result.peak_live_batches, d->peak_live_batches());
+          if (auto report = net::read_report(*d); !report.empty())
+            result.node_reports[cluster.nodes[n].id] = std::move(report);
           fresh = true;
         }
       });

@@ -223,10 +223,19 @@ std::vector<instance_metrics> read_instances(
 }  // namespace
 
 zmq::message_t done_frame(const std::string& node, const std::vector<instance_metrics>& instances,
-                          std::int64_t peak_live_batches) {
+                          std::int64_t peak_live_batches, const std::string& report) {
   flatbuffers::FlatBufferBuilder b;
   auto list = instances_table(b, instances);
-  return control_message(b, wire::CreateDone(b, b.CreateString(node), list, peak_live_batches));
+  flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> bytes;  // absent when there is none
+  if (!report.empty())
+    bytes = b.CreateVector(reinterpret_cast<const std::uint8_t*>(report.data()), report.size());
+  return control_message(
+      b, wire::CreateDone(b, b.CreateString(node), list, peak_live_batches, bytes));
+}
+
+std::string read_report(const wire::Done& d) {
+  if (!d.report()) return {};
+  return {reinterpret_cast<const char*>(d.report()->data()), d.report()->size()};
 }
 
 std::vector<instance_metrics> read_metrics(const wire::Done& d) {

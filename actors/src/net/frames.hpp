@@ -24,7 +24,7 @@ namespace tidemark::net {
 
 /// Version of the control schema; peers with another major version are refused.
 inline constexpr std::uint16_t wire_version_major = 1;
-inline constexpr std::uint16_t wire_version_minor = 3;
+inline constexpr std::uint16_t wire_version_minor = 4;
 
 /// Why a frame was refused, or nullopt when it may be read.
 std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t max_bytes);
@@ -107,8 +107,10 @@ class piece_assembler {
 
 /// Metrics of the instances one node ran, as a Done frame, and back.
 zmq::message_t done_frame(const std::string& node, const std::vector<instance_metrics>& instances,
-                          std::int64_t peak_live_batches);
+                          std::int64_t peak_live_batches, const std::string& report = {});
 std::vector<instance_metrics> read_metrics(const wire::Done& d);
+/// The Done frame's node report (job_spec::node_report); empty when there is none.
+std::string read_report(const wire::Done& d);
 /// The counters of a node's instances while the job runs, as a LiveMetrics frame, and back.
 zmq::message_t live_metrics_frame(const std::string& node,
                                   const std::vector<instance_metrics>& instances);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -67,6 +68,8 @@ struct deployment {
   std::chrono::milliseconds fence{0};  ///< Deploy.fence_ms; 0: never
   bool started = false;
   std::map<std::uint32_t, std::unique_ptr<zmq::socket_t>> dealers;
+  std::shared_ptr<void> prepared;              ///< job_spec::prepare_node's handle
+  std::function<std::string()> node_report;  ///< job_spec::node_report with the options
 
   std::uint32_t node_of(std::uint32_t stage, std::uint32_t instance) const {
     return placement[offsets[stage] + instance];
@@ -122,7 +125,7 @@ struct driver_state {
 
 caf::behavior node_driver(caf::stateful_actor<driver_state>* self, std::shared_ptr<net::outbox> out,
                           std::string node, std::size_t expected, live_setup live,
-                          std::size_t chunk_bytes) {
+                          std::size_t chunk_bytes, std::function<std::string()> node_report) {
   self->state.expected = expected;
   if (live.view) {
     self->state.view = live.view;
@@ -160,7 +163,8 @@ caf::behavior node_driver(caf::stateful_actor<driver_state>* self, std::shared_p
         if (st.done.size() == st.expected && st.live) st.live->publish(true);
         if (st.done.size() == st.expected && !st.failed)
           out->push({net::outgoing::coordinator,
-                     net::done_frame(node, st.done, batch_gauge::peak())});
+                     net::done_frame(node, st.done, batch_gauge::peak(),
+                                     node_report ? node_report() : std::string{})});
       },
       [=](detail::failed_msg& m) {
         if (self->state.failed) return;
@@ -537,6 +541,11 @@ struct node_server::impl {
         if (dep) {
           dep->stages->start();
           dep->started = true;
+          // a node that hosts no instance of the job (more nodes than stages) is done at once:
+          // the coordinator waits for every node's Done
+          if (dep->stages->stages().empty())
+            out->push({net::outgoing::coordinator,
+                       net::done_frame(opts.id, {}, 0, dep->node_report ? dep->node_report() : "")});
         }
         break;
       case wire::Body::Heartbeat:  // the coordinator is there (fencing)
@@ -662,6 +671,8 @@ struct node_server::impl {
     std::vector<std::string> ids;
     for (const auto& n : x.nodes) ids.push_back(n.id);
     net::check_codecs(x.channels, x.offsets, x.placement, ids);
+    if (spec.prepare_node) x.prepared = spec.prepare_node(options, hosted_operators(x));
+    if (spec.node_report) x.node_report = [report = spec.node_report, options] { return report(options); };
     detail::restore_point from;
     if (d.restore_checkpoint() != 0) {
       if (incoming.checkpoint != d.restore_checkpoint())
@@ -681,6 +692,19 @@ struct node_server::impl {
       spdlog::info("node '{}': deployed job '{}'", opts.id, dep->built.name());
   }
 
+  /// Names of the operators with an instance on this node.
+  static std::vector<std::string> hosted_operators(const deployment& x) {
+    std::vector<std::string> names;
+    for (std::uint32_t s = 0; s < x.plan.stages.size(); ++s)
+      for (std::uint32_t i = 0; i < x.plan.stages[s].parallelism; ++i)
+        if (x.node_of(s, i) == x.self) {
+          for (const auto& op : x.plan.stages[s].ops)
+            names.push_back(x.synced.graph.node(op.node).name);
+          break;
+        }
+    return names;
+  }
+
   void start_actors(deployment& x, detail::restore_point& from) {
     const auto& g = x.synced.graph;
     x.out = out;
@@ -691,7 +715,7 @@ struct node_server::impl {
     batch_gauge::reset_peak();
     const detail::placement where{x.placement, x.self};
     x.driver = x.sys->spawn(node_driver, out, opts.id, where.local_instances(), live_of(x),
-                            x.chunk_bytes);
+                            x.chunk_bytes, x.node_report);
     x.senders.resize(x.channels.size());
     x.receivers.resize(x.channels.size());
     for (std::uint32_t c = 0; c < x.channels.size(); ++c) {

@@ -3,11 +3,13 @@
 #include "job_commands.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <unistd.h>
 
@@ -184,7 +186,21 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
     if (cluster.insecure && !*insecure)
       throw std::runtime_error("the cluster file says 'insecure: true': pass --insecure to confirm "
                                "plain-text traffic");
+    // each node's share of the traffic: what its data socket took in during the run
+    auto traffic = [&cluster] {
+      std::vector<std::optional<node_status>> counters;
+      for (const auto& n : cluster.nodes)
+        counters.push_back(query_status(n.endpoint, cluster, std::chrono::milliseconds{2000}));
+      return counters;
+    };
+    const auto before = traffic();
     run_on_cluster(spec, std::move(options), cluster, *opts);
+    const auto after = traffic();
+    for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
+      if (before[i] && after[i])
+        std::cout << "node " << cluster.nodes[i].id << " received "
+                  << (after[i]->data_bytes_in - before[i]->data_bytes_in) << " bytes of data in "
+                  << (after[i]->batch_frames_in - before[i]->batch_frames_in) << " batch frames\n";
   });
 
   auto list_dir = std::make_shared<std::string>();

@@ -1,5 +1,6 @@
 // Replay schedule (temporal and spatial scaling, cycles, rate shaping), the synthetic FIT and GRID
-// generators, the paper's jitter, and the replay source's checkpoints, checked on exact values.
+// generators, the paper's jitter, the merge of a cluster's per-node metrics, and the replay
+// source's checkpoints, checked on exact values.
 #define BOOST_TEST_MODULE riot_replay
 #include <boost/test/unit_test.hpp>
 
@@ -167,6 +168,61 @@ BOOST_AUTO_TEST_CASE(jitter_is_the_papers_relative_deviation_of_the_output_rate)
   BOOST_TEST(d.min == 1.0);
   BOOST_TEST(d.max == 5.0);
   BOOST_TEST(d.mean == 3.0);
+}
+
+BOOST_AUTO_TEST_CASE(cluster_parts_merge_with_latencies_across_nodes) {
+  // what a node measures: the source's process keeps emit times, a sink's process whose source
+  // runs elsewhere keeps the message id and wall-clock time of each delivery
+  run_metrics source(3), sink(3);
+  source.start();
+  source.emitted(1, 3);
+  sink.delivered("mqtt", 2);
+  sink.stop();
+  source.stop();
+  auto round_trip = [](const metrics_part& p) {
+    std::vector<std::uint8_t> bytes;
+    tidemark::encode(p, bytes);
+    return tidemark::decode<metrics_part>(bytes.data(), bytes.size());
+  };
+  auto emitted = round_trip(source.part());
+  BOOST_TEST(emitted.in == 3u);
+  BOOST_REQUIRE_EQUAL(emitted.emit_ns.size(), 4u);
+  BOOST_TEST(emitted.emit_ns[2] >= 0);
+  auto delivered = round_trip(sink.part());
+  BOOST_REQUIRE_EQUAL(delivered.outputs.size(), 1u);
+  BOOST_TEST(delivered.outputs[0].latency_ms.empty());
+  BOOST_TEST(delivered.outputs[0].remote_ids == std::vector<std::int64_t>{2});
+  BOOST_TEST(delivered.outputs[0].remote_at_ns[0] >= emitted.start_ns + emitted.emit_ns[2]);
+
+  // exact values: n1 emits messages 1..3 at 0, 1 and 2 ms of its clock; n3, whose clock started
+  // 0.5 ms later, delivers them at 10, 11 and 14 ms of n1's; n2 only sampled its CPU and memory
+  const std::int64_t t0 = 1'700'000'000'000'000'000;
+  metrics_part n1, n2, n3;
+  n1.node = "n1", n2.node = "n2", n3.node = "n3";
+  n1.start_ns = t0;
+  n1.in = 3;
+  n1.last_emit_ns = 2'000'000;
+  n1.in_per_second = {3};
+  n1.emit_ns = {-1, 0, 1'000'000, 2'000'000};
+  n1.resources = {{0.2, 50, 100}};
+  n2.resources = {{0.2, 10, 30}};
+  n3.start_ns = t0 + 500'000;
+  n3.outputs = {{"mqtt", 3, {3}, {}, {1, 2, 3}, {t0 + 10'000'000, t0 + 11'000'000, t0 + 14'000'000}}};
+  n3.resources = {{0.2, 20, 40}};
+  auto m = run_metrics::merged({n1, n2, n3});
+  BOOST_TEST(m->messages_in() == 3u);
+  BOOST_TEST(m->messages_out("mqtt") == 3u);
+  auto l = m->latency("mqtt");
+  BOOST_TEST(l.count == 3u);
+  BOOST_TEST(l.min == 10.0);
+  BOOST_TEST(l.max == 12.0);
+  BOOST_TEST(m->nodes().size() == 3u);
+  BOOST_TEST(m->nodes()[2].outputs[0].latency_ms == std::vector<double>({10.0, 10.0, 12.0}));
+  auto json = m->to_json("mqtt");
+  // the cluster's CPU is the nodes' means summed, its memory their peaks summed
+  BOOST_TEST(json.find("\"cpu_percent_mean\": 80.0") != std::string::npos, json);
+  BOOST_TEST(json.find("\"rss_mb_max\": 170.0") != std::string::npos, json);
+  BOOST_TEST(json.find("\"node\": \"n2\"") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(bad_options_are_rejected_with_the_option_named) {

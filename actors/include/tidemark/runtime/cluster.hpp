@@ -130,6 +130,11 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
 std::optional<node_status> query_status(const std::string& endpoint, const cluster_config& cluster,
                                         std::chrono::milliseconds timeout);
 
+/// The address of this host (numeric, without port) that traffic to the cluster's first node
+/// leaves from: where a helper the nodes must reach (a broker) listens. Sends nothing; throws
+/// std::runtime_error naming the node when there is no route to it.
+std::string local_address_towards(const cluster_config& cluster);
+
 /// The data endpoint of a node: its control endpoint's port + 1.
 std::string data_endpoint(const std::string& control_endpoint);
 

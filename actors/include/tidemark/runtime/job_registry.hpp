@@ -14,6 +14,8 @@
 
 namespace tidemark {
 
+struct cluster_config;
+
 /// One option a job accepts on the command line as `--name value`.
 struct job_option_spec {
   std::string name;           ///< without the leading dashes
@@ -64,8 +66,22 @@ struct job_spec {
   /// Required. Builds the logical job; deterministic given the options, because distributed
   /// nodes build the same job to run their part of it.
   std::function<job(const job_options&)> build;
-  /// Optional. Runs after the job finished, in the submitting process: summaries, plots.
+  /// Optional. Runs after the job finished, in the submitting process: summaries, plots. On a
+  /// cluster, `job_result::node_reports` holds what node_report returned on each node.
   std::function<void(const job_options&, const job_result&)> report;
+
+  // Hooks of a run on a cluster (`tidemark run --cluster`), all optional.
+  /// Runs instead of prepare in the submitting process: it knows the nodes, so the helpers it
+  /// starts can listen where they reach them (local_address_towards in cluster.hpp).
+  std::function<std::shared_ptr<void>(job_options&, const cluster_config&)> prepare_cluster;
+  /// Runs on each node when a deployment arrives, after the job was built and before its
+  /// instances start, with the names of the operators placed on the node: prepares what they
+  /// need on this host (input files, a local table). The handle lives as long as the deployment.
+  std::function<std::shared_ptr<void>(const job_options&, const std::vector<std::string>& hosted)>
+      prepare_node;
+  /// Runs on each node when its instances are done: the node's own figures (latency samples,
+  /// CPU, memory) as bytes, which reach report in `job_result::node_reports`.
+  std::function<std::string(const job_options&)> node_report;
 
   /// Options initialised with this job's declared specs.
   job_options make_options() const { return job_options{options}; }

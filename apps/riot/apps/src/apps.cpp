@@ -51,6 +51,12 @@ std::shared_ptr<run_metrics> detail::new_metrics(const app_options& options, std
   return m;
 }
 
+std::shared_ptr<run_metrics> detail::metrics_of(const std::string& out_dir) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = metrics_registry().find(out_dir);
+  return it == metrics_registry().end() ? nullptr : it->second;
+}
+
 std::shared_ptr<run_metrics> take_metrics(const std::string& out_dir) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   auto it = metrics_registry().find(out_dir);

@@ -112,6 +112,10 @@ std::shared_ptr<persistence::wt_connection> store_of(const app_options& options)
   return conn;
 }
 
+io::store_opener store_opener_of(const app_options& options) {
+  return [options] { return store_of(options); };
+}
+
 std::string blob_dir(const app_options& options) { return options.out_dir + "/blobs"; }
 
 std::size_t row_layout::index_of(std::string_view name) const {

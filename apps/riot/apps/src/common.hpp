@@ -12,6 +12,7 @@
 #include "tidemark/riot/apps/apps.hpp"
 #include "tidemark/riot/apps/replay_source.hpp"
 #include "tidemark/riot/io/mqtt_tasks.hpp"
+#include "tidemark/riot/io/streams.hpp"
 #include "tidemark/riot/io/table_tasks.hpp"
 #include "tidemark/riot/streams.hpp"
 
@@ -33,6 +34,9 @@ stream<std::string> measured(const stream<tagged>& in, std::shared_ptr<run_metri
 /// The WiredTiger connection of a run's store directory, shared by everything in this process
 /// that uses it (WiredTiger allows one open connection per directory).
 std::shared_ptr<persistence::wt_connection> store_of(const app_options& options);
+/// store_of(options) when an operator instance asks: a job built in a process that runs none of
+/// its store's operators (a coordinator, another node) never opens the store.
+io::store_opener store_opener_of(const app_options& options);
 std::string blob_dir(const app_options& options);
 
 /// The unannotated CSV row of a dataset: column names in schema order.
@@ -61,6 +65,8 @@ void split_csv(std::string_view row, std::vector<std::string_view>& cells);
 
 /// Remembers the metrics of the job built for a directory (see take_metrics).
 std::shared_ptr<run_metrics> new_metrics(const app_options& options, std::uint64_t expected);
+/// The metrics of the last job built for `out_dir` in this process, kept for take_metrics; or null.
+std::shared_ptr<run_metrics> metrics_of(const std::string& out_dir);
 
 /// ETL up to annotation: parse -> range filter -> Bloom filter -> interpolation -> join per
 /// message -> annotate; the rows in schema order (plus annotation fields), tagged with msg ids.

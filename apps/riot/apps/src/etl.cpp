@@ -178,7 +178,7 @@ app_job build_etl(const app_options& o) {
   a.metrics = new_metrics(o, replay_schedule(o.replay).size());
   auto rows = etl_rows(replay(a.job, o, a.metrics), o, a.metrics->errors());
   auto layout = layout_of(o);
-  io::insert_into_table(measured(rows, a.metrics, "table"), store_of(o), archive_table(layout),
+  io::insert_into_table(measured(rows, a.metrics, "table"), store_opener_of(o), archive_table(layout),
                         "table_insert");
   auto senml = rows.flat_map<tagged>(
       per_instance([config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir),

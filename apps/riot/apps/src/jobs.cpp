@@ -1,8 +1,11 @@
 // The registered jobs riot-etl, riot-stats, riot-train and riot-pred: options, a local broker
 // when none is given, a fresh output directory when none is given, TRAIN's archive, and the
-// report (JSON + summary) after the run.
+// report (JSON + summary) after the run. On a cluster the broker listens where the nodes reach
+// it, TRAIN's archive is written on the node that scans it, and the report merges every node's
+// metrics.
 #include <stdlib.h>  // mkdtemp
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -11,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common.hpp"
+#include "tidemark/runtime/cluster.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
 #include "tidemark/riot/io/local_broker.hpp"
@@ -97,12 +101,26 @@ app_options options_of(app a, const job_options& j) {
 void print_summary(app a, const app_options& o, const run_metrics& m, const std::string& primary,
                    const std::string& report_path) {
   auto l = m.latency(primary);
+  const auto nodes = m.nodes().size();
   std::printf(
-      "riot-%s on %s: %llu messages in, %llu out (%s); latency ms p50 %.2f p95 %.2f p99 %.2f max %.2f\n"
-      "report: %s\n",
+      "riot-%s on %s%s: %llu messages in, %llu out (%s); latency ms p50 %.2f p95 %.2f p99 %.2f max %.2f\n",
       std::string{to_string(a)}.c_str(), std::string{riot::to_string(o.replay.dataset)}.c_str(),
+      nodes ? (" (" + std::to_string(nodes) + " nodes)").c_str() : "",
       static_cast<unsigned long long>(m.messages_in()), static_cast<unsigned long long>(m.messages_out(primary)),
-      primary.c_str(), l.p50, l.p95, l.p99, l.max, report_path.c_str());
+      primary.c_str(), l.p50, l.p95, l.p99, l.max);
+  for (const auto& p : m.nodes()) {
+    std::uint64_t out = 0;
+    std::vector<double> latencies;
+    for (const auto& x : p.outputs)
+      if (x.name == primary) out = x.count, latencies = x.latency_ms;
+    auto usage = resource_usage::of(p.resources);
+    auto d = distribution::of(latencies);
+    std::printf("  %-6s %8llu in %8llu out  latency p50 %7.2f p99 %7.2f ms  CPU %5.1f %%  RSS %6.1f MB\n",
+                p.node.c_str(), static_cast<unsigned long long>(p.in),
+                static_cast<unsigned long long>(out), d.p50, d.p99, usage.cpu_percent_mean,
+                usage.rss_mb_max);
+  }
+  std::printf("report: %s\n", report_path.c_str());
 }
 
 void register_jobs(job_registry& registry) {
@@ -140,12 +158,54 @@ void register_jobs(job_registry& registry) {
       }
       return broker;
     };
+    // On a cluster: the same, except that the broker listens on the address through which this
+    // host reaches the nodes, and TRAIN's archive is left to the node that scans it.
+    spec.prepare_cluster = [a = a](job_options& j, const cluster_config& cluster) -> std::shared_ptr<void> {
+      if (j.get("out").empty()) {
+        j.set("out", fresh_out_dir(a));
+        std::printf("no --out given: the report goes to %s, the nodes write there too\n", j.get("out").c_str());
+        std::fflush(stdout);
+      }
+      std::shared_ptr<io::local_mosquitto> broker;
+      if (j.get("broker").empty()) {
+        broker = std::make_shared<io::local_mosquitto>(local_address_towards(cluster));
+        j.set("broker", broker->address());
+        spdlog::info("started mosquitto on {} for this run (pass --broker HOST:PORT for another)",
+                     broker->address());
+      }
+      return broker;
+    };
+    spec.prepare_node = [a = a](const job_options& j, const std::vector<std::string>& hosted) {
+      auto o = options_of(a, j);
+      std::filesystem::create_directories(o.out_dir);
+      if (auto m = detail::metrics_of(o.out_dir)) m->start_sampling();
+      if (a == app::train && std::find(hosted.begin(), hosted.end(), "range_scan") != hosted.end())
+        spdlog::info("archived {} rows for training", archive_rows(o));
+      return std::shared_ptr<void>{};
+    };
+    spec.node_report = [](const job_options& j) {
+      auto m = take_metrics(j.get("out"));
+      if (!m) return std::string{};
+      m->stop();
+      std::vector<std::uint8_t> bytes;
+      encode(m->part(), bytes);
+      return std::string(bytes.begin(), bytes.end());
+    };
     spec.build = [a = a](const job_options& j) { return build_app(a, options_of(a, j)).job; };
     spec.report = [a = a](const job_options& j, const job_result& result) {
       auto o = options_of(a, j);
       auto m = take_metrics(o.out_dir);
       if (!m) return;
       m->stop();
+      if (!result.node_reports.empty()) {  // a cluster: the nodes measured, this process did not
+        std::vector<metrics_part> parts;
+        for (const auto& [node, bytes] : result.node_reports) {
+          parts.push_back(decode<metrics_part>(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                               bytes.size()));
+          parts.back().node = node;
+        }
+        m = run_metrics::merged(parts);
+      }
       auto path = write_report(a, o, *m, primary_output_of(a), result.to_json());
       print_summary(a, o, *m, primary_output_of(a), path);
     };

@@ -30,6 +30,16 @@ distribution distribution::of(std::vector<double>& xs) {
   return d;
 }
 
+resource_usage resource_usage::of(const std::vector<resource_sample>& samples) {
+  resource_usage u;
+  for (const auto& s : samples) {
+    u.cpu_percent_mean += s.cpu_percent;
+    u.rss_mb_max = std::max(u.rss_mb_max, s.rss_mb);
+  }
+  if (!samples.empty()) u.cpu_percent_mean /= static_cast<double>(samples.size());
+  return u;
+}
+
 std::vector<double> jitter(const std::vector<std::uint64_t>& in, const std::vector<std::uint64_t>& out) {
   auto n = std::min(in.size(), out.size());
   std::vector<double> j;
@@ -76,6 +86,13 @@ void bump(std::vector<std::uint64_t>& per_second, std::int64_t ns, std::uint64_t
   per_second[s] += n;
 }
 
+nlohmann::json json_of(const std::vector<resource_sample>& samples) {
+  auto res = nlohmann::json::array();
+  for (const auto& s : samples)
+    res.push_back({{"t", s.seconds}, {"cpu_percent", s.cpu_percent}, {"rss_mb", s.rss_mb}});
+  return res;
+}
+
 nlohmann::json json_of(const distribution& d) {
   return {{"count", d.count}, {"mean", d.mean}, {"min", d.min}, {"p5", d.p5},   {"p25", d.p25},
           {"p50", d.p50},     {"p75", d.p75},   {"p95", d.p95}, {"p99", d.p99}, {"max", d.max}};
@@ -89,11 +106,23 @@ run_metrics::run_metrics(std::uint64_t expected, bool progress, std::chrono::mil
 run_metrics::~run_metrics() { stop(); }
 
 void run_metrics::start() {
-  if (started_.exchange(true)) return;
-  t0_ = std::chrono::steady_clock::now();
-  sampling_ = true;
+  std::call_once(started_, [this] {
+    t0_ = std::chrono::steady_clock::now();
+    start_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+    clock_started_ = true;
+    start_sampling();
+  });
+}
+
+void run_metrics::start_sampling() {
+  if (sampling_.exchange(true)) return;
+  sampling_t0_ = std::chrono::steady_clock::now();
   sampler_ = std::thread([this] { sample_loop(); });
 }
+
+std::int64_t run_metrics::wall_ns() const { return start_ns_ + now_ns(); }
 
 std::int64_t run_metrics::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
@@ -112,6 +141,7 @@ void run_metrics::emitted(std::int64_t first_id, std::size_t n) {
 }
 
 void run_metrics::delivered(const std::string& output, std::int64_t msg_id) {
+  if (!clock_started_) start();  // the source runs in another process
   auto now = now_ns();
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, added] = outputs_.try_emplace(output);
@@ -119,8 +149,13 @@ void run_metrics::delivered(const std::string& output, std::int64_t msg_id) {
   auto& o = it->second;
   ++o.count;
   bump(o.per_second, now, 1);
-  if (msg_id > 0 && static_cast<std::uint64_t>(msg_id) < emit_ns_.size() && emit_ns_[static_cast<std::size_t>(msg_id)] >= 0)
-    o.latency_ms.push_back(static_cast<double>(now - emit_ns_[static_cast<std::size_t>(msg_id)]) / 1e6);
+  if (msg_id <= 0 || static_cast<std::uint64_t>(msg_id) >= emit_ns_.size()) return;
+  if (auto emit = emit_ns_[static_cast<std::size_t>(msg_id)]; emit >= 0) {
+    o.latency_ms.push_back(static_cast<double>(now - emit) / 1e6);
+  } else {  // emitted in another process: the merge of the cluster's parts pairs them
+    o.remote_ids.push_back(msg_id);
+    o.remote_at_ns.push_back(start_ns_ + now);
+  }
 }
 
 void run_metrics::stop() {
@@ -136,7 +171,7 @@ void run_metrics::sample_loop() {
     auto [cpu, rss] = process_usage();
     auto t = std::chrono::steady_clock::now();
     double dt = std::chrono::duration<double>(t - t_prev).count();
-    resource_sample s{std::chrono::duration<double>(t - t0_).count(), dt > 0 ? (cpu - cpu0) / dt * 100 : 0, rss};
+    resource_sample s{std::chrono::duration<double>(t - sampling_t0_).count(), dt > 0 ? (cpu - cpu0) / dt * 100 : 0, rss};
     cpu0 = cpu;
     t_prev = t;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -228,18 +263,109 @@ std::string run_metrics::to_json(const std::string& primary) const {
     j["jitter_summary"] = json_of(distribution::of(copy));
     j["throughput_out"] = seconds > 0 ? static_cast<double>(it->second.count) / seconds : 0.0;
   }
-  auto& res = j["resources"];
-  res = nlohmann::json::array();
-  double cpu_sum = 0, rss_max = 0;
-  for (const auto& s : samples_) {
-    res.push_back({{"t", s.seconds}, {"cpu_percent", s.cpu_percent}, {"rss_mb", s.rss_mb}});
-    cpu_sum += s.cpu_percent;
-    rss_max = std::max(rss_max, s.rss_mb);
-  }
+  j["resources"] = json_of(samples_);
+  auto usage = resource_usage::of(samples_);
+  j["cpu_percent_mean"] = usage.cpu_percent_mean;
+  j["rss_mb_max"] = usage.rss_mb_max;
   j["task_errors"] = {{"count", errors_.count()}, {"first", errors_.messages()}};
-  j["cpu_percent_mean"] = samples_.empty() ? 0.0 : cpu_sum / static_cast<double>(samples_.size());
-  j["rss_mb_max"] = rss_max;
+  if (parts_.empty()) return j.dump(1);
+  // a cluster: each node's figures, and the cluster's CPU (100 = one core) and memory as sums
+  double cpu = 0, rss = 0;
+  std::uint64_t errors = 0;
+  auto& nodes = j["nodes"];
+  nodes = nlohmann::json::array();
+  for (const auto& p : parts_) {
+    auto u = resource_usage::of(p.resources);
+    cpu += u.cpu_percent_mean;
+    rss += u.rss_mb_max;
+    errors += p.task_errors;
+    nlohmann::json n{{"node", p.node},
+                     {"messages_in", p.in},
+                     {"cpu_percent_mean", u.cpu_percent_mean},
+                     {"rss_mb_max", u.rss_mb_max},
+                     {"resources", json_of(p.resources)},
+                     {"task_errors", {{"count", p.task_errors}, {"first", p.first_errors}}}};
+    n["outputs"] = nlohmann::json::object();
+    for (const auto& o : p.outputs) {
+      auto xs = o.latency_ms;
+      n["outputs"][o.name] = {{"messages", o.count}, {"latency_ms", json_of(distribution::of(xs))}};
+    }
+    nodes.push_back(std::move(n));
+  }
+  j["cpu_percent_mean"] = cpu;
+  j["rss_mb_max"] = rss;
+  j["task_errors"]["count"] = errors;
   return j.dump(1);
+}
+
+metrics_part run_metrics::part() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  metrics_part p;
+  p.resources = samples_;
+  p.task_errors = errors_.count();
+  p.first_errors = errors_.messages();
+  if (!clock_started_) return p;  // neither emitted nor delivered here
+  p.start_ns = start_ns_;
+  p.in = in_;
+  p.last_emit_ns = last_emit_ns_;
+  p.in_per_second = in_per_second_;
+  if (in_ > 0) p.emit_ns = emit_ns_;
+  for (const auto& name : output_order_) {
+    const auto& o = outputs_.at(name);
+    p.outputs.push_back({name, o.count, o.per_second, o.latency_ms, o.remote_ids, o.remote_at_ns});
+  }
+  return p;
+}
+
+std::unique_ptr<run_metrics> run_metrics::merged(const std::vector<metrics_part>& parts) {
+  std::size_t ids = 1;
+  // the run's clock: the first start among the nodes that emitted (else among all that started)
+  std::int64_t base = 0;
+  bool base_emitted = false;
+  for (const auto& p : parts) {
+    ids = std::max(ids, p.emit_ns.size());
+    if (p.start_ns == 0) continue;
+    const bool emitted = p.in > 0;
+    if (base == 0 || (emitted && !base_emitted) || (emitted == base_emitted && p.start_ns < base)) {
+      base = p.start_ns;
+      base_emitted = emitted;
+    }
+  }
+  auto m = std::make_unique<run_metrics>(ids - 1);
+  m->start_ns_ = base;
+  auto shifted = [&](std::vector<std::uint64_t>& into, const std::vector<std::uint64_t>& from,
+                     std::int64_t start_ns) {
+    for (std::size_t s = 0; s < from.size(); ++s)
+      bump(into, start_ns - base + static_cast<std::int64_t>(s) * 1'000'000'000, from[s]);
+  };
+  for (const auto& p : parts) {
+    if (p.start_ns == 0) continue;
+    m->in_ += p.in;
+    if (p.in > 0) m->last_emit_ns_ = std::max(m->last_emit_ns_, p.start_ns - base + p.last_emit_ns);
+    shifted(m->in_per_second_, p.in_per_second, p.start_ns);
+    for (std::size_t id = 0; id < p.emit_ns.size(); ++id)
+      if (p.emit_ns[id] >= 0) m->emit_ns_[id] = p.start_ns - base + p.emit_ns[id];
+  }
+  m->parts_ = parts;
+  for (auto& p : m->parts_) {
+    for (auto& o : p.outputs) {
+      // remote deliveries get their latency from the emit time on the source's node
+      for (std::size_t k = 0; k < o.remote_ids.size(); ++k) {
+        auto id = static_cast<std::size_t>(o.remote_ids[k]);
+        if (id < m->emit_ns_.size() && m->emit_ns_[id] >= 0)
+          o.latency_ms.push_back(static_cast<double>(o.remote_at_ns[k] - base - m->emit_ns_[id]) / 1e6);
+      }
+      o.remote_ids.clear();
+      o.remote_at_ns.clear();
+      auto [it, added] = m->outputs_.try_emplace(o.name);
+      if (added) m->output_order_.push_back(o.name);
+      auto& into = it->second;
+      into.count += o.count;
+      into.latency_ms.insert(into.latency_ms.end(), o.latency_ms.begin(), o.latency_ms.end());
+      shifted(into.per_second, o.per_second, p.start_ns);
+    }
+  }
+  return m;
 }
 
 }  // namespace tidemark::riot::apps

@@ -124,10 +124,9 @@ app_job build_train(const app_options& o) {
   auto layout = layout_of(o);
   std::vector<std::size_t> projected;
   for (const auto& c : columns) projected.push_back(layout.index_of(c));
-  auto conn = store_of(o);
   auto batches =
-      tick.map(per_instance([conn, projected](const instance_info&) {
-                 return [scan = io::table_range_scan(conn, io::table_range_scan_config{"archive"}),
+      tick.map(per_instance([open = store_opener_of(o), projected](const instance_info&) {
+                 return [scan = io::table_range_scan(open(), io::table_range_scan_config{"archive"}),
                          projected](const train_tick& t) mutable {
                    auto rows = scan.process(t.start, t.end);
                    train_batch b{t.id, t.end, {}, 0};

@@ -39,22 +39,23 @@ int free_loopback_port() {
   return ntohs(addr.sin_port);
 }
 
-bool accepts_connections(int port) {
+bool accepts_connections(int port, const std::string& host) {
+  auto addr = loopback(port);
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return false;
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return false;
-  auto addr = loopback(port);
   bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   close(fd);
   return ok;
 }
 
-local_mosquitto::local_mosquitto() : port_(free_loopback_port()) {
+local_mosquitto::local_mosquitto(std::string host) : host_(std::move(host)), port_(free_loopback_port()) {
   const char* base = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): read once at start
   std::string pattern = std::string{base ? base : "/tmp"} + "/tidemark-mosquitto-XXXXXX";
   if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temp dir " + pattern);
   dir_ = pattern;
   std::ofstream conf(dir_ / "mosquitto.conf");
-  conf << "listener " << port_ << " 127.0.0.1\nallow_anonymous true\nlog_type error\n";
+  conf << "listener " << port_ << " " << host_ << "\nallow_anonymous true\nlog_type error\n";
   conf.close();
   try {
     start();
@@ -81,10 +82,11 @@ void local_mosquitto::start() {
     _exit(127);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
-  while (!accepts_connections(port_) && !exited() && std::chrono::steady_clock::now() < deadline)
+  while (!accepts_connections(port_, host_) && !exited() &&
+         std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
-  if (pid_ <= 0 || !accepts_connections(port_))
-    throw std::runtime_error("mosquitto did not start on 127.0.0.1:" + std::to_string(port_) +
+  if (pid_ <= 0 || !accepts_connections(port_, host_))
+    throw std::runtime_error("mosquitto did not start on " + address() +
                              " (is the mosquitto package installed? scripts/dev setup installs it)");
 }
 

@@ -30,6 +30,11 @@ struct local_cluster_options {
   bool allow_faults = false;
   /// More command-line arguments for node i (e.g. --metrics-listen), also when it restarts.
   std::function<std::vector<std::string>(std::size_t)> extra_args;
+  /// Nodes in network namespaces of this host (each with an address of its own): node i's
+  /// address when the cluster is generated (empty: 127.0.0.1), and the words that start a program
+  /// there, put before the node binary (e.g. {"ip", "netns", "exec", "ns1"}; empty: none).
+  std::function<std::string(std::size_t)> host;
+  std::function<std::vector<std::string>(std::size_t)> launcher;
   /// How long start() waits for a node to answer.
   std::chrono::milliseconds start_timeout{10000};
 };

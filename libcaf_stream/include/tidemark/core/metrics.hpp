@@ -67,6 +67,8 @@ struct job_result {
   std::string checkpoint_failure;
   /// What weakens the run's guarantees (a source that cannot replay makes it at-least-once).
   std::vector<std::string> warnings;
+  /// A cluster run's node reports (job_spec::node_report) by node id; empty when embedded.
+  std::map<std::string, std::string> node_reports;
 
   /// Totals per operator name, summed over its instances, in plan order.
   std::vector<operator_metrics> per_operator() const;

@@ -12,23 +12,24 @@ namespace tidemark::riot::io {
 /// A loopback TCP port nobody listens on right now (the kernel picks it).
 int free_loopback_port();
 
-/// True when something accepts TCP connections on 127.0.0.1:`port`.
-bool accepts_connections(int port);
+/// True when something accepts TCP connections on `host`:`port` (an IPv4 address).
+bool accepts_connections(int port, const std::string& host = "127.0.0.1");
 
-/// mosquitto (Debian's /usr/sbin/mosquitto) listening on 127.0.0.1 with anonymous access and a
-/// minimal config written to a private temporary directory.
+/// mosquitto (Debian's /usr/sbin/mosquitto) listening on one address of this host (loopback by
+/// default) with anonymous access and a minimal config written to a private temporary directory.
 class local_mosquitto {
  public:
-  /// Starts the broker and waits until it accepts connections; throws std::runtime_error (naming
-  /// the port and the package) when it does not within 5 s.
-  local_mosquitto();
+  /// Starts the broker on `host` (an IPv4 address of this host: another one than loopback lets
+  /// other hosts, e.g. a cluster's nodes, reach it) and waits until it accepts connections;
+  /// throws std::runtime_error (naming the address and the package) when it does not within 5 s.
+  explicit local_mosquitto(std::string host = "127.0.0.1");
   ~local_mosquitto();
   local_mosquitto(const local_mosquitto&) = delete;
   local_mosquitto& operator=(const local_mosquitto&) = delete;
 
   int port() const noexcept { return port_; }
-  /// "127.0.0.1:<port>".
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  /// "<host>:<port>".
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
 
   /// (Re)starts the broker on the same port.
   void start();
@@ -39,6 +40,7 @@ class local_mosquitto {
   bool exited();
 
   std::filesystem::path dir_;
+  std::string host_;
   int port_;
   pid_t pid_ = -1;
 };

@@ -4,6 +4,7 @@
 // "task_errors" in the job report.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,19 +52,28 @@ auto task_sinks(MakeTask make_task, Apply apply, End end) {
 
 }  // namespace detail
 
+/// The WiredTiger connection a task uses, opened when an operator instance is created: only the
+/// process (the node) that runs the instance opens the store, never the one that built the job.
+using store_opener = std::function<std::shared_ptr<persistence::wt_connection>()>;
+
 /// Sink: stores each CSV row of `rows` in the table (table_insert), flushing the last batch at
 /// the end of the stream.
-inline void insert_into_table(const stream<std::string>& rows,
-                              std::shared_ptr<persistence::wt_connection> conn,
+inline void insert_into_table(const stream<std::string>& rows, store_opener open,
                               table_insert_config config, std::string name = "") {
   rows.sink("table_insert",
             detail::task_sinks<std::string, table_insert>(
-                [conn, config](const instance_info&) {
-                  return std::make_unique<table_insert>(conn, config);
+                [open, config](const instance_info&) {
+                  return std::make_unique<table_insert>(open(), config);
                 },
                 [](table_insert& t, const std::string& row) { t.process(row); },
                 [](table_insert& t) { t.flush(); }),
             std::move(name));
+}
+/// The same with a connection that is already open.
+inline void insert_into_table(const stream<std::string>& rows,
+                              std::shared_ptr<persistence::wt_connection> conn,
+                              table_insert_config config, std::string name = "") {
+  insert_into_table(rows, store_opener{[conn] { return conn; }}, std::move(config), std::move(name));
 }
 
 /// Sink: publishes each payload to the broker (mqtt_publish), with a tidemark-id that a replay
