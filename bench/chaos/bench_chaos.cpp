@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
     std::filesystem::copy_file(s.out / "timeline.png", bench_dir / "chaos.png",
                                std::filesystem::copy_options::overwrite_existing);
     std::printf("%s", r.summary().c_str());
-    std::printf("load average: %.2f at the start, at most %.2f (%u cores)\n", load_start,
-                load_max, std::thread::hardware_concurrency());
+    std::printf("load average: %.2f at the start, at most %.2f (%u cores)\n", load_start, load_max,
+                std::thread::hardware_concurrency());
     return r.passed() ? 0 : 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_chaos: %s\n", e.what());

@@ -64,9 +64,9 @@ struct commit_times {
     // both times come from the clock of the process that committed, so only a clock step can
     // make the difference negative
     for (const auto& e : run)
-      xs.emplace_back(e.commit_ms,
-                      static_cast<double>(std::max<std::int64_t>(0, e.commit_ms - e.received_ms)) /
-                          1000.0);
+      xs.emplace_back(
+          e.commit_ms,
+          static_cast<double>(std::max<std::int64_t>(0, e.commit_ms - e.received_ms)) / 1000.0);
     std::sort(xs.begin(), xs.end());
     for (const auto& [at, latency] : xs) {
       at_ms.push_back(at);
@@ -160,6 +160,14 @@ std::vector<timeline_point> timeline_of(const commit_times& times, const run_fac
     out.push_back(p);
   }
   return out;
+}
+
+// "0.63 s", or "none" without results
+std::string latency_text(const latency_summary& l) {
+  if (l.results == 0) return "none";
+  std::ostringstream out;
+  out << l.p99_s << " s";
+  return out.str();
 }
 
 nlohmann::json optional_json(const std::optional<double>& x) {
@@ -293,8 +301,8 @@ std::string report::summary(std::size_t first) const {
       << reference_results << " in the reference; " << violation_count() << " violations (lost "
       << lost << ", repeated " << repeated << ", wrong " << wrong << ", revisions out of order "
       << out_of_order << ", watermarks back " << watermark_back << "); " << faults.size()
-      << " faults, " << run.recoveries << " recoveries; latency p50 " << latency.p50_s
-      << " s, p99 " << latency.p99_s << " s\n";
+      << " faults, " << run.recoveries << " recoveries; latency p50 " << latency.p50_s << " s, p99 "
+      << latency.p99_s << " s\n";
   if (run.error) out << "the run failed: " << *run.error << "\n";
   std::size_t shown = 0;
   for (const auto& v : violations) {
@@ -308,8 +316,8 @@ std::string report::summary(std::size_t first) const {
         << " after; longest commit gap " << f.longest_commit_gap_s << " s; recovered "
         << (f.recovery_s ? std::to_string(*f.recovery_s).substr(0, 5) + " s after"
                          : std::string{"never"})
-        << "; latency p99 " << f.latency_during.p99_s << " s during, " << f.latency_after.p99_s
-        << " s after";
+        << "; latency p99 " << latency_text(f.latency_during) << " during, "
+        << latency_text(f.latency_after) << " after";
     if (!f.fault.note.empty()) out << " (" << f.fault.note << ")";
     out << "\n";
   }

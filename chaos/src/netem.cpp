@@ -116,8 +116,8 @@ std::optional<std::string> netem_unavailable(const netns_device& d, const comman
   if (tried.status == 0) {
     auto removed = run(netem_command(d, std::nullopt));
     if (removed.status == 0) return std::nullopt;
-    return "tc netem on " + where(d) + ": the test qdisc could not be removed: " +
-           trimmed(removed.output);
+    return "tc netem on " + where(d) +
+           ": the test qdisc could not be removed: " + trimmed(removed.output);
   }
   if (tried.output.find("qdisc kind is unknown") != std::string::npos)
     return "tc netem is not available on this kernel: " + trimmed(tried.output) +

@@ -30,24 +30,40 @@ struct line {
 // 6 latency p50 line, 7 latency p99 line
 void panel(const report& r, const std::vector<line>& lines, double xmax, const char* ylabel,
            const char* title) {
+  // room above the lines for three rows of fault labels
   double ymax = 1;
   for (const auto& l : lines)
-    for (auto v : l.y) ymax = std::max(ymax, v * 1.1);
+    for (auto v : l.y) ymax = std::max(ymax, v * 1.35);
   plcol0(1);
   plenv(0, xmax, 0, ymax, 0, 0);
+  auto seconds = [&](std::int64_t ms) {
+    return static_cast<double>(ms - r.run.started_ms) / 1000.0;
+  };
   for (const auto& f : r.faults) {
-    const double from = static_cast<double>(f.fault.started_ms - r.run.started_ms) / 1000.0;
-    const double to = f.fault.healed_ms > 0
-                          ? static_cast<double>(f.fault.healed_ms - r.run.started_ms) / 1000.0
-                          : xmax;
-    PLFLT bx[4] = {from, std::max(to, from + 0.1), std::max(to, from + 0.1), from};
+    const double from = seconds(f.fault.started_ms);
+    const double to =
+        std::max(f.fault.healed_ms > 0 ? seconds(f.fault.healed_ms) : xmax, from + 0.1);
+    PLFLT bx[4] = {from, to, to, from};
     PLFLT by[4] = {0, 0, ymax, ymax};
     plcol0(4);
     plfill(4, bx, by);
-    plcol0(5);
+  }
+  // over the bands: a label goes into the first row where it does not run into the previous
+  // label; with faults too close for any row it is left out (report.json lists every fault)
+  constexpr int rows = 3;
+  const double char_width = xmax * 0.0085;  // of the 1200-pixel page at PLplot's default size
+  double row_free_from[rows] = {-1e300, -1e300, -1e300};
+  plcol0(5);
+  for (const auto& f : r.faults) {
     std::string label{to_string(f.fault.planned.kind)};
     for (const auto& t : f.fault.planned.targets) label += " " + t;
-    plptex(from + xmax * 0.005, ymax * 0.93, 1, 0, 0, label.c_str());
+    const double x = seconds(f.fault.started_ms) + xmax * 0.003;
+    for (int row = 0; row < rows; ++row) {
+      if (x < row_free_from[row]) continue;
+      plptex(x, ymax * (0.94 - 0.075 * row), 1, 0, 0, label.c_str());
+      row_free_from[row] = x + char_width * (static_cast<double>(label.size()) + 1);
+      break;
+    }
   }
   plcol0(1);
   plbox("bcnst", 0, 0, "bcnstv", 0, 0);

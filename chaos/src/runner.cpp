@@ -191,8 +191,10 @@ void check_applicable(const std::vector<fault>& faults, const cluster_config& cl
       for (const auto& id : f.targets) {
         auto it = opts.netns.find(id);
         if (it == opts.netns.end())
-          throw std::runtime_error("fault " + describe(f) + ": netem acts on the network device of "
-                                   "node '" + id + "' in its namespace: name it (--netns " + id +
+          throw std::runtime_error("fault " + describe(f) +
+                                   ": netem acts on the network device of "
+                                   "node '" +
+                                   id + "' in its namespace: name it (--netns " + id +
                                    "=NAMESPACE[:DEVICE], chaos_options::netns)");
         if (!probed.insert(id).second) continue;
         if (auto why = netem_unavailable(it->second, opts.run_tc))

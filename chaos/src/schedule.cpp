@@ -134,10 +134,9 @@ void check_keys(const YAML::Node& n, const where& w, std::initializer_list<const
 fault read_fault(const YAML::Node& n, const where& w) {
   if (!n.IsMap())
     w.fail("", "must be a map like {at: 5s, fault: kill, targets: [n2], duration: 2s}");
-  check_keys(
-      n, w,
-      {"at", "fault", "targets", "sides", "to", "duration", "probability", "delay", "jitter",
-       "loss"});
+  check_keys(n, w,
+             {"at", "fault", "targets", "sides", "to", "duration", "probability", "delay", "jitter",
+              "loss"});
   fault f;
   f.origin = w.entry;
   if (!n["at"]) w.fail("at", "missing (when the fault starts, e.g. 5s)");

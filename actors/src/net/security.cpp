@@ -169,9 +169,8 @@ drop_watch::drop_watch(zmq::context_t& ctx, zmq::socket_t& server, std::string o
   static std::atomic<int> watches{0};
   const auto address = "inproc://tidemark-drop-watch-" + std::to_string(watches++);
   const int wanted = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
-                     ZMQ_EVENT_MONITOR_STOPPED |
-                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+                     ZMQ_EVENT_MONITOR_STOPPED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                     ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
   if (zmq_socket_monitor(server_.handle(), address.c_str(), wanted) != 0) throw zmq::error_t{};
   events_.set(zmq::sockopt::linger, 0);
   events_.set(zmq::sockopt::rcvtimeo, 100);
@@ -261,10 +260,11 @@ void drop_watch::serve() {
       ++disconnects_;
       if (auto it = duplicates.find(e.value); it != duplicates.end()) {
         if (!after_failed_handshake && peer_still_there(it->second)) {
-          spdlog::warn("{}: ZeroMQ dropped the connection from {}: it sent a frame above the "
-                       "limit of {} bytes (--max-message-bytes, max_message_bytes in a cluster "
-                       "file) or bytes that are not ZMTP ({} so far)",
-                       owner_, peer_address(it->second), max_bytes_, ++dropped_);
+          spdlog::warn(
+              "{}: ZeroMQ dropped the connection from {}: it sent a frame above the "
+              "limit of {} bytes (--max-message-bytes, max_message_bytes in a cluster "
+              "file) or bytes that are not ZMTP ({} so far)",
+              owner_, peer_address(it->second), max_bytes_, ++dropped_);
         }
         ::close(it->second);
         duplicates.erase(it);

@@ -503,10 +503,11 @@ BOOST_AUTO_TEST_CASE(a_frame_above_the_limit_at_the_coordinator_is_counted_and_l
   spdlog::default_logger()->sinks().pop_back();
   const auto log = coordinator_log.str();
   const auto port = cluster.nodes[0].endpoint.substr(cluster.nodes[0].endpoint.rfind(':'));
-  BOOST_TEST(log.find("coordinator (link to node 'fake'): ZeroMQ dropped the connection from "
-                      "127.0.0.1" + port + ": it sent a frame above the limit of 1048576 bytes") !=
-                 std::string::npos,
-             log);
+  BOOST_TEST(
+      log.find("coordinator (link to node 'fake'): ZeroMQ dropped the connection from "
+               "127.0.0.1" +
+               port + ": it sent a frame above the limit of 1048576 bytes") != std::string::npos,
+      log);
   BOOST_TEST(log.find("(1 so far)") != std::string::npos, log);
   BOOST_TEST(log.find("(2 so far)") == std::string::npos, log);
 }

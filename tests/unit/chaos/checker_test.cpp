@@ -230,5 +230,6 @@ BOOST_AUTO_TEST_CASE(latency_during_and_after_a_fault_comes_from_receive_and_com
   auto r2 = check(run, run, {late}, rf);
   BOOST_TEST(r2.faults[0].latency_during.results == 0u);
   BOOST_TEST(!r2.faults[0].first_result_after_start_s);
-  BOOST_TEST(nlohmann::json::parse(r2.to_json())["faults"][0]["first_result_after_start_s"].is_null());
+  BOOST_TEST(
+      nlohmann::json::parse(r2.to_json())["faults"][0]["first_result_after_start_s"].is_null());
 }

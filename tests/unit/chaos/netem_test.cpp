@@ -82,9 +82,9 @@ BOOST_AUTO_TEST_CASE(tc_command_lines) {
   s.delay = 40ms;
   s.jitter = 10ms;
   s.loss = 0.02;
-  BOOST_TEST(netem_command(d, s) == (argv{"ip", "netns", "exec", "tm7n2", "tc", "qdisc", "replace",
-                                          "dev", "eth0", "root", "netem", "delay", "40ms", "10ms",
-                                          "loss", "2%"}));
+  BOOST_TEST(netem_command(d, s) ==
+             (argv{"ip", "netns", "exec", "tm7n2", "tc", "qdisc", "replace", "dev", "eth0", "root",
+                   "netem", "delay", "40ms", "10ms", "loss", "2%"}));
   s.jitter = 0ms;
   s.loss = 0;
   BOOST_TEST(netem_command(d, s) == (argv{"ip", "netns", "exec", "tm7n2", "tc", "qdisc", "replace",
@@ -122,8 +122,9 @@ BOOST_AUTO_TEST_CASE(a_kernel_without_netem_is_named_as_the_cause) {
   no_namespace.answer = {1, "Cannot open network namespace \"tm7n2\": No such file or directory\n"};
   why = netem_unavailable(d, no_namespace.runner());
   BOOST_REQUIRE(why);
-  BOOST_TEST(*why == "tc netem on device eth0 in network namespace tm7n2 failed (exit 1): Cannot "
-                     "open network namespace \"tm7n2\": No such file or directory",
+  BOOST_TEST(*why ==
+                 "tc netem on device eth0 in network namespace tm7n2 failed (exit 1): Cannot "
+                 "open network namespace \"tm7n2\": No such file or directory",
              *why);
 
   // the real runner keeps the output and the exit code

@@ -176,9 +176,8 @@ BOOST_AUTO_TEST_CASE(netem_faults_read_delay_jitter_and_loss) {
   BOOST_TEST(!is_process_fault(fault_kind::netem));
 
   auto e = error_of("faults:\n  - {at: 1s, fault: netem, targets: [n1], duration: 1s}\n");
-  BOOST_TEST(e.find("faults[0].delay: netem needs a delay, a jitter or a loss") !=
-                 std::string::npos,
-             e);
+  BOOST_TEST(
+      e.find("faults[0].delay: netem needs a delay, a jitter or a loss") != std::string::npos, e);
   e = error_of("faults:\n  - {at: 1s, fault: netem, targets: [n1], loss: 1.5, duration: 1s}\n");
   BOOST_TEST(e.find("faults[0].loss: must be within [0, 1]") != std::string::npos, e);
   e = error_of("faults:\n  - {at: 1s, fault: drop, targets: [n1], loss: 0.1, duration: 1s}\n");
@@ -188,8 +187,9 @@ BOOST_AUTO_TEST_CASE(netem_faults_read_delay_jitter_and_loss) {
   BOOST_TEST(e.find("faults[0].to: only drop, delay, duplicate and reorder have peers") !=
                  std::string::npos,
              e);
-  e = error_of("faults:\n  - {at: 1s, fault: netem, targets: [n1], probability: 0.1, "
-               "duration: 1s}\n");
+  e = error_of(
+      "faults:\n  - {at: 1s, fault: netem, targets: [n1], probability: 0.1, "
+      "duration: 1s}\n");
   BOOST_TEST(e.find("faults[0].probability: only drop") != std::string::npos, e);
 
   // random netem faults take the random delay, jitter and probability (as their loss)

@@ -36,7 +36,7 @@ struct history_entry {
   std::string id;              ///< the result's identity, e.g. a key and a window
   std::uint32_t revision = 0;  ///< its revision (0, 1, ... for late re-firings)
   std::string value;
-  std::int64_t commit_ms = 0;    ///< wall clock (ms since the epoch) of the commit
+  std::int64_t commit_ms = 0;  ///< wall clock (ms since the epoch) of the commit
   /// Wall clock when the sink instance received the result from the pipeline (the result's
   /// emission); commit_ms - received_ms is the result's emission-to-commit latency. A result that
   /// a restore re-committed keeps the time it was received before the snapshot.
