@@ -2,8 +2,10 @@
 # The three-node cluster test with real addresses: three network namespaces, each with a veth pair
 # to a bridge in this namespace (where the coordinator runs), one tidemark-node per namespace.
 # Runs example-window-count with its keyed window stage spread over the three and compares the
-# result lines with the embedded run. Exits 77 (ctest: skipped) with the reason when namespaces
-# cannot be made here (not root, no iproute2, no permission).
+# result lines with the embedded run; then `tidemark chaos run` with a tc netem fault on n2 (or,
+# on a kernel without netem, checks that the tool refuses it up front and says so loudly).
+# Exits 77 (ctest: skipped) with the reason when namespaces cannot be made here (not root, no
+# iproute2, no permission).
 #   scripts/netns-cluster.sh BIN_DIR    (the folder holding tidemark and tidemark-node)
 set -euo pipefail
 bin="${1:?usage: netns-cluster.sh BIN_DIR}"
@@ -63,3 +65,41 @@ if [[ $lines -ne 8880 ]] || ! cmp -s <(sort "$work/cluster.txt") <(sort "$work/e
   exit 1
 fi
 echo "netns cluster: 3 nodes at $subnet.1-3, $lines result lines identical to the embedded run"
+
+# tc netem under a chaos schedule: real delay, jitter and loss on n2's interface. Whether this
+# kernel has netem is found out here independently of the tool (the same tc call the tool tries);
+# without it the tool must refuse the schedule up front, naming the cause, and run nothing.
+cat >"$work/netem.yaml" <<'YAML'
+faults:
+  - {at: 1s, fault: netem, targets: [n2], delay: 40ms, jitter: 10ms, loss: 0.02, duration: 3s}
+YAML
+if ip netns exec "${tag}n2" tc qdisc replace dev eth0 root netem >"$work/tc.out" 2>&1; then
+  ip netns exec "${tag}n2" tc qdisc del dev eth0 root
+  netem=yes
+else
+  netem=no
+fi
+set +e
+"$bin/tidemark" chaos run --cluster "$work/cluster.yaml" --schedule "$work/netem.yaml" \
+  --netns "n2=${tag}n2:eth0" --duration 5s --checkpoint-interval 250 --out "$work/chaos" \
+  example-late-windows --events 24000 --rate 4000 --parallelism 3 >"$work/chaos.out" 2>&1
+rc=$?
+set -e
+if [[ $netem == no ]]; then
+  if [[ $rc -ne 1 ]] || ! grep -q "tc netem is not available on this kernel: " "$work/chaos.out" ||
+    [[ -e "$work/chaos/history" ]]; then
+    echo "FAIL: without netem (tc: $(cat "$work/tc.out")) the chaos run must fail up front naming"
+    echo "the cause and run nothing; exit $rc:"
+    cat "$work/chaos.out"
+    exit 1
+  fi
+  echo "WARNING: tc netem could NOT be exercised here: this kernel has no netem qdisc ($(cat "$work/tc.out"))"
+  echo "WARNING: checked only that chaos run refuses a netem schedule up front: $(grep -o 'tc netem is not available.*' "$work/chaos.out" | head -1)"
+else
+  if [[ $rc -ne 0 ]] || ! grep -q "netem n2" "$work/chaos.out"; then
+    echo "FAIL: the chaos run with a netem fault on n2 did not pass (exit $rc):"
+    cat "$work/chaos.out" "$work"/n*.log
+    exit 1
+  fi
+  echo "netem: $(grep -m1 '^PASSED' "$work/chaos.out")"
+fi

@@ -3,18 +3,34 @@
 // every fault kind but disk errors, for --duration (default 5 min). Writes the checker's
 // report as the benchmark JSON (violations, which must be 0, faults_injected by kind,
 // recovery_p50_s, recovery_max_s, the timeline) and its plot beside it as chaos.png; exits 3 on a
-// violation.
+// violation. The run's directory stays beside the JSON (chaos-run/) for `tidemark chaos check`;
+// a progress line every 5 s and the machine's load average go to stderr and into the JSON.
 #include <CLI/CLI.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tidemark/chaos/fixture.hpp"
 #include "tidemark/chaos/schedule.hpp"
 #include "tidemark/examples/example_jobs.hpp"
 
 using namespace tidemark;
+
+namespace {
+
+// The 1-minute load average: the machine may be shared, which the figures must say.
+double load_average() {
+  double load[1] = {0};
+  return ::getloadavg(load, 1) == 1 ? load[0] : -1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_chaos: a job under a random fault schedule, checked"};
@@ -45,13 +61,36 @@ int main(int argc, char** argv) {
     const std::string schedule =
         "random:\n  kinds: [kill, pause, restart, partition, drop, delay, duplicate, reorder, "
         "slow-disk]\n  every: 5s..10s\n  duration: 1s..3s\n  start: 3s\n";
+    const auto bench_dir = std::filesystem::absolute(out).parent_path();
+    s.out = bench_dir / "chaos-run";
+    std::filesystem::remove_all(s.out);  // the runner refuses a folder with an earlier run
+    double load_max = load_average();
+    const double load_start = load_max;
+    s.progress = [&load_max](const std::string& line) {
+      const double load = load_average();
+      load_max = std::max(load_max, load);
+      std::fprintf(stderr, "%s (load %.2f)\n", line.c_str(), load);
+    };
     chaos::cluster_fixture cluster{3, TIDEMARK_NODE_BIN};
     const auto r = cluster.run(spec, o, schedule, s);
-    std::ofstream{out} << r.to_json();
-    std::filesystem::copy_file(cluster.nodes().dir / "run-1" / "timeline.png",
-                               std::filesystem::path{out}.parent_path() / "chaos.png",
+    auto j = nlohmann::json::parse(r.to_json());
+    j["bench"] = {{"job", "example-late-windows"},
+                  {"rate", rate},
+                  {"duration_s", static_cast<double>(s.duration.count()) / 1000.0},
+                  {"seed", seed},
+                  {"checkpoint_interval_ms", s.checkpoint_interval.count()},
+                  {"schedule", schedule},
+                  {"load_average_start", load_start},
+                  {"load_average_max", load_max},
+                  {"cores", std::thread::hardware_concurrency()},
+                  {"run_dir", s.out.string()},
+                  {"plot", "chaos.png"}};
+    std::ofstream{out} << j.dump(2);
+    std::filesystem::copy_file(s.out / "timeline.png", bench_dir / "chaos.png",
                                std::filesystem::copy_options::overwrite_existing);
     std::printf("%s", r.summary().c_str());
+    std::printf("load average: %.2f at the start, at most %.2f (%u cores)\n", load_start, load_max,
+                std::thread::hardware_concurrency());
     return r.passed() ? 0 : 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_chaos: %s\n", e.what());

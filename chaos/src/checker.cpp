@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -45,8 +46,62 @@ double rate(const std::vector<std::int64_t>& commits, std::int64_t from, std::in
   return static_cast<double>(n) * 1000.0 / static_cast<double>(to - from);
 }
 
-fault_effect effect_of(const applied_fault& f, const std::vector<std::int64_t>& commits,
-                       const run_facts& facts) {
+double percentile(std::vector<double> xs, double q) {
+  if (xs.empty()) return 0;
+  std::sort(xs.begin(), xs.end());
+  auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(xs.size())));
+  return xs[std::min(xs.size() - 1, i == 0 ? 0 : i - 1)];
+}
+
+// The run's commit times in order, with the emission-to-commit latency of each result.
+struct commit_times {
+  std::vector<std::int64_t> at_ms;
+  std::vector<double> latency_s;
+
+  explicit commit_times(const std::vector<history_entry>& run) {
+    std::vector<std::pair<std::int64_t, double>> xs;
+    xs.reserve(run.size());
+    // both times come from the clock of the process that committed, so only a clock step can
+    // make the difference negative
+    for (const auto& e : run)
+      xs.emplace_back(
+          e.commit_ms,
+          static_cast<double>(std::max<std::int64_t>(0, e.commit_ms - e.received_ms)) / 1000.0);
+    std::sort(xs.begin(), xs.end());
+    for (const auto& [at, latency] : xs) {
+      at_ms.push_back(at);
+      latency_s.push_back(latency);
+    }
+  }
+
+  std::size_t first_at_or_after(std::int64_t t) const {
+    return static_cast<std::size_t>(std::lower_bound(at_ms.begin(), at_ms.end(), t) -
+                                    at_ms.begin());
+  }
+
+  // The latency of the results committed within [from, to).
+  latency_summary latency(std::int64_t from, std::int64_t to) const {
+    latency_summary out;
+    if (to <= from) return out;
+    const auto a = first_at_or_after(from), b = first_at_or_after(to);
+    std::vector<double> xs(latency_s.begin() + static_cast<std::ptrdiff_t>(a),
+                           latency_s.begin() + static_cast<std::ptrdiff_t>(b));
+    out.results = xs.size();
+    out.p50_s = percentile(xs, 0.5);
+    out.p99_s = percentile(std::move(xs), 0.99);
+    return out;
+  }
+
+  // Seconds from `t` to the first commit at or after it.
+  std::optional<double> first_after(std::int64_t t) const {
+    const auto i = first_at_or_after(t);
+    if (i == at_ms.size()) return std::nullopt;
+    return static_cast<double>(at_ms[i] - t) / 1000.0;
+  }
+};
+
+fault_effect effect_of(const applied_fault& f, const commit_times& times, const run_facts& facts) {
+  const auto& commits = times.at_ms;
   fault_effect e;
   e.fault = f;
   const auto start = f.started_ms;
@@ -74,11 +129,15 @@ fault_effect effect_of(const applied_fault& f, const std::vector<std::int64_t>& 
         break;
       }
   }
+  e.latency_during = times.latency(start, healed);
+  e.latency_after = times.latency(healed, healed + context_ms);
+  e.first_result_after_start_s = times.first_after(start);
+  e.first_result_after_heal_s = times.first_after(healed);
   return e;
 }
 
-std::vector<timeline_point> timeline_of(const std::vector<std::int64_t>& commits,
-                                        const run_facts& facts) {
+std::vector<timeline_point> timeline_of(const commit_times& times, const run_facts& facts) {
+  const auto& commits = times.at_ms;
   std::vector<timeline_point> out;
   if (facts.started_ms == 0) return out;
   const auto end = std::max(facts.ended_ms, commits.empty() ? facts.started_ms : commits.back());
@@ -95,16 +154,28 @@ std::vector<timeline_point> timeline_of(const std::vector<std::int64_t>& commits
     }
     gap = std::max(gap, std::min(end, t + 1000) - previous);  // still waiting at the second's end
     p.commit_gap_s = static_cast<double>(gap) / 1000.0;
+    const auto latency = times.latency(t, t + 1000);
+    p.latency_p50_s = latency.p50_s;
+    p.latency_p99_s = latency.p99_s;
     out.push_back(p);
   }
   return out;
 }
 
-double percentile(std::vector<double> xs, double q) {
-  if (xs.empty()) return 0;
-  std::sort(xs.begin(), xs.end());
-  auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(xs.size())));
-  return xs[std::min(xs.size() - 1, i == 0 ? 0 : i - 1)];
+// "0.63 s", or "none" without results
+std::string latency_text(const latency_summary& l) {
+  if (l.results == 0) return "none";
+  std::ostringstream out;
+  out << l.p99_s << " s";
+  return out.str();
+}
+
+nlohmann::json optional_json(const std::optional<double>& x) {
+  return x ? nlohmann::json(*x) : nlohmann::json();
+}
+
+nlohmann::json latency_json(const latency_summary& l) {
+  return {{"results", l.results}, {"p50_s", l.p50_s}, {"p99_s", l.p99_s}};
 }
 
 nlohmann::json fault_json(const fault& f) {
@@ -217,12 +288,10 @@ report check(const std::vector<history_entry>& reference, const std::vector<hist
     }
   }
 
-  std::vector<std::int64_t> commits;
-  commits.reserve(run.size());
-  for (const auto& e : run) commits.push_back(e.commit_ms);
-  std::sort(commits.begin(), commits.end());
-  for (const auto& f : faults) r.faults.push_back(effect_of(f, commits, facts));
-  r.timeline = timeline_of(commits, facts);
+  const commit_times times{run};
+  for (const auto& f : faults) r.faults.push_back(effect_of(f, times, facts));
+  r.timeline = timeline_of(times, facts);
+  r.latency = times.latency(INT64_MIN, INT64_MAX);
   return r;
 }
 
@@ -232,7 +301,8 @@ std::string report::summary(std::size_t first) const {
       << reference_results << " in the reference; " << violation_count() << " violations (lost "
       << lost << ", repeated " << repeated << ", wrong " << wrong << ", revisions out of order "
       << out_of_order << ", watermarks back " << watermark_back << "); " << faults.size()
-      << " faults, " << run.recoveries << " recoveries\n";
+      << " faults, " << run.recoveries << " recoveries; latency p50 " << latency.p50_s << " s, p99 "
+      << latency.p99_s << " s\n";
   if (run.error) out << "the run failed: " << *run.error << "\n";
   std::size_t shown = 0;
   for (const auto& v : violations) {
@@ -245,7 +315,9 @@ std::string report::summary(std::size_t first) const {
         << " before, " << std::lround(f.rate_during) << " during, " << std::lround(f.rate_after)
         << " after; longest commit gap " << f.longest_commit_gap_s << " s; recovered "
         << (f.recovery_s ? std::to_string(*f.recovery_s).substr(0, 5) + " s after"
-                         : std::string{"never"});
+                         : std::string{"never"})
+        << "; latency p99 " << latency_text(f.latency_during) << " during, "
+        << latency_text(f.latency_after) << " after";
     if (!f.fault.note.empty()) out << " (" << f.fault.note << ")";
     out << "\n";
   }
@@ -289,7 +361,11 @@ std::string report::to_json() const {
     x["rate_during"] = f.rate_during;
     x["rate_after"] = f.rate_after;
     x["longest_commit_gap_s"] = f.longest_commit_gap_s;
-    x["recovery_s"] = f.recovery_s ? nlohmann::json(*f.recovery_s) : nlohmann::json();
+    x["recovery_s"] = optional_json(f.recovery_s);
+    x["latency_during"] = latency_json(f.latency_during);
+    x["latency_after"] = latency_json(f.latency_after);
+    x["first_result_after_start_s"] = optional_json(f.first_result_after_start_s);
+    x["first_result_after_heal_s"] = optional_json(f.first_result_after_heal_s);
     fs.push_back(std::move(x));
     ++by_kind[std::string{to_string(f.fault.planned.kind)}];
     if (f.recovery_s) recoveries.push_back(*f.recovery_s);
@@ -298,9 +374,16 @@ std::string report::to_json() const {
   j["recovery_p50_s"] = percentile(recoveries, 0.5);
   j["recovery_max_s"] =
       recoveries.empty() ? 0.0 : *std::max_element(recoveries.begin(), recoveries.end());
+  // what the latencies measure: the history has no ingestion times (events carry none)
+  j["latency_measure"] = "emission to commit: from the sink receiving a result to its commit";
+  j["latency"] = latency_json(latency);
   auto& tl = j["timeline"] = nlohmann::json::array();
   for (const auto& p : timeline)
-    tl.push_back({{"t_s", p.t_s}, {"results", p.results}, {"commit_gap_s", p.commit_gap_s}});
+    tl.push_back({{"t_s", p.t_s},
+                  {"results", p.results},
+                  {"commit_gap_s", p.commit_gap_s},
+                  {"latency_p50_s", p.latency_p50_s},
+                  {"latency_p99_s", p.latency_p99_s}});
   return j.dump(2);
 }
 

@@ -35,6 +35,7 @@ report cluster_fixture::run(const job_spec& spec, const job_options& options,
   o.run = settings.run;
   o.processes = &cluster_;
   o.inject = default_injector();
+  o.progress = settings.progress;
   auto cluster = cluster_.cluster;
   cluster.pins = settings.pins;
   std::vector<std::string> ids;

@@ -95,7 +95,8 @@ history_sink::history_sink(const std::string& dir, const instance_info& info, hi
 
 void history_sink::add_result(const std::string& id, std::uint32_t revision,
                               const std::string& value) {
-  add(id + sep + std::to_string(revision), value);
+  // the receive time travels with the staged row (and its snapshot) until the commit
+  add(id + sep + std::to_string(revision), std::to_string(wall_ms()) + sep + value);
 }
 
 void history_sink::on_watermark(event_time wm, emitter& out) {
@@ -144,7 +145,7 @@ void history_sink::before_commit(std::uint64_t checkpoint, rows& rs) {
   const auto now = std::to_string(wall_ms());
   std::size_t position = 0;
   for (auto& [key, value] : rs) {
-    // key is "id<sep>revision" as add_result wrote it
+    // key is "id<sep>revision", value "received<sep>value", as add_result wrote them
     std::string row = key + sep + now + sep + std::to_string(checkpoint) + sep +
                       std::to_string(wm) + sep + writer_ + sep + value;
     key = prefix + digits(position++, 10);
@@ -172,10 +173,12 @@ std::vector<history_entry> read_history(const std::string& dir) {
     t.scan({}, std::nullopt, [&](std::string_view k, std::string_view v) {
       std::string key{k};
       if (by_key.count(key)) return true;
-      auto f = split(std::string{v}, 7);
-      if (f.size() != 7)
+      auto f = split(std::string{v}, 8);
+      if (f.size() != 8)
         throw std::runtime_error("history '" + sub.path().string() + "': a row has " +
-                                 std::to_string(f.size()) + " fields, not 7");
+                                 std::to_string(f.size()) +
+                                 " fields, not 8 (id, revision, commit time, checkpoint, "
+                                 "watermark, writer, receive time, value)");
       history_entry e;
       e.id = f[0];
       e.revision = static_cast<std::uint32_t>(std::stoul(f[1]));
@@ -183,7 +186,8 @@ std::vector<history_entry> read_history(const std::string& dir) {
       e.checkpoint = std::stoull(f[3]);
       e.watermark = std::stoll(f[4]);
       e.writer = f[5];
-      e.value = f[6];
+      e.received_ms = std::stoll(f[6]);
+      e.value = f[7];
       by_key.emplace(std::move(key), std::move(e));
       return true;
     });

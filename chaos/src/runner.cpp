@@ -1,6 +1,7 @@
 // The chaos runner: the reference run, the run under faults with the schedule applied from this
 // thread while run_on_cluster drives the job on another, and the check. Network and storage
-// faults are combined per node, because a fault command replaces the node's previous one.
+// faults are combined per node, because a fault command replaces the node's previous one; netem
+// faults likewise, because a qdisc replaces the device's previous one.
 #include "tidemark/chaos/runner.hpp"
 
 #include <spdlog/spdlog.h>
@@ -96,6 +97,9 @@ class fault_applier {
           if (f.kind == fault_kind::pause) opts_.processes->pause(i);
           if (f.kind == fault_kind::restart) opts_.processes->stop(i);
         }
+      } else if (f.kind == fault_kind::netem) {
+        netem_[k] = &f;
+        set_netem(f.targets);
       } else {
         active_[k] = &f;
         send(nodes_touched(f, cluster_));
@@ -117,6 +121,9 @@ class fault_applier {
           else if (!opts_.processes->running(i))
             opts_.processes->start(i);
         }
+      } else if (f.kind == fault_kind::netem) {
+        netem_.erase(k);
+        set_netem(f.targets);
       } else {
         active_.erase(k);
         send(nodes_touched(f, cluster_));
@@ -156,14 +163,45 @@ class fault_applier {
       opts_.inject(cluster_, id, command_for(id, active, cluster_, opts_.seed));
   }
 
+  // Like a fault command, a qdisc replaces the previous one: each node gets the union of the
+  // netem faults on it, or none.
+  void set_netem(const std::vector<std::string>& nodes) {
+    std::vector<const fault*> active;
+    for (const auto& [k, f] : netem_) active.push_back(f);
+    for (const auto& id : nodes) {
+      const auto r = opts_.run_tc(netem_command(opts_.netns.at(id), netem_for(id, active)));
+      if (r.status != 0)
+        throw std::runtime_error("tc on node '" + id + "' (exit " + std::to_string(r.status) +
+                                 "): " + r.output);
+    }
+  }
+
   const cluster_config& cluster_;
   const chaos_options& opts_;
   std::map<std::size_t, const fault*> active_;  // network and storage faults in force
+  std::map<std::size_t, const fault*> netem_;   // netem faults in force
 };
 
 void check_applicable(const std::vector<fault>& faults, const cluster_config& cluster,
                       const chaos_options& opts) {
+  std::set<std::string> probed;
   for (const auto& f : faults) {
+    if (f.kind == fault_kind::netem) {
+      // tc on the node's device: neither a fault command nor a signal
+      for (const auto& id : f.targets) {
+        auto it = opts.netns.find(id);
+        if (it == opts.netns.end())
+          throw std::runtime_error("fault " + describe(f) +
+                                   ": netem acts on the network device of "
+                                   "node '" +
+                                   id + "' in its namespace: name it (--netns " + id +
+                                   "=NAMESPACE[:DEVICE], chaos_options::netns)");
+        if (!probed.insert(id).second) continue;
+        if (auto why = netem_unavailable(it->second, opts.run_tc))
+          throw std::runtime_error("fault " + describe(f) + ": " + *why);
+      }
+      continue;
+    }
     if (!is_process_fault(f.kind) && opts.inject && !cluster.faults_allowed)
       throw std::runtime_error("fault " + describe(f) +
                                ": the cluster file does not say 'faults: allow', so the nodes "
@@ -251,14 +289,21 @@ report run_chaos(const job_spec& spec, const job_options& options, const cluster
                              "' holds an earlier chaos run: remove it or choose another --out");
   std::filesystem::create_directories(out);
 
-  // the reference: embedded, no faults, no checkpoints, as fast as the job allows
+  // the reference: embedded, no faults, as fast as the job allows
   auto reference = options;
   reference.set("history", (out / "reference").string());
   if (declares(spec, "rate")) reference.set("rate", "0");
   if (opts.progress) opts.progress("chaos: reference run of '" + spec.name + "' (no faults)");
   run_options quiet;
   quiet.print_summary = false;
+  // Checkpoints only to keep the history's commits small: without them an exactly-once history
+  // appends every result in one transaction at the end, which outgrows WiredTiger's cache for a
+  // long run (670,000 results of the 5-minute benchmark failed with WT_ROLLBACK).
+  const auto reference_checkpoints = out / "reference-checkpoints";
+  quiet.checkpoints.dir = reference_checkpoints.string();
+  quiet.checkpoints.interval = std::chrono::milliseconds{250};
   run_registered(spec, reference, quiet);
+  std::filesystem::remove_all(reference_checkpoints);
 
   auto under_faults = options;
   under_faults.set("history", (out / "history").string());

@@ -24,6 +24,7 @@ constexpr std::pair<fault_kind, std::string_view> kind_names[] = {
     {fault_kind::drop, "drop"},           {fault_kind::delay, "delay"},
     {fault_kind::duplicate, "duplicate"}, {fault_kind::reorder, "reorder"},
     {fault_kind::slow_disk, "slow-disk"}, {fault_kind::disk_errors, "disk-errors"},
+    {fault_kind::netem, "netem"},
 };
 
 std::string kind_list() {
@@ -38,7 +39,11 @@ bool uses_probability(fault_kind k) {
 }
 
 bool uses_delay(fault_kind k) {
-  return k == fault_kind::delay || k == fault_kind::slow_disk;
+  return k == fault_kind::delay || k == fault_kind::slow_disk || k == fault_kind::netem;
+}
+
+bool uses_jitter(fault_kind k) {
+  return k == fault_kind::delay || k == fault_kind::netem;
 }
 
 bool is_link_fault(fault_kind k) {
@@ -88,14 +93,15 @@ std::pair<std::chrono::milliseconds, std::chrono::milliseconds> range_field(
   }
 }
 
-double probability_field(const YAML::Node& n, const where& w) {
+double probability_field(const YAML::Node& n, const where& w,
+                         const std::string& field = "probability") {
   double p = 0;
   try {
     p = n.as<double>();
   } catch (const YAML::Exception&) {
-    w.fail("probability", "'" + scalar(n, w, "probability") + "' is not a number");
+    w.fail(field, "'" + scalar(n, w, field) + "' is not a number");
   }
-  if (!(p >= 0 && p <= 1)) w.fail("probability", "must be within [0, 1]");
+  if (!(p >= 0 && p <= 1)) w.fail(field, "must be within [0, 1]");
   return p;
 }
 
@@ -128,9 +134,9 @@ void check_keys(const YAML::Node& n, const where& w, std::initializer_list<const
 fault read_fault(const YAML::Node& n, const where& w) {
   if (!n.IsMap())
     w.fail("", "must be a map like {at: 5s, fault: kill, targets: [n2], duration: 2s}");
-  check_keys(
-      n, w,
-      {"at", "fault", "targets", "sides", "to", "duration", "probability", "delay", "jitter"});
+  check_keys(n, w,
+             {"at", "fault", "targets", "sides", "to", "duration", "probability", "delay", "jitter",
+              "loss"});
   fault f;
   f.origin = w.entry;
   if (!n["at"]) w.fail("at", "missing (when the fault starts, e.g. 5s)");
@@ -155,12 +161,17 @@ fault read_fault(const YAML::Node& n, const where& w) {
     f.probability = probability_field(n["probability"], w);
   }
   if (n["delay"]) {
-    if (!uses_delay(f.kind)) w.fail("delay", "only delay and slow-disk have a delay");
+    if (!uses_delay(f.kind)) w.fail("delay", "only delay, slow-disk and netem have a delay");
     f.delay = duration_field(n["delay"], w, "delay");
   }
   if (n["jitter"]) {
-    if (f.kind != fault_kind::delay) w.fail("jitter", "only delay has a jitter");
+    if (!uses_jitter(f.kind)) w.fail("jitter", "only delay and netem have a jitter");
     f.jitter = duration_field(n["jitter"], w, "jitter");
+  }
+  if (n["loss"]) {
+    if (f.kind != fault_kind::netem)
+      w.fail("loss", "only netem has a loss (drop has a probability)");
+    f.probability = probability_field(n["loss"], w, "loss");
   }
   if (f.targets.empty() && f.sides.empty())
     w.fail("targets", f.kind == fault_kind::partition
@@ -169,8 +180,12 @@ fault read_fault(const YAML::Node& n, const where& w) {
   if (f.duration.count() <= 0 && f.kind != fault_kind::kill)
     w.fail("duration", "missing or 0: every fault but kill is healed after a duration");
   if (uses_probability(f.kind) && f.probability <= 0) w.fail("probability", "missing or 0");
-  if (uses_delay(f.kind) && f.delay.count() <= 0 && f.jitter.count() <= 0)
+  if (f.kind == fault_kind::netem) {
+    if (f.delay.count() <= 0 && f.jitter.count() <= 0 && f.probability <= 0)
+      w.fail("delay", "netem needs a delay, a jitter or a loss");
+  } else if (uses_delay(f.kind) && f.delay.count() <= 0 && f.jitter.count() <= 0) {
     w.fail("delay", "missing or 0");
+  }
   return f;
 }
 
@@ -337,9 +352,9 @@ std::vector<fault> expand(const schedule& s, std::uint64_t seed, std::chrono::mi
           std::chrono::milliseconds{draw(rng, r.duration_min.count(), r.duration_max.count())};
       f.targets = {
           pool[static_cast<std::size_t>(draw(rng, 0, static_cast<std::int64_t>(pool.size()) - 1))]};
-      if (uses_probability(f.kind)) f.probability = r.probability;
+      if (uses_probability(f.kind) || f.kind == fault_kind::netem) f.probability = r.probability;
       if (uses_delay(f.kind)) f.delay = r.delay;
-      if (f.kind == fault_kind::delay) f.jitter = r.jitter;
+      if (uses_jitter(f.kind)) f.jitter = r.jitter;
       f.origin = "random #" + std::to_string(i);
       check_nodes(f, nodes, s.source);
       out.push_back(std::move(f));
@@ -364,7 +379,9 @@ std::string describe(const fault& f) {
     out += " " + list(f.targets);
   }
   if (!f.peers.empty()) out += " to " + list(f.peers);
-  if (f.probability > 0) out += " p=" + std::to_string(f.probability).substr(0, 4);
+  if (f.probability > 0)
+    out += (f.kind == fault_kind::netem ? " loss=" : " p=") +
+           std::to_string(f.probability).substr(0, 4);
   if (f.delay.count() > 0) out += " delay=" + seconds_text(f.delay);
   if (f.jitter.count() > 0) out += " jitter=" + seconds_text(f.jitter);
   out += f.duration.count() > 0 ? " for " + seconds_text(f.duration) : std::string{" (stays down)"};

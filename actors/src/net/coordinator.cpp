@@ -2,6 +2,7 @@
 // starts it, watches heartbeats, collects metrics and reports the result (see cluster.hpp).
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
@@ -31,20 +32,19 @@ class control_links {
  public:
   explicit control_links(const cluster_config& c) : cluster_(c) {
     if (c.insecure) net::warn_insecure("the coordinator");
+    sockets_.reserve(c.nodes.size());  // each watch holds on to its socket
     for (const auto& n : c.nodes) {
       auto& s = sockets_.emplace_back(ctx_, zmq::socket_type::dealer);
       net::make_client(s, c.coordinator, n.public_key, c.insecure, c.max_message_bytes);
       // the pieces of a restored checkpoint may be many chunks: queue them all, never drop one
       s.set(zmq::sockopt::sndhwm, 0);
-      // a broken connection (a killed node) is reported before its heartbeats are overdue
-      const auto address = "inproc://node-monitor-" + std::to_string(sockets_.size() - 1);
-      if (zmq_socket_monitor(s.handle(), address.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
-        throw zmq::error_t{};
-      auto& m = monitors_.emplace_back(ctx_, zmq::socket_type::pair);
-      m.set(zmq::sockopt::linger, 0);
-      m.connect(address);
+      // counts frames above the limit (ZeroMQ drops their connection unseen) and every broken
+      // connection, so a killed node is reported before its heartbeats are overdue
+      watches_.push_back(std::make_unique<net::drop_watch>(
+          ctx_, s, "coordinator (link to node '" + n.id + "')", c.max_message_bytes));
       s.connect(n.endpoint);
     }
+    disconnects_seen_.assign(c.nodes.size(), 0);
   }
 
   /// Never blocks: a node whose connection was refused has nowhere to queue, and whatever the
@@ -85,13 +85,10 @@ class control_links {
   /// Nodes whose connection broke since the last call, in order, once per break.
   std::vector<std::uint32_t> disconnected() {
     std::vector<std::uint32_t> out;
-    for (std::uint32_t n = 0; n < monitors_.size(); ++n) {
-      zmq::message_t event;
-      while (monitors_[n].recv(event, zmq::recv_flags::dontwait)) {
-        while (event.more()) (void)monitors_[n].recv(event);  // the address part
+    for (std::uint32_t n = 0; n < watches_.size(); ++n)
+      for (const auto now = watches_[n]->disconnects(); disconnects_seen_[n] < now;
+           ++disconnects_seen_[n])
         out.push_back(n);
-      }
-    }
     return out;
   }
 
@@ -113,6 +110,7 @@ class control_links {
     s.node = "coordinator";
     s.frames_in = frames_in_;
     s.bad_frames = bad_frames_;
+    for (const auto& w : watches_) s.oversized_frames += w->dropped();
     return s;
   }
 
@@ -122,7 +120,8 @@ class control_links {
   const cluster_config& cluster_;
   zmq::context_t ctx_{1};
   std::vector<zmq::socket_t> sockets_;
-  std::vector<zmq::socket_t> monitors_;  // per node: ZMQ_EVENT_DISCONNECTED of its socket
+  std::vector<std::unique_ptr<net::drop_watch>> watches_;  // per node; stop before its socket
+  std::vector<std::uint64_t> disconnects_seen_;            // per node: breaks reported so far
 };
 
 template <class Body>

@@ -138,7 +138,8 @@ void zap_handler::serve() {
 // (the handshake succeeded), no frame, no error reaches the application. The peer's DEALER then
 // reconnects and goes on with its next frames.
 //
-// So the watch duplicates each accepted connection's descriptor (ZMQ_EVENT_ACCEPTED): the socket
+// So the watch duplicates each accepted or connected connection's descriptor (ZMQ_EVENT_ACCEPTED
+// on a server socket, ZMQ_EVENT_CONNECTED on a client socket: both carry it): the socket
 // stays open in the kernel after ZeroMQ closes its descriptor, and on ZMQ_EVENT_DISCONNECTED a
 // look at it (recv with MSG_PEEK) says who ended the connection. EOF or a reset: the peer did.
 // Unread bytes (the rest of the oversized frame) or nothing to read yet (EAGAIN): the peer is
@@ -150,14 +151,15 @@ void zap_handler::serve() {
 // decryption — all counted here as oversized_frames, the first being the only one our own peers
 // can cause.
 //
-// Limits: the descriptor is duplicated when the watch's thread reads the ACCEPTED event; a
-// connection that ZeroMQ closed before that (accepted, handshaken and dropped within the
+// Limits: the descriptor is duplicated when the watch's thread reads the ACCEPTED (CONNECTED)
+// event; a connection that ZeroMQ closed before that (opened, handshaken and dropped within the
 // thread's wake-up time) is not seen, and a peer that closes its side right after sending an
-// oversized frame may look like one that hung up. A duplicate is not taken when a later ACCEPTED
+// oversized frame may look like one that hung up. A duplicate is not taken when a later opening
 // with the same descriptor is already queued (the number was reused by then), so a drop is not
 // reported for the wrong connection — unless a whole connection came and went and its number was
 // reused in the microseconds between reading the queue and dup(). Needs one ZeroMQ I/O thread
-// (the node's context has one): a failed handshake's two events then come back to back.
+// (the node's and the coordinator's contexts have one): a failed handshake's two events then
+// come back to back.
 drop_watch::drop_watch(zmq::context_t& ctx, zmq::socket_t& server, std::string owner,
                        std::int64_t max_bytes)
     : server_(server),
@@ -166,9 +168,9 @@ drop_watch::drop_watch(zmq::context_t& ctx, zmq::socket_t& server, std::string o
       max_bytes_(max_bytes) {
   static std::atomic<int> watches{0};
   const auto address = "inproc://tidemark-drop-watch-" + std::to_string(watches++);
-  const int wanted = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_MONITOR_STOPPED |
-                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+  const int wanted = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+                     ZMQ_EVENT_MONITOR_STOPPED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                     ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
   if (zmq_socket_monitor(server_.handle(), address.c_str(), wanted) != 0) throw zmq::error_t{};
   events_.set(zmq::sockopt::linger, 0);
   events_.set(zmq::sockopt::rcvtimeo, 100);
@@ -186,7 +188,7 @@ namespace {
 
 struct socket_event {
   std::uint16_t id = 0;
-  std::int32_t value = 0;  // the descriptor for ACCEPTED and DISCONNECTED
+  std::int32_t value = 0;  // the descriptor for ACCEPTED, CONNECTED and DISCONNECTED
 };
 
 /// "10.0.0.5:41234" of a connected socket, or "an unknown peer".
@@ -208,6 +210,10 @@ bool peer_still_there(int fd) {
   char byte = 0;
   const auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+constexpr bool opened(std::uint16_t id) {
+  return id == ZMQ_EVENT_ACCEPTED || id == ZMQ_EVENT_CONNECTED;
 }
 
 constexpr bool handshake_failed(std::uint16_t id) {
@@ -245,18 +251,20 @@ void drop_watch::serve() {
     const auto e = queued.front();
     queued.pop_front();
     if (e.id == ZMQ_EVENT_MONITOR_STOPPED) break;
-    if (e.id == ZMQ_EVENT_ACCEPTED) {
+    if (opened(e.id)) {
       const bool reused = std::any_of(queued.begin(), queued.end(), [&](const socket_event& later) {
-        return later.id == ZMQ_EVENT_ACCEPTED && later.value == e.value;
+        return opened(later.id) && later.value == e.value;
       });
       if (int mine = reused ? -1 : ::dup(e.value); mine >= 0) duplicates[e.value] = mine;
     } else if (e.id == ZMQ_EVENT_DISCONNECTED) {
+      ++disconnects_;
       if (auto it = duplicates.find(e.value); it != duplicates.end()) {
         if (!after_failed_handshake && peer_still_there(it->second)) {
-          ++dropped_;
-          spdlog::warn("{}: ZeroMQ dropped the connection from {}: it sent a frame above the "
-                       "limit of {} bytes (--max-message-bytes) or bytes that are not ZMTP",
-                       owner_, peer_address(it->second), max_bytes_);
+          spdlog::warn(
+              "{}: ZeroMQ dropped the connection from {}: it sent a frame above the "
+              "limit of {} bytes (--max-message-bytes, max_message_bytes in a cluster "
+              "file) or bytes that are not ZMTP ({} so far)",
+              owner_, peer_address(it->second), max_bytes_, ++dropped_);
         }
         ::close(it->second);
         duplicates.erase(it);

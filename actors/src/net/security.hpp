@@ -38,10 +38,11 @@ class zap_handler {
   std::thread thread_;
 };
 
-/// Counts and logs the connections ZeroMQ drops on a server socket after the handshake, which it
-/// does without telling the application when a peer sends a frame above ZMQ_MAXMSGSIZE. Its own
-/// thread reads the socket's monitor; create it before the socket binds (see security.cpp for
-/// how a drop is told apart from a peer that hangs up).
+/// Counts and logs the connections ZeroMQ drops on a socket after the handshake, which it does
+/// without telling the application when a peer sends a frame above ZMQ_MAXMSGSIZE. Works on
+/// server sockets (a node's) and client sockets (the coordinator's links). Its own thread reads
+/// the socket's monitor, the only one a socket can have; create it before the socket binds or
+/// connects (see security.cpp for how a drop is told apart from a peer that hangs up).
 class drop_watch {
  public:
   drop_watch(zmq::context_t& ctx, zmq::socket_t& server, std::string owner, std::int64_t max_bytes);
@@ -49,6 +50,8 @@ class drop_watch {
   drop_watch(const drop_watch&) = delete;
   drop_watch& operator=(const drop_watch&) = delete;
   std::uint64_t dropped() const noexcept { return dropped_.load(); }
+  /// Every connection of the socket that ended so far, whoever ended it.
+  std::uint64_t disconnects() const noexcept { return disconnects_.load(); }
 
  private:
   void serve();
@@ -59,6 +62,7 @@ class drop_watch {
   std::int64_t max_bytes_;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> disconnects_{0};
   std::thread thread_;
 };
 

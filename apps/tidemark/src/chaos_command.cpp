@@ -32,6 +32,7 @@ struct chaos_run_args {
   std::string node_binary;
   std::size_t threads = 0;
   std::size_t batch_size = 0;
+  std::vector<std::string> netns;
 };
 
 // Without --out: a fresh folder under the system temp folder, printed (runs write nothing into
@@ -84,6 +85,9 @@ void add_chaos_commands(CLI::App& app, const job_registry& registry) {
                   "(tidemark-node --keys)");
   run->add_option("--node-binary", a->node_binary,
                   "with --start-nodes: the node binary (default: tidemark-node beside this tool)");
+  run->add_option("--netns", a->netns,
+                  "ID=NAMESPACE[:DEVICE]: node ID runs in that network namespace, where netem "
+                  "faults act on DEVICE (default eth0); repeat for each node");
   run->add_option("--threads", a->threads, "scheduler threads of the coordinator");
   run->add_option("--batch-size", a->batch_size, "elements per batch between actors");
   add_job_positional(*run, a->job);
@@ -99,6 +103,13 @@ void add_chaos_commands(CLI::App& app, const job_registry& registry) {
     if (a->threads) o.run.threads = a->threads;
     if (a->batch_size) o.run.batch_size = a->batch_size;
     o.inject = chaos::default_injector();
+    for (const auto& text : a->netns) {
+      try {
+        o.netns.insert(chaos::parse_netns(text));
+      } catch (const std::invalid_argument& e) {
+        throw CLI::ValidationError("--netns", e.what());
+      }
+    }
     o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     std::vector<std::string> ids;
     for (const auto& n : cluster.nodes) ids.push_back(n.id);

@@ -83,6 +83,10 @@ BOOST_AUTO_TEST_CASE(under_seeded_faults_with_checkpoints_nothing_is_lost_repeat
     BOOST_TEST(applied[kind] >= 1, "no " << chaos::to_string(kind) << " fault was applied");
   BOOST_TEST(r.faults.size() >= 5u);
   BOOST_TEST(r.run.recoveries >= 3u);
+  // every result has its emission-to-commit latency; exactly once waits for a checkpoint
+  BOOST_TEST(r.latency.results == r.run_results);
+  BOOST_TEST(r.latency.p50_s > 0.0);
+  BOOST_TEST(r.latency.p99_s >= r.latency.p50_s);
   const auto out = cluster.nodes().dir / "run-1";
   BOOST_TEST(std::filesystem::file_size(out / "timeline.png") > 1000u);
   std::ifstream report{out / "report.json"};

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "../../support/wait_until.hpp"
 #include "node_processes.hpp"
 
 using namespace tidemark;
@@ -124,7 +125,8 @@ BOOST_AUTO_TEST_CASE(a_node_that_dies_is_reported_with_its_operators) {
   auto opts = window_count(spec, 1'000'000'000, "");
   opts.set("sink-delay-us", "50");
   auto run = std::async(std::launch::async, [&] { return run_on_cluster(spec, opts, nodes.cluster); });
-  std::this_thread::sleep_for(800ms);
+  // the job is deployed and batches flow into n2 before it dies
+  test::wait_until([&] { return nodes.status(1).batch_frames_in > 0; });
   BOOST_REQUIRE(run.wait_for(0s) == std::future_status::timeout);  // still running
   nodes.kill_node(1);
   auto killed = std::chrono::steady_clock::now();

@@ -186,7 +186,7 @@ BOOST_AUTO_TEST_CASE(idle_windows_are_destaged_after_tau) {
   for (std::int64_t i = 0; i < 20; ++i) s.append(w, h, k, i);
   s.tick();
   BOOST_TEST(metric(s, "state_idle_destages") == 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // ticks until the windows have been idle for tau
   wait_until([&] {
     s.tick();
     return s.memory_events() == 0;

@@ -1,6 +1,7 @@
 // The checker against hand-built histories: a history equal to the reference passes, and each
 // kind of violation (lost, repeated, wrong, revisions out of order, watermarks going back) and a
-// failed run are reported; the rates around a fault come from the commit times.
+// failed run are reported; the rates and latencies around a fault come from the commit and
+// receive times.
 #define BOOST_TEST_MODULE chaos_checker
 #include <boost/test/unit_test.hpp>
 
@@ -22,6 +23,7 @@ history_entry entry(std::string id, std::uint32_t revision, std::string value, s
   e.revision = revision;
   e.value = std::move(value);
   e.commit_ms = t0 + at_ms;
+  e.received_ms = e.commit_ms;  // no latency unless a test sets one
   e.checkpoint = static_cast<std::uint64_t>(at_ms / 250 + 1);
   e.watermark = watermark;
   e.writer = std::move(writer);
@@ -164,4 +166,70 @@ BOOST_AUTO_TEST_CASE(rates_around_a_fault_come_from_the_commit_times) {
   tidemark::test::temp_dir dir{"chaos-checker"};
   write_timeline_png(r, dir / "timeline.png");
   BOOST_TEST(std::filesystem::file_size(dir / "timeline.png") > 1000u);
+}
+
+BOOST_AUTO_TEST_CASE(latency_during_and_after_a_fault_comes_from_receive_and_commit_times) {
+  // before the fault (0-5 s): 50 results with 100 ms latency; during it (5-7 s): 20 results from
+  // 5.2 s every 90 ms with latencies 50, 100, ..., 1000 ms; after it healed: 40 results from 7.3 s
+  // every 100 ms, the first 4 with 3 s latency (the backlog), the others 200 ms
+  std::vector<history_entry> run;
+  auto add = [&](const std::string& id, std::int64_t at_ms, std::int64_t latency_ms) {
+    run.push_back(entry(id, 0, "v", at_ms));
+    run.back().received_ms = run.back().commit_ms - latency_ms;
+  };
+  for (int i = 0; i < 50; ++i) add("x" + std::to_string(i), i * 100, 100);
+  for (int i = 0; i < 20; ++i) add("y" + std::to_string(i), 5200 + i * 90, (i + 1) * 50);
+  for (int i = 0; i < 40; ++i) add("z" + std::to_string(i), 7300 + i * 100, i < 4 ? 3000 : 200);
+  applied_fault f;
+  f.planned.kind = fault_kind::partition;
+  f.planned.targets = {"n1"};
+  f.started_ms = t0 + 5000;
+  f.healed_ms = t0 + 7000;
+  run_facts rf{t0, t0 + 13000, std::nullopt, 0};  // the last second has no result
+  auto r = check(run, run, {f}, rf);
+  BOOST_TEST(r.passed());
+  BOOST_REQUIRE_EQUAL(r.faults.size(), 1u);
+  const auto& e = r.faults[0];
+  const auto tol = boost::test_tools::tolerance(1e-9);
+  // nearest rank over 20: the 10th (p50) and the 20th (p99) smallest
+  BOOST_TEST(e.latency_during.results == 20u);
+  BOOST_TEST(e.latency_during.p50_s == 0.5, tol);
+  BOOST_TEST(e.latency_during.p99_s == 1.0, tol);
+  // over 40: the 20th is 200 ms, the 40th 3 s
+  BOOST_TEST(e.latency_after.results == 40u);
+  BOOST_TEST(e.latency_after.p50_s == 0.2, tol);
+  BOOST_TEST(e.latency_after.p99_s == 3.0, tol);
+  BOOST_REQUIRE(e.first_result_after_start_s);
+  BOOST_TEST(*e.first_result_after_start_s == 0.2, tol);
+  BOOST_REQUIRE(e.first_result_after_heal_s);
+  BOOST_TEST(*e.first_result_after_heal_s == 0.3, tol);
+  // the whole run, 110 results: 52 at or below 100 ms, so the 55th is 200 ms; the top 4 are 3 s
+  BOOST_TEST(r.latency.results == 110u);
+  BOOST_TEST(r.latency.p50_s == 0.2, tol);
+  BOOST_TEST(r.latency.p99_s == 3.0, tol);
+  // second 5 holds the fault's first 9 results (50..450 ms): the 5th and the 9th
+  BOOST_REQUIRE_EQUAL(r.timeline.size(), 13u);
+  BOOST_TEST(r.timeline[5].results == 9.0);
+  BOOST_TEST(r.timeline[5].latency_p50_s == 0.25, tol);
+  BOOST_TEST(r.timeline[5].latency_p99_s == 0.45, tol);
+  BOOST_TEST(r.timeline[12].results == 0.0);
+  BOOST_TEST(r.timeline[12].latency_p99_s == 0.0);
+
+  auto j = nlohmann::json::parse(r.to_json());
+  const auto& jf = j["faults"][0];
+  BOOST_TEST(jf["latency_during"]["p99_s"].get<double>() == 1.0, tol);
+  BOOST_TEST(jf["latency_after"]["p50_s"].get<double>() == 0.2, tol);
+  BOOST_TEST(jf["first_result_after_heal_s"].get<double>() == 0.3, tol);
+  BOOST_TEST(j["latency"]["p99_s"].get<double>() == 3.0, tol);
+  BOOST_TEST(j["timeline"][5]["latency_p50_s"].get<double>() == 0.25, tol);
+
+  // a fault after the last result: nothing during or after it, no first result
+  applied_fault late = f;
+  late.started_ms = t0 + 11500;
+  late.healed_ms = t0 + 11800;
+  auto r2 = check(run, run, {late}, rf);
+  BOOST_TEST(r2.faults[0].latency_during.results == 0u);
+  BOOST_TEST(!r2.faults[0].first_result_after_start_s);
+  BOOST_TEST(
+      nlohmann::json::parse(r2.to_json())["faults"][0]["first_result_after_start_s"].is_null());
 }

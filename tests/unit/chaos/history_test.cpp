@@ -1,8 +1,12 @@
 // The history sink: exactly once appends a checkpoint's results when it completes, with the
-// checkpoint and the watermark of its snapshot, and a restore does not append them twice; at
-// least once writes on arrival, so a replay after a restore appears twice.
+// checkpoint, the watermark of its snapshot and the time each was received, and a restore does
+// not append them twice; at least once writes on arrival, so a replay after a restore appears
+// twice.
 #define BOOST_TEST_MODULE chaos_history
 #include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <thread>
 
 #include "../../support/temp_dir.hpp"
 #include "../checkpoint/checkpoint_harness.hpp"
@@ -33,6 +37,12 @@ instance_info sink_info() {
   return info;
 }
 
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::size_t copies(const std::vector<history_entry>& h, const std::string& id) {
   std::size_t n = 0;
   for (const auto& e : h) n += e.id == id;
@@ -47,10 +57,14 @@ BOOST_AUTO_TEST_CASE(exactly_once_appends_at_completion_and_once_across_restores
   std::vector<std::uint8_t> bytes;
   {
     direct_sink sink{dir / "h", sink_info(), history_mode::exactly_once};
+    const auto before = wall_ms();
     sink.add_result("a", 0, "1");
+    const auto received = wall_ms();
     sink.on_watermark(100, out);
     sink.add_result("a", 1, "2");
     bytes = test::snapshot_of(sink, 3);
+    // the commit comes at least 20 ms after a/0 was received: its latency shows it
+    while (wall_ms() < received + 20) std::this_thread::yield();
     sink.on_watermark(200, out);
     sink.add_result("b", 0, "3");                 // after the snapshot: not part of checkpoint 3
     BOOST_TEST(read_history(dir / "h").empty());  // staged, not committed
@@ -64,7 +78,9 @@ BOOST_AUTO_TEST_CASE(exactly_once_appends_at_completion_and_once_across_restores
     BOOST_TEST(h[0].checkpoint == 3u);
     BOOST_TEST(h[0].watermark == 100);  // the snapshot's, not the later 200
     BOOST_TEST(h[0].writer == "history/0");
-    BOOST_TEST(h[0].commit_ms > 0);
+    BOOST_TEST(h[0].received_ms >= before);
+    BOOST_TEST(h[0].received_ms <= received);
+    BOOST_TEST(h[0].commit_ms >= received + 20);
   }
   // a crash, then a restore from checkpoint 3: its rows were committed, so nothing is appended
   // again; the replayed b/0 is appended once its checkpoint completes

@@ -127,8 +127,9 @@ BOOST_AUTO_TEST_CASE(errors_name_the_file_the_entry_and_the_field) {
   e = error_of("faults:\n  - {at: 1s, fault: drop, targets: [n1], probability: 2, duration: 1s}\n");
   BOOST_TEST(e.find("faults[0].probability: must be within [0, 1]") != std::string::npos, e);
   e = error_of("faults:\n  - {at: 1s, fault: kill, targets: [n1], delay: 1s}\n");
-  BOOST_TEST(e.find("faults[0].delay: only delay and slow-disk have a delay") != std::string::npos,
-             e);
+  BOOST_TEST(
+      e.find("faults[0].delay: only delay, slow-disk and netem have a delay") != std::string::npos,
+      e);
   e = error_of("faults:\n  - {at: 1s, fault: kill}\n");
   BOOST_TEST(e.find("faults[0].targets: missing") != std::string::npos, e);
   e = error_of("faults:\n  - {at: 1s, fault: kill, target: [n1]}\n");
@@ -152,6 +153,58 @@ BOOST_AUTO_TEST_CASE(errors_name_the_file_the_entry_and_the_field) {
                  std::string::npos,
              msg);
   BOOST_CHECK_THROW(load_schedule("/nonexistent/schedule.yaml"), std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(netem_faults_read_delay_jitter_and_loss) {
+  auto s = parse_schedule(
+      "faults:\n"
+      "  - {at: 2s, fault: netem, targets: [n2], delay: 40ms, jitter: 10ms, loss: 0.02, "
+      "duration: 4s}\n"
+      "  - {at: 3s, fault: netem, targets: [n1, n3], loss: 0.5, duration: 1s}\n",
+      "s.yaml");
+  BOOST_REQUIRE_EQUAL(s.scripted.size(), 2u);
+  const auto& f = s.scripted[0];
+  BOOST_TEST((f.kind == fault_kind::netem));
+  BOOST_TEST(f.delay.count() == 40);
+  BOOST_TEST(f.jitter.count() == 10);
+  BOOST_TEST(f.probability == 0.02);  // the loss
+  BOOST_TEST(f.duration.count() == 4000);
+  BOOST_TEST(describe(f) == "2s netem n2 loss=0.02 delay=0.04s jitter=0.01s for 4s (faults[0])");
+  BOOST_TEST(s.scripted[1].delay.count() == 0);
+  BOOST_TEST(s.scripted[1].probability == 0.5);
+  BOOST_TEST(std::string{to_string(fault_kind::netem)} == "netem");
+  BOOST_TEST(!is_process_fault(fault_kind::netem));
+
+  auto e = error_of("faults:\n  - {at: 1s, fault: netem, targets: [n1], duration: 1s}\n");
+  BOOST_TEST(
+      e.find("faults[0].delay: netem needs a delay, a jitter or a loss") != std::string::npos, e);
+  e = error_of("faults:\n  - {at: 1s, fault: netem, targets: [n1], loss: 1.5, duration: 1s}\n");
+  BOOST_TEST(e.find("faults[0].loss: must be within [0, 1]") != std::string::npos, e);
+  e = error_of("faults:\n  - {at: 1s, fault: drop, targets: [n1], loss: 0.1, duration: 1s}\n");
+  BOOST_TEST(e.find("faults[0].loss: only netem has a loss") != std::string::npos, e);
+  e = error_of(
+      "faults:\n  - {at: 1s, fault: netem, targets: [n1], to: [n2], delay: 5ms, duration: 1s}\n");
+  BOOST_TEST(e.find("faults[0].to: only drop, delay, duplicate and reorder have peers") !=
+                 std::string::npos,
+             e);
+  e = error_of(
+      "faults:\n  - {at: 1s, fault: netem, targets: [n1], probability: 0.1, "
+      "duration: 1s}\n");
+  BOOST_TEST(e.find("faults[0].probability: only drop") != std::string::npos, e);
+
+  // random netem faults take the random delay, jitter and probability (as their loss)
+  auto r = parse_schedule(
+      "random: {kinds: [netem], every: 2s, duration: 1s, delay: 30ms, jitter: 5ms, "
+      "probability: 0.1}\n",
+      "s.yaml");
+  auto faults = expand(r, 3, 5s, nodes);
+  BOOST_REQUIRE_EQUAL(faults.size(), 3u);  // at 0, 2 and 4 s
+  for (const auto& x : faults) {
+    BOOST_TEST((x.kind == fault_kind::netem));
+    BOOST_TEST(x.delay.count() == 30);
+    BOOST_TEST(x.jitter.count() == 5);
+    BOOST_TEST(x.probability == 0.1);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(the_example_schedule_reads_and_expands) {

@@ -46,6 +46,14 @@ struct violation {
   std::string detail;
 };
 
+/// Emission-to-commit latency (history_entry::commit_ms - received_ms) of the results committed
+/// within some interval: how many, and the nearest-rank percentiles (0 when there are none).
+struct latency_summary {
+  std::size_t results = 0;
+  double p50_s = 0;
+  double p99_s = 0;
+};
+
 /// What one fault did to the output.
 struct fault_effect {
   applied_fault fault;
@@ -56,13 +64,22 @@ struct fault_effect {
   /// From healing until a 1 s window reaches half the rate before; nullopt: it never did (or
   /// there was no output before to compare with).
   std::optional<double> recovery_s;
+  latency_summary latency_during;  ///< results committed from its start until it healed
+  latency_summary latency_after;   ///< results committed in the 5 s after it healed
+  /// From its start (from its healing) to the first result committed at or after it; nullopt:
+  /// none was.
+  std::optional<double> first_result_after_start_s;
+  std::optional<double> first_result_after_heal_s;
 };
 
-/// Per second of the run: results committed and the longest wait between two commits.
+/// Per second of the run: results committed, the longest wait between two commits and the
+/// latency of the results committed in that second (0 when there were none).
 struct timeline_point {
   double t_s = 0;
   double results = 0;
   double commit_gap_s = 0;
+  double latency_p50_s = 0;
+  double latency_p99_s = 0;
 };
 
 struct report {
@@ -73,6 +90,7 @@ struct report {
   std::vector<violation> violations;
   std::vector<fault_effect> faults;
   std::vector<timeline_point> timeline;
+  latency_summary latency;  ///< over every result of the run
   run_facts run;
 
   std::size_t violation_count() const noexcept {
@@ -91,8 +109,8 @@ report check(const std::vector<history_entry>& reference, const std::vector<hist
              const std::vector<applied_fault>& faults, const run_facts& facts,
              std::size_t max_listed = 100);
 
-/// Writes the report's timeline as a PNG: results per second and the commit gap, faults as
-/// shaded bands with their names. Throws std::runtime_error naming `path` when it cannot.
+/// Writes the report's timeline as a PNG: results per second, the commit gap and the latency,
+/// faults as shaded bands with their names. Throws std::runtime_error naming `path` when it cannot.
 void write_timeline_png(const report& r, const std::string& path);
 
 /// The faults applied in a run, as JSON (what `tidemark chaos check` reads back), and back.

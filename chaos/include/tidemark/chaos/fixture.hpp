@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -29,6 +30,8 @@ struct run_settings {
   run_options run;
   /// Operator name -> node id pins for this run (cluster_config::pins).
   std::map<std::string, std::string> pins;
+  /// Gets a progress line every 5 s (chaos_options::progress); null: silent.
+  std::function<void(const std::string&)> progress;
 };
 
 /// `nodes` local node processes (n1, n2, ...) from `node_binary`, which must serve the jobs the

@@ -1,6 +1,7 @@
 // The history of a job's results for the chaos checker: every result a sink commits, appended
-// with its commit time, checkpoint and the sink's watermark, so that a result written twice shows
-// twice (a keyed results table would hide the repeat). docs/fault-injection.md, "The history".
+// with its receive and commit times, checkpoint and the sink's watermark, so that a result
+// written twice shows twice (a keyed results table would hide the repeat).
+// docs/fault-injection.md, "The history".
 #pragma once
 
 #include <cstddef>
@@ -35,7 +36,11 @@ struct history_entry {
   std::string id;              ///< the result's identity, e.g. a key and a window
   std::uint32_t revision = 0;  ///< its revision (0, 1, ... for late re-firings)
   std::string value;
-  std::int64_t commit_ms = 0;    ///< wall clock (ms since the epoch) of the commit
+  std::int64_t commit_ms = 0;  ///< wall clock (ms since the epoch) of the commit
+  /// Wall clock when the sink instance received the result from the pipeline (the result's
+  /// emission); commit_ms - received_ms is the result's emission-to-commit latency. A result that
+  /// a restore re-committed keeps the time it was received before the snapshot.
+  std::int64_t received_ms = 0;
   std::uint64_t checkpoint = 0;  ///< the checkpoint that committed it (0: none)
   /// The sink instance's watermark at the commit (for a checkpoint: when its snapshot was taken),
   /// start_of_time before the first watermark.

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "tidemark/chaos/checker.hpp"
 #include "tidemark/chaos/local_cluster.hpp"
+#include "tidemark/chaos/netem.hpp"
 #include "tidemark/chaos/schedule.hpp"
 #include "tidemark/runtime/cluster.hpp"
 #include "tidemark/runtime/faults.hpp"
@@ -45,6 +47,12 @@ struct chaos_options {
   local_cluster* processes = nullptr;
   /// Network and storage faults go through this; null: they are refused.
   fault_injector inject;
+  /// Nodes in network namespaces: node id -> the device its traffic leaves by, where netem
+  /// faults act. A netem fault on a node without one is refused, and so is a schedule with netem
+  /// faults when netem_unavailable says why it cannot work here.
+  std::map<std::string, netns_device> netns;
+  /// Runs the tc commands of netem faults (tests may record them instead).
+  command_runner run_tc = run_command;
   /// Gets a progress line every `progress_period` (elapsed, faults applied, results so far).
   std::function<void(const std::string&)> progress;
   std::chrono::milliseconds progress_period{5000};
@@ -57,7 +65,8 @@ struct chaos_options {
 /// thrown. Throws std::runtime_error before anything runs when the job has no `history` option
 /// (naming the job), when `out` holds an earlier run, or when a fault cannot be applied here
 /// (process faults without `processes`, network or storage faults without `inject` or on a
-/// cluster without `faults: allow`), naming it; and when the reference run fails.
+/// cluster without `faults: allow`, netem faults on nodes without a namespace or where netem does
+/// not work), naming it; and when the reference run fails.
 report run_chaos(const job_spec& spec, const job_options& options, const cluster_config& cluster,
                  const std::vector<fault>& faults, const chaos_options& opts);
 

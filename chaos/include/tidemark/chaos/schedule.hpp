@@ -25,9 +25,12 @@ enum class fault_kind {
   reorder,      ///< frames the targets send are held back behind the next with `probability`
   slow_disk,    ///< every store write of the targets waits `delay`
   disk_errors,  ///< store writes of the targets fail (EIO) with `probability`
+  /// tc netem on the targets' network device (nodes in network namespaces): `delay`, `jitter`
+  /// and a loss (`probability`) on everything they send
+  netem,
 };
 
-/// The schedule's name of a kind: "kill", ..., "slow-disk", "disk-errors".
+/// The schedule's name of a kind: "kill", ..., "slow-disk", "disk-errors", "netem".
 std::string_view to_string(fault_kind k) noexcept;
 /// The kind of a schedule name, or nullopt.
 std::optional<fault_kind> parse_fault_kind(std::string_view name) noexcept;
@@ -48,9 +51,9 @@ struct fault {
   std::vector<std::vector<std::string>> sides;
   /// Link faults only: the peers whose links are affected (empty: every peer).
   std::vector<std::string> peers;
-  double probability = 0;               ///< drop, duplicate, reorder, disk-errors
-  std::chrono::milliseconds delay{0};   ///< delay, slow-disk
-  std::chrono::milliseconds jitter{0};  ///< delay
+  double probability = 0;               ///< drop, duplicate, reorder, disk-errors; netem's loss
+  std::chrono::milliseconds delay{0};   ///< delay, slow-disk, netem
+  std::chrono::milliseconds jitter{0};  ///< delay, netem
   /// Where it comes from, for messages and the report: "faults[3]" or "random #4".
   std::string origin;
 };
@@ -68,9 +71,9 @@ struct random_faults {
   std::vector<std::string> targets;
   /// Overrides the seed of the run.
   std::optional<std::uint64_t> seed;
-  double probability = 0.2;              ///< of drop, duplicate, reorder, disk-errors
-  std::chrono::milliseconds delay{100};  ///< of delay and slow-disk
-  std::chrono::milliseconds jitter{50};  ///< of delay
+  double probability = 0.2;              ///< of drop, duplicate, reorder, disk-errors; netem loss
+  std::chrono::milliseconds delay{100};  ///< of delay, slow-disk and netem
+  std::chrono::milliseconds jitter{50};  ///< of delay and netem
 };
 
 struct schedule {
