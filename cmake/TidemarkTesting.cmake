@@ -3,10 +3,25 @@
 # with the repository's sample data directory in TIDEMARK_DATA_DIR.
 find_package(Boost 1.74 REQUIRED COMPONENTS unit_test_framework)
 
+# The runtime tests: stage actors, channels and credit, checkpoints, the transport and the
+# coordinator against scripted nodes, the node processes of a cluster, the frame fuzzer's corpus.
+# They get the ctest label `runtime`, and the target runtime_tests builds them: `scripts/dev
+# sanitize` runs them under ASan/UBSan and under TSan (docs/fault-injection.md).
+set(TIDEMARK_RUNTIME_TESTS
+    stage_core_test stage_protocol_test runtime_operators_test runtime_property_test
+    runtime_backpressure_test runtime_errors_test runtime_ports_test batching_transparency
+    extension_points_run_test live_view_test job_registry_test window_checkpoint_test
+    checkpoint_store_test reliable_channel_test link_fault_injector_test checkpoint_frames_test
+    live_frames_test cluster_config_test coordinator_checkpoint_test coordinator_live_test
+    cluster_test security_test exactly_once_cluster)
+
 function(tidemark_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
+  endif()
+  if(TIDEMARK_SANITIZE)  # sanitized code runs several times slower (TSan most)
+    math(EXPR T_TIMEOUT "${T_TIMEOUT} * 4")
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} Boost::unit_test_framework)
@@ -15,6 +30,9 @@ function(tidemark_add_test)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --log_level=test_suite)
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "TIDEMARK_DATA_DIR=${TIDEMARK_DATA_DIR}")
+  if(T_NAME IN_LIST TIDEMARK_RUNTIME_TESTS)
+    list(APPEND T_LABELS runtime)
+  endif()
   if(T_LABELS)
     set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
   endif()
