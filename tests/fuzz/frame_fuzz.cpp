@@ -2,7 +2,8 @@
 // runs): an input is one or more frames separated by fuzz::separator; each goes to a node that has
 // a job deployed, as a control frame from an allow-listed key that is not the coordinator's, as a
 // control frame from the coordinator, as a data frame from the peer node that owns the channels
-// and as one from a stranger. Nothing may crash, hang or read out of bounds (clang's
+// and as one from a stranger; frames of odd length arrive at an odd address, as ZeroMQ hands over
+// plain-text frames. Nothing may crash, hang or read out of bounds (clang's
 // -fsanitize=fuzzer,address,undefined), and two properties must hold: a stranger's control frame
 // never changes what the node runs, and a stranger's data frame never reaches a stage. The seed
 // corpus also replays as a ctest test (replay_main.cpp).
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <iostream>
 
 #include <spdlog/sinks/null_sink.h>
@@ -115,33 +117,43 @@ struct quiet_logs {
   }
 };
 
-zmq::message_t message(const std::uint8_t* data, std::size_t size) {
-  return zmq::message_t{data, size};
+/// Buffers of misaligned frames: they outlive the node, which may keep frames.
+using frame_storage = std::deque<std::vector<std::uint8_t>>;
+
+/// The bytes as a received frame; at an odd address when `misaligned`, as ZeroMQ hands over
+/// plain-text frames.
+zmq::message_t message(const std::uint8_t* data, std::size_t size, bool misaligned,
+                       frame_storage& storage) {
+  if (!misaligned) return zmq::message_t{data, size};
+  auto& bytes = storage.emplace_back(size + 1);
+  std::copy(data, data + size, bytes.begin() + 1);
+  return zmq::message_t{bytes.data() + 1, size, nullptr};
 }
 
-void feed(fuzz::node& n, const std::uint8_t* data, std::size_t size) {
+void feed(fuzz::node& n, const std::uint8_t* data, std::size_t size, frame_storage& storage) {
   auto& d = n.dispatch();
   auto& port = n.port();
+  const bool odd = size % 2 == 1;  // half the frames arrive misaligned
   {
     const auto before = port.job_changes();
-    auto m = message(data, size);
+    auto m = message(data, size, odd, storage);
     d.on_control("stranger", fuzz::stranger_key.c_str(), m);
     fuzz::require(port.job_changes() == before,
                   "a control frame from another key than the coordinator's changed the job");
   }
   {
-    auto m = message(data, size);
+    auto m = message(data, size, odd, storage);
     d.on_control(fuzz::coordinator_route, fuzz::coordinator_key.c_str(), m);
   }
   {
     const auto before = port.credits + port.batches + port.signals;
-    auto m = message(data, size);
+    auto m = message(data, size, odd, storage);
     d.on_data(fuzz::stranger_key.c_str(), m);
     fuzz::require(port.credits + port.batches + port.signals == before,
                   "a data frame from a key that owns no channel reached a stage");
   }
   {
-    auto m = message(data, size);
+    auto m = message(data, size, odd, storage);
     d.on_data(fuzz::peer_key.c_str(), m);
   }
   const auto now = std::chrono::steady_clock::now();
@@ -153,13 +165,14 @@ void feed(fuzz::node& n, const std::uint8_t* data, std::size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static quiet_logs quiet;
+  frame_storage storage;
   fuzz::node n;
   const auto* end = data + size;
   const auto* sep = reinterpret_cast<const std::uint8_t*>(fuzz::separator);
   const auto sep_size = std::strlen(fuzz::separator);
   for (const auto* p = data;;) {
     const auto* next = std::search(p, end, sep, sep + sep_size);
-    feed(n, p, static_cast<std::size_t>(next - p));
+    feed(n, p, static_cast<std::size_t>(next - p), storage);
     if (next == end) break;
     p = next + sep_size;
   }

@@ -160,20 +160,22 @@ auto node_dispatch::resend_to(std::uint32_t peer, clock::time_point now) {
 
 // ---- control ---------------------------------------------------------------------------------
 
-void node_dispatch::on_control(std::string_view from, const char* key, zmq::message_t& payload) {
-  if (oversized(payload, "control")) return;
+void node_dispatch::on_control(std::string_view from, const char* key, zmq::message_t& received) {
+  if (oversized(received, "control")) return;
+  zmq::message_t copy;
+  auto& payload = aligned_frame(received, copy);
   if (auto bad = verify_control(payload.data(), payload.size(), opts_.max_message_bytes)) {
-    bad_frame(payload, *bad);
+    bad_frame(received, *bad);
     return;
   }
   const auto& f = read_control(payload);
   if (!may_send(key, f.body_type())) {
-    refuse_control(from, payload, f.body_type());
+    refuse_control(from, received, f.body_type());
     return;
   }
   if (auto refused = check_version(f)) {
     ++status_.bad_frames;
-    spdlog::warn("node '{}': refused {}: {}", opts_.id, describe_peer(payload), *refused);
+    spdlog::warn("node '{}': refused {}: {}", opts_.id, describe_peer(received), *refused);
     flatbuffers::FlatBufferBuilder b;
     port_.reply(from, control_message(b, wire::CreateHelloReply(b, false, b.CreateString(*refused),
                                                                 b.CreateString(opts_.id))));
@@ -231,7 +233,7 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
         }
       } catch (const bad_chunk& e) {
         --status_.frames_in;
-        bad_frame(payload, e.what());
+        bad_frame(received, e.what());
       }
       break;
     case wire::Body::StatusRequest:
@@ -240,7 +242,7 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
       break;
     default:
       --status_.frames_in;
-      bad_frame(payload,
+      bad_frame(received,
                 std::string{"unexpected control message "} + wire::EnumNameBody(f.body_type()));
   }
 }
@@ -307,10 +309,12 @@ void node_dispatch::end_deployment() {
 
 // ---- data ------------------------------------------------------------------------------------
 
-void node_dispatch::on_data(const char* key, zmq::message_t& payload) {
-  if (oversized(payload, "data")) return;
+void node_dispatch::on_data(const char* key, zmq::message_t& received) {
+  if (oversized(received, "data")) return;
+  zmq::message_t copy;
+  auto& payload = aligned_frame(received, copy);
   if (auto bad = verify_data(payload.data(), payload.size(), opts_.max_message_bytes)) {
-    bad_frame(payload, *bad);
+    bad_frame(received, *bad);
     return;
   }
   const auto& f = read_data(payload);
@@ -318,7 +322,7 @@ void node_dispatch::on_data(const char* key, zmq::message_t& payload) {
   // the deployment that ended may still send a frame again that was not acknowledged in time
   if (!dep_ && (f.kind() == wire::FrameKind::credit || f.deployment() == ended_)) return;
   if (!dep_) {
-    bad_frame(payload, "data frame while no job is deployed");
+    bad_frame(received, "data frame while no job is deployed");
     return;
   }
   auto& x = *dep_;
@@ -326,7 +330,7 @@ void node_dispatch::on_data(const char* key, zmq::message_t& payload) {
   if (f.deployment() != x.id) return;
   auto c = f.channel();
   if (c >= x.channels.size()) {
-    bad_frame(payload, "unknown channel " + std::to_string(c));
+    bad_frame(received, "unknown channel " + std::to_string(c));
     return;
   }
   const auto& ch = x.channels[c];
@@ -338,7 +342,7 @@ void node_dispatch::on_data(const char* key, zmq::message_t& payload) {
     ++status_.refused_data;
     spdlog::warn("node '{}': refused a frame on channel {} from {}: the channel belongs to node "
                  "'{}'",
-                 opts_.id, c, describe_peer(payload), x.nodes[expected_peer].id);
+                 opts_.id, c, describe_peer(received), x.nodes[expected_peer].id);
     return;
   }
   if (faults_.unreachable(x.nodes[expected_peer].id)) {  // an injected partition
@@ -349,7 +353,7 @@ void node_dispatch::on_data(const char* key, zmq::message_t& payload) {
   if (credit) {
     // a sending end exists exactly where the channel's sending stage runs here (read_deploy)
     if (!x.senders[c]) {
-      bad_frame(payload, "credit for channel " + std::to_string(c) + ", which has no sender here");
+      bad_frame(received, "credit for channel " + std::to_string(c) + ", which has no sender here");
       return;
     }
     ++status_.frames_in;
@@ -360,7 +364,7 @@ void node_dispatch::on_data(const char* key, zmq::message_t& payload) {
     return;
   }
   if (!x.receivers[c]) {
-    bad_frame(payload, "data for channel " + std::to_string(c) + ", which has no receiver here");
+    bad_frame(received, "data for channel " + std::to_string(c) + ", which has no receiver here");
     return;
   }
   auto& receiver = *x.receivers[c];

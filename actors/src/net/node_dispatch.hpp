@@ -105,10 +105,12 @@ class node_dispatch {
   /// Takes a control frame from the peer with routing id `from` and CURVE key `key` (null when
   /// unknown): checks it (size, verifier, sender, version), acts on it and answers through the
   /// port. Never throws for a bad frame: it is counted in bad_frames or refused_control.
-  void on_control(std::string_view from, const char* key, zmq::message_t& payload);
+  void on_control(std::string_view from, const char* key, zmq::message_t& received);
   /// Takes a data frame from the peer with key `key` (null when unknown): checks it, passes it
-  /// through its channel's reliable end and delivers what that frees. May take `payload`.
-  void on_data(const char* key, zmq::message_t& payload);
+  /// through its channel's reliable end and delivers what that frees. May take `received`. A
+  /// frame at an address not aligned for 8-byte scalars (ZeroMQ's plain-text receive) is read
+  /// from an aligned copy.
+  void on_data(const char* key, zmq::message_t& received);
 
   /// A frame the deployment's stages send (from the node's outbox) to a peer node; without a
   /// frame, credit a local receiver returned.
