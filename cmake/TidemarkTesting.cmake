@@ -4,16 +4,17 @@
 find_package(Boost 1.74 REQUIRED COMPONENTS unit_test_framework)
 
 # The runtime tests: stage actors, channels and credit, checkpoints, the transport and the
-# coordinator against scripted nodes, the node processes of a cluster, the frame fuzzer's corpus.
-# They get the ctest label `runtime`, and the target runtime_tests builds them: `scripts/dev
-# sanitize` runs them under ASan/UBSan and under TSan (docs/fault-injection.md).
+# coordinator against scripted nodes, in one process (label `runtime`, target runtime_tests, with
+# the frame fuzzer's corpus), and clusters of `tidemark-node` processes (label `runtime_nodes`,
+# target runtime_node_tests). `scripts/dev sanitize` runs both under ASan/UBSan and the first under
+# TSan (docs/fault-injection.md, "Sanitizers and fuzzing").
 set(TIDEMARK_RUNTIME_TESTS
     stage_core_test stage_protocol_test runtime_operators_test runtime_property_test
     runtime_backpressure_test runtime_errors_test runtime_ports_test batching_transparency
     extension_points_run_test live_view_test job_registry_test window_checkpoint_test
     checkpoint_store_test reliable_channel_test link_fault_injector_test checkpoint_frames_test
-    live_frames_test cluster_config_test coordinator_checkpoint_test coordinator_live_test
-    cluster_test security_test exactly_once_cluster)
+    live_frames_test cluster_config_test coordinator_checkpoint_test coordinator_live_test)
+set(TIDEMARK_RUNTIME_NODE_TESTS cluster_test security_test exactly_once_cluster)
 
 function(tidemark_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
@@ -32,6 +33,8 @@ function(tidemark_add_test)
     ENVIRONMENT "TIDEMARK_DATA_DIR=${TIDEMARK_DATA_DIR}")
   if(T_NAME IN_LIST TIDEMARK_RUNTIME_TESTS)
     list(APPEND T_LABELS runtime)
+  elseif(T_NAME IN_LIST TIDEMARK_RUNTIME_NODE_TESTS)
+    list(APPEND T_LABELS runtime_nodes)
   endif()
   if(T_LABELS)
     set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
