@@ -3,10 +3,26 @@
 # with the repository's sample data directory in TIDEMARK_DATA_DIR.
 find_package(Boost 1.74 REQUIRED COMPONENTS unit_test_framework)
 
+# The runtime tests: stage actors, channels and credit, checkpoints, the transport and the
+# coordinator against scripted nodes, in one process (label `runtime`, target runtime_tests, with
+# the frame fuzzer's corpus), and clusters of `tidemark-node` processes (label `runtime_nodes`,
+# target runtime_node_tests). `scripts/dev sanitize` runs both under ASan/UBSan and the first under
+# TSan (docs/fault-injection.md, "Sanitizers and fuzzing").
+set(TIDEMARK_RUNTIME_TESTS
+    stage_core_test stage_protocol_test runtime_operators_test runtime_property_test
+    runtime_backpressure_test runtime_errors_test runtime_ports_test batching_transparency
+    extension_points_run_test live_view_test job_registry_test window_checkpoint_test
+    checkpoint_store_test reliable_channel_test link_fault_injector_test checkpoint_frames_test
+    live_frames_test cluster_config_test coordinator_checkpoint_test coordinator_live_test)
+set(TIDEMARK_RUNTIME_NODE_TESTS cluster_test security_test exactly_once_cluster)
+
 function(tidemark_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
+  endif()
+  if(TIDEMARK_SANITIZE)  # sanitized code runs several times slower (TSan most)
+    math(EXPR T_TIMEOUT "${T_TIMEOUT} * 4")
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} Boost::unit_test_framework)
@@ -15,6 +31,11 @@ function(tidemark_add_test)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --log_level=test_suite)
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "TIDEMARK_DATA_DIR=${TIDEMARK_DATA_DIR}")
+  if(T_NAME IN_LIST TIDEMARK_RUNTIME_TESTS)
+    list(APPEND T_LABELS runtime)
+  elseif(T_NAME IN_LIST TIDEMARK_RUNTIME_NODE_TESTS)
+    list(APPEND T_LABELS runtime_nodes)
+  endif()
   if(T_LABELS)
     set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
   endif()

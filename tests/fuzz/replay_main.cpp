@@ -1,6 +1,7 @@
 // Replays a fuzz corpus through LLVMFuzzerTestOneInput without libFuzzer, so the seed corpus runs
 // as an ordinary ctest test with any compiler. `--write-seeds DIR` writes the seed corpus: valid
-// frames of every kind, from which the fuzzer mutates.
+// frames of every kind, and sequences of them on the fuzz deployment's channels, from which the
+// fuzzer mutates.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -8,7 +9,7 @@
 #include <iterator>
 #include <vector>
 
-#include "net/frames.hpp"
+#include "fuzz_node.hpp"
 #include "tidemark/core/codec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
@@ -17,6 +18,105 @@ namespace {
 
 void write(const std::filesystem::path& p, const zmq::message_t& m) {
   std::ofstream{p, std::ios::binary}.write(m.data<char>(), static_cast<std::streamsize>(m.size()));
+}
+
+/// Writes frames as one input, separated as the fuzz target splits them.
+void write(const std::filesystem::path& p, const std::vector<zmq::message_t>& frames) {
+  std::ofstream out{p, std::ios::binary};
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    if (i > 0) out << tidemark::fuzz::separator;
+    out.write(frames[i].data<char>(), static_cast<std::streamsize>(frames[i].size()));
+  }
+}
+
+/// The readings example-window-count sends across its key shuffle (the same fields, so the same
+/// encoding, as the job's own type).
+struct reading {
+  std::int64_t ts = 0;
+  std::uint32_t sensor = 0;
+  TIDEMARK_FIELDS(ts, sensor)
+};
+
+/// A data frame of the fuzz deployment: readings (ts, ts % 3) for the given times.
+zmq::message_t readings_frame(std::uint32_t channel, std::uint64_t seq,
+                              const std::vector<std::int64_t>& times) {
+  using namespace tidemark;
+  batch<reading> b;
+  for (auto t : times) b.values.push_back({t, static_cast<std::uint32_t>(t % 3)});
+  std::vector<std::uint8_t> payload;
+  batch_codec_for<reading>()->encode_values(b, payload);
+  flatbuffers::FlatBufferBuilder fb;
+  auto pv = fb.CreateVector(payload);
+  auto tv = fb.CreateVector(times);
+  wire::DataFrameBuilder f{fb};
+  f.add_channel(channel);
+  f.add_seq(seq);
+  f.add_count(static_cast<std::uint32_t>(times.size()));
+  f.add_payload(pv);
+  f.add_times(tv);
+  f.add_deployment(tidemark::fuzz::deployment_id);
+  wire::FinishDataFrameBuffer(fb, f.Finish());
+  return net::to_message(fb);
+}
+
+template <class T>
+zmq::message_t control(flatbuffers::FlatBufferBuilder& b, flatbuffers::Offset<T> body) {
+  return tidemark::net::control_message(b, body);
+}
+
+/// Seeds on the fuzz deployment's channels: data into this node, credit for its senders, whole
+/// sequences (a frame held behind a missing one, a duplicate, a restore, a stop).
+void write_deployment_seeds(const std::filesystem::path& dir) {
+  using namespace tidemark;
+  fuzz::node n;
+  const auto& x = *n.dispatch().current();
+  std::uint32_t in = UINT32_MAX, out = UINT32_MAX;
+  for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
+    if (x.receivers[c] && x.channels[c].output().value_type.find("reading") != std::string::npos)
+      in = std::min(in, c);
+    if (x.senders[c]) out = std::min(out, c);
+  }
+  if (in == UINT32_MAX || out == UINT32_MAX)
+    throw std::runtime_error("the fuzz deployment has no readings channel into n1 or none out");
+  const auto id = fuzz::deployment_id;
+  write(dir / "channel_readings", readings_frame(in, 0, {1, 2, 3}));
+  write(dir / "channel_credit", net::credit_frame(out, 0, 0, true, id));
+  std::vector<zmq::message_t> seq;
+  seq.push_back(readings_frame(in, 1, {4, 5}));  // held: frame 0 is missing
+  seq.push_back(readings_frame(in, 0, {1, 2, 3}));  // frees frame 1
+  seq.push_back(readings_frame(in, 0, {1, 2, 3}));  // a duplicate
+  seq.push_back(net::signal_frame(in, 2, wire::FrameKind::watermark, 5, 0, id));
+  seq.push_back(net::signal_frame(in, 3, wire::FrameKind::barrier, 1, 0, id));
+  seq.push_back(net::signal_frame(in, 0, wire::FrameKind::probe, 0, 0, id));
+  seq.push_back(net::signal_frame(in, 4, wire::FrameKind::eos, 0, 0, id));
+  write(dir / "sequence_channel", seq);
+  std::vector<zmq::message_t> job;
+  {
+    flatbuffers::FlatBufferBuilder b;
+    job.push_back(control(b, wire::CreateStart(b)));
+  }
+  job.push_back(net::checkpoint_start_frame(1));
+  job.push_back(net::commit_frame(1));
+  {
+    flatbuffers::FlatBufferBuilder b;
+    job.push_back(control(b, wire::CreateHeartbeat(b, b.CreateString("coordinator"))));
+  }
+  {
+    flatbuffers::FlatBufferBuilder b;
+    job.push_back(control(b, wire::CreateStatusRequest(b)));
+  }
+  {
+    flatbuffers::FlatBufferBuilder b;
+    job.push_back(control(b, wire::CreateStop(b, b.CreateString("fuzz"))));
+  }
+  job.push_back(readings_frame(in, 0, {1}));  // after the stop: of the deployment that ended
+  write(dir / "sequence_job", job);
+  // the state of checkpoint 5 in chunks, then a Deploy restoring it
+  std::vector<zmq::message_t> restore;
+  for (auto& f : net::piece_frames(5, 1, 0, std::string(300, 's'), 1.5, 128))
+    restore.push_back(std::move(f));
+  restore.push_back(fuzz::deploy_frame(id + 1, 5));
+  write(dir / "sequence_restore", restore);
 }
 
 void write_seeds(const std::filesystem::path& dir) {
@@ -64,6 +164,7 @@ void write_seeds(const std::filesystem::path& dir) {
   instance_metrics im;
   im.operators.push_back({"window", "window", 0, 1, 2, 3, 4, 0, {{"late", 1.0}}});
   write(dir / "done", net::done_frame("n1", {im}, 9));
+  write_deployment_seeds(dir);
 }
 
 }  // namespace

@@ -44,6 +44,12 @@ zmq::message_t control_message(flatbuffers::FlatBufferBuilder& b, flatbuffers::O
   return to_message(b);
 }
 
+/// `m`, or a copy of it in `copy` when `m` is not aligned for 8-byte scalars: ZeroMQ hands
+/// plain-text frames over where they sit in its receive buffer, at any address, while FlatBuffers
+/// reads scalars in place. The copy has its own allocation but no metadata: describe the peer from
+/// `m`. Call it before verify_*.
+zmq::message_t& aligned_frame(zmq::message_t& m, zmq::message_t& copy);
+
 /// A control frame read from a verified buffer.
 inline const wire::ControlFrame& read_control(const zmq::message_t& m) {
   return *wire::GetControlFrame(m.data());
