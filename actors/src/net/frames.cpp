@@ -18,13 +18,14 @@ std::optional<std::string> check_size(std::size_t n, std::size_t max_bytes) {
   return std::nullopt;
 }
 
-/// Whether the elements of `v` (null: none) sit at their alignment within the buffer at `buf`.
+/// Whether the elements of `v` (null or empty: none) sit at their alignment within the buffer at
+/// `buf`.
 /// FlatBuffers 2.0's Verifier checks the alignment of a vector's length only, so a crafted frame
 /// could put 8-byte elements at 4 bytes and make readers load them misaligned (undefined
 /// behaviour; found by the fuzz target).
 template <class T>
 bool aligned(const flatbuffers::Vector<T>* v, const void* buf) {
-  if (!v) return true;
+  if (!v || v->size() == 0) return true;  // nothing to load (builders do not align empty ones)
   const auto at = reinterpret_cast<const std::uint8_t*>(v->Data()) -
                   static_cast<const std::uint8_t*>(buf);
   return at % alignof(T) == 0;
