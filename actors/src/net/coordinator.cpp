@@ -66,8 +66,10 @@ class control_links {
     for (auto& s : sockets_) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
     if (zmq::poll(items, timeout) <= 0) return false;
     for (std::uint32_t n = 0; n < sockets_.size(); ++n) {
-      zmq::message_t m;
-      while (sockets_[n].recv(m, zmq::recv_flags::dontwait)) {
+      zmq::message_t received, copy;
+      while (sockets_[n].recv(received, zmq::recv_flags::dontwait)) {
+        // a plain-text frame may sit at any address; FlatBuffers reads scalars in place
+        auto& m = net::aligned_frame(received, copy);
         if (auto bad = net::verify_control(m.data(), m.size(), cluster_.max_message_bytes)) {
           bad_frame(n, *bad);
           continue;
