@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../support/lines.hpp"
 #include "../../support/mosquitto_broker.hpp"
 #include "../../support/result_rows.hpp"
 #include "jobs.hpp"
@@ -31,6 +32,8 @@ using namespace tidemark;
 using namespace std::chrono_literals;
 
 namespace {
+
+using tidemark::test::sorted_lines;
 
 // ---- where the nodes run --------------------------------------------------------------------
 
@@ -108,14 +111,6 @@ chaos::local_cluster_options node_options(const network_namespaces& ns) {
 
 /// A job's outputs, by name: lines sorted where their order is not defined.
 using outputs = std::map<std::string, std::vector<std::string>>;
-
-std::vector<std::string> sorted_lines(const std::filesystem::path& p) {
-  std::ifstream in{p};
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
 
 /// Every file of `dir` (recursively) whose name starts with `prefix`: name and sorted lines.
 void add_files(outputs& out, const std::filesystem::path& dir, const std::string& prefix = "") {

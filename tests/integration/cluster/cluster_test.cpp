@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "../../support/lines.hpp"
 #include "../../support/wait_until.hpp"
 #include "node_processes.hpp"
 
@@ -19,13 +20,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::string> sorted_lines(const std::filesystem::path& p) {
-  std::ifstream in{p};
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
+using tidemark::test::sorted_lines;
 
 // A result line ends with the window's count.
 std::uint64_t total_count(const std::vector<std::string>& lines) {

@@ -13,6 +13,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "../../support/lines.hpp"
 #include "net/channels.hpp"
 #include "net/frames.hpp"
 #include "net/security.hpp"
@@ -23,6 +24,8 @@ using namespace tidemark;
 using namespace std::chrono_literals;
 
 namespace {
+
+using tidemark::test::sorted_lines;
 
 job_options small_job(const job_spec& spec) {
   auto o = spec.make_options();
@@ -105,14 +108,6 @@ const wire::ControlFrame& answer(const std::optional<zmq::message_t>& m) {
   BOOST_REQUIRE(m.has_value());
   BOOST_REQUIRE(!net::verify_control(m->data(), m->size(), 64 << 20));
   return net::read_control(*m);
-}
-
-std::vector<std::string> sorted_lines(const std::filesystem::path& p) {
-  std::ifstream in{p};
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  std::sort(lines.begin(), lines.end());
-  return lines;
 }
 
 }  // namespace
