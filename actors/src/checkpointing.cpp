@@ -113,6 +113,17 @@ restore_point checkpoint_driver::recover() {
   return from;
 }
 
+void checkpoint_driver::warn_unreplayable(const std::vector<std::string>& sources,
+                                          job_result& result) const {
+  if (!enabled_) return;
+  for (const auto& name : sources) {
+    result.warnings.push_back("source '" + name +
+                              "' cannot replay: after a crash, what it read since the last "
+                              "checkpoint is not read again");
+    spdlog::warn("{}", result.warnings.back());
+  }
+}
+
 std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::uint64_t)>& inject) {
   constexpr std::chrono::milliseconds never = std::chrono::hours{1};
   if (!enabled_ || stopped_) return never;

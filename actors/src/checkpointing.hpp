@@ -69,6 +69,9 @@ class checkpoint_driver {
   /// An instance finished: checkpoints can no longer include it, so none starts any more, and the
   /// one in progress is abandoned unless the instance sent its piece already.
   void on_done(std::uint32_t stage, std::uint32_t instance);
+  /// With checkpoints on, a warning in `result` (and the log) for each of `sources` (sources that
+  /// cannot replay their input): after a restore, what they read since the checkpoint is lost.
+  void warn_unreplayable(const std::vector<std::string>& sources, job_result& result) const;
   /// The run ended successfully: its checkpoints are no longer needed and are removed (a store
   /// that cannot be written is left as it is, with a warning).
   void finished();

@@ -27,7 +27,10 @@ struct recording_port final : net::node_port {
   std::uint64_t job_changes() const { return launches + starts + halts + checkpoints + commits; }
 
   void reply(std::string_view, zmq::message_t) override { ++replies; }
-  void launch(net::deployment&, detail::restore_point) override { ++launches; }
+  std::vector<std::string> launch(net::deployment&, detail::restore_point) override {
+    ++launches;
+    return {};
+  }
   void start() override { ++starts; }
   void halt() override { ++halts; }
   void checkpoint(std::uint64_t) override { ++checkpoints; }

@@ -380,10 +380,15 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       links.send(members[m], deploy_message({spec.name, options, on, placement, m, opts,
                                              from.checkpoint, deployment, fence}));
     std::string refused;  // a node's deploy error
+    std::vector<std::string> unreplayable;  // the nodes' sources that cannot replay
     const auto deployed = await(members, wire::Body::Deployed, "deploy", !lost_at,
                                 [&](std::uint32_t n, const wire::ControlFrame& f) {
       const auto* d = f.body_as_Deployed();
-      if (d->ok()) return;
+      if (d->ok()) {
+        if (d->unreplayable())
+          for (const auto* name : *d->unreplayable()) unreplayable.push_back(str(name));
+        return;
+      }
       refused = "node '" + cluster.nodes[n].id + "' could not deploy job '" + spec.name + "': " +
                 str(d->error());
       if (lost_at) return;  // the first deployment worked: probably lost again, see below
@@ -409,8 +414,10 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                    from.checkpoint ? "checkpoint " + std::to_string(from.checkpoint)
                                    : std::string{"the beginning (no checkpoint had completed)"},
                    fmt::join(ids, ", "));
-    else
+    else {
       spdlog::info("coordinator: deployed job '{}' on {}", spec.name, fmt::join(ids, ", "));
+      checkpoints.warn_unreplayable(unreplayable, result);  // once: a recovery deploys the same
+    }
     lost_at.reset();
     from = {};  // shipped; a later recovery loads the checkpoint again
 

@@ -15,12 +15,12 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
 #include <spdlog/spdlog.h>
 
+#include "../annotated_actor.hpp"
 #include "../deploy.hpp"
 #include "../live_poll.hpp"
 #include "../messages.hpp"
@@ -94,7 +94,7 @@ struct driver_state {
   std::vector<caf::actor> stages;
 };
 
-caf::behavior node_driver(caf::stateful_actor<driver_state>* self, std::shared_ptr<net::outbox> out,
+caf::behavior node_driver(caf::stateful_actor<driver_state, detail::annotated_actor>* self, std::shared_ptr<net::outbox> out,
                           std::string node, std::size_t expected, live_setup live,
                           std::size_t chunk_bytes, std::function<std::string()> node_report) {
   self->state.expected = expected;
@@ -336,7 +336,7 @@ struct node_server::impl final : net::node_port {
     control.send(msg, zmq::send_flags::none);
   }
 
-  void launch(net::deployment& x, detail::restore_point from) override {
+  std::vector<std::string> launch(net::deployment& x, detail::restore_point from) override {
     // tiered window state lives under the node's data directory (a temporary one without it)
     x.opts.storage.data_dir = opts.data_dir;
     x.opts.state_storage = std::make_shared<persistence::storage_service>(x.opts.storage);
@@ -364,6 +364,7 @@ struct node_server::impl final : net::node_port {
     caf::anon_send(fresh->driver, local_stages_msg{fresh->stages->stages()});
     actors = std::move(fresh);
     next_heartbeat = clock::now();
+    return actors->stages->unreplayable();
   }
 
   void start() override {

@@ -267,6 +267,7 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
 void node_dispatch::on_deploy(std::string_view from, const wire::Deploy& d) {
   end_deployment();
   std::string error;
+  std::vector<std::string> unreplayable;
   try {
     auto fresh = read_deploy(d, jobs_, opts_.id, opts_.max_message_bytes);
     detail::restore_point restore;
@@ -279,7 +280,7 @@ void node_dispatch::on_deploy(std::string_view from, const wire::Deploy& d) {
     incoming_ = {};
     assembler_.clear();
     const auto checkpoint = restore.checkpoint;
-    port_.launch(*fresh, std::move(restore));
+    unreplayable = port_.launch(*fresh, std::move(restore));
     dep_ = std::move(fresh);
     if (checkpoint)
       spdlog::info("node '{}': deployed job '{}' from checkpoint {}", opts_.id,
@@ -291,8 +292,9 @@ void node_dispatch::on_deploy(std::string_view from, const wire::Deploy& d) {
     spdlog::error("node '{}': deploy failed: {}", opts_.id, error);
   }
   flatbuffers::FlatBufferBuilder b;
-  port_.reply(from,
-              control_message(b, wire::CreateDeployed(b, error.empty(), b.CreateString(error))));
+  const auto error_text = b.CreateString(error);
+  port_.reply(from, control_message(b, wire::CreateDeployed(b, error.empty(), error_text,
+                                                             b.CreateVectorOfStrings(unreplayable))));
 }
 
 void node_dispatch::on_faults(std::string_view from, const wire::Faults& body) {

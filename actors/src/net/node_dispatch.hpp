@@ -74,8 +74,9 @@ class node_port {
   /// Sends `msg` to the control peer whose routing id is `to` (the answer to its frame).
   virtual void reply(std::string_view to, zmq::message_t msg) = 0;
   /// Spawns the stage actors of `d`, restored from `from`; they wait for start(). Throws when
-  /// they cannot be spawned (then nothing of them is left).
-  virtual void launch(deployment& d, detail::restore_point from) = 0;
+  /// they cannot be spawned (then nothing of them is left). Returns the names of the launched
+  /// sources that cannot replay their input after a restore.
+  virtual std::vector<std::string> launch(deployment& d, detail::restore_point from) = 0;
   /// Lets the launched sources run.
   virtual void start() = 0;
   /// Stops the launched actors, if any, and waits for them; the deployment they ran is destroyed

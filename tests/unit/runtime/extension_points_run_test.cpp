@@ -1,6 +1,6 @@
 // The public extension points through tidemark::run with parallel instances: per_instance state,
 // keyed process state per key, user sinks with their metrics, and side outputs routed to their
-// own consumers.
+// own consumers; a user source that cannot replay is named in the warnings of a checkpointed run.
 #define BOOST_TEST_MODULE extension_points_run
 #include <boost/test/unit_test.hpp>
 
@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "../../support/temp_dir.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
@@ -25,6 +26,22 @@ std::vector<int> numbers(int n) {
   for (int i = 0; i < n; ++i) xs[static_cast<std::size_t>(i)] = i;
   return xs;
 }
+
+// A user source that counts to `n` and, like every source_logic by default, cannot replay.
+class counting_source final : public source_logic {
+ public:
+  explicit counting_source(int n) : n_(n) {}
+  bool pull(std::size_t max, emitter& out) override {
+    auto b = std::make_unique<batch<int>>();
+    while (next_ < n_ && b->values.size() < max) b->values.push_back(next_++);
+    if (!b->values.empty()) out.emit(std::move(b));
+    return next_ < n_;
+  }
+
+ private:
+  int n_;
+  int next_ = 0;
+};
 
 }  // namespace
 
@@ -143,4 +160,30 @@ BOOST_AUTO_TEST_CASE(side_outputs_reach_their_own_consumers_through_run) {
   std::vector<int> got_bigs = bigs.values();
   std::sort(got_bigs.begin(), got_bigs.end());
   BOOST_TEST(got_bigs == (std::vector<int>{990, 991, 992, 993, 994, 995, 996, 997, 998, 999}));
+}
+
+BOOST_AUTO_TEST_CASE(a_source_that_cannot_replay_is_named_in_the_warnings_of_a_checkpointed_run) {
+  tidemark::test::temp_dir dir;
+  auto run_counting = [&](bool user_source, bool checkpointed) {
+    job j{"unreplayable"};
+    auto xs = user_source ? j.from_source<int>([](const instance_info&) {
+                return std::make_unique<counting_source>(500);
+              }, "counter")
+                          : j.from_container(numbers(500), "counter");
+    auto out = xs.collect();
+    auto o = small_batches();
+    if (checkpointed) {
+      o.checkpoints.dir = dir / (std::to_string(user_source) + "-checkpoints");
+      o.checkpoints.interval = std::chrono::milliseconds{10};
+    }
+    auto result = run(j, o);
+    BOOST_TEST(out.values().size() == 500u);
+    return result.warnings;
+  };
+  const auto warned = run_counting(true, true);
+  BOOST_REQUIRE(warned.size() == 1u);
+  BOOST_TEST(warned.front().find("source 'counter' cannot replay") != std::string::npos);
+  // a replayable source, or no checkpoints (nothing to replay from), gives no warning
+  BOOST_TEST(run_counting(false, true).empty());
+  BOOST_TEST(run_counting(true, false).empty());
 }
