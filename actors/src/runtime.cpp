@@ -7,17 +7,17 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
+#include <variant>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/after.hpp>
 #include <caf/exit_reason.hpp>
-#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include "checkpointing.hpp"
 #include "deploy.hpp"
+#include "driver_inbox.hpp"
 #include "live_poll.hpp"
 #include "messages.hpp"
 #include "wiring.hpp"
@@ -72,7 +72,7 @@ job_result run(const job& j, const run_options& opts) {
   caf::actor_system_config cfg;
   detail::configure(cfg, opts);
   caf::actor_system sys{cfg};
-  caf::scoped_actor self{sys};
+  detail::driver_inbox inbox{sys};
 
   job_result result;
   result.job = j.name();
@@ -87,18 +87,11 @@ job_result run(const job& j, const run_options& opts) {
   result.restored_from = from.checkpoint;
   // embedded: every stage instance runs here, so no channel needs a proxy
   detail::deployment_actors actors{sys, g, plan, w, placement, run_opts,
-                                   caf::actor_cast<caf::actor>(self), nullptr, &from};
-  if (checkpoints.enabled())
-    for (const auto& name : actors.unreplayable()) {
-      result.warnings.push_back("source '" + name +
-                                "' cannot replay: after a crash, what it read since the last "
-                                "checkpoint is not read again");
-      spdlog::warn("{}", result.warnings.back());
-    }
-  for (auto& a : actors.stages()) self->monitor(a);
+                                   inbox.actor(), nullptr, &from};
+  checkpoints.warn_unreplayable(actors.unreplayable(), result);
+  for (auto& a : actors.stages()) inbox.monitor(a);
   const auto total = actors.stages().size();
   detail::live_poll live{opts.live, live_plan::of(j.name(), g, plan), opts.live_period};
-  const auto driver = caf::actor_cast<caf::actor>(self);
   actors.start();
   std::string failure;
   std::size_t done = 0;
@@ -108,7 +101,7 @@ job_result run(const job& j, const run_options& opts) {
     // is "forever")
     std::chrono::milliseconds wait =
         opts.stop ? std::chrono::milliseconds{100} : std::chrono::hours{1};
-    if (live.enabled()) wait = std::min(wait, live.ask(driver, actors.stages()));
+    if (live.enabled()) wait = std::min(wait, live.ask(inbox.actor(), actors.stages()));
     try {
       wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
         for (const auto& a : actors.sources())
@@ -118,29 +111,28 @@ job_result run(const job& j, const run_options& opts) {
       failure = e.what();
       break;
     }
-    self->receive(
-        [&](detail::done_msg& m) {
-          checkpoints.on_done(m.metrics.stage, m.metrics.instance);
-          if (live.enabled()) live.update(m.metrics);
-          result.instances.push_back(std::move(m.metrics));
-          ++done;
-        },
-        [&](detail::checkpointed_msg& m) {
-          try {
-            if (checkpoints.on_piece(m.stage, m.instance, m.id, m.state, m.alignment_ms))
-              for (const auto& a : actors.stages())
-                caf::anon_send(a, detail::commit_atom::value, m.id);
-          } catch (const job_error& e) {  // too many checkpoints failed in a row
-            failure = e.what();
-          }
-        },
-        [&](detail::live_metrics_msg& m) { live.update(std::move(m.metrics)); },
-        [&](detail::failed_msg& m) { failure = std::move(m.what); },
-        [&](caf::down_msg& m) {
-          if (m.reason && m.reason != caf::exit_reason::user_shutdown)
-            failure = "an operator actor stopped unexpectedly: " + sys.render(m.reason);
-        },
-        caf::after(wait) >> [] {});
+    auto message = inbox.pop(wait);
+    if (!message) continue;
+    if (auto* m = std::get_if<detail::done_msg>(&*message)) {
+      checkpoints.on_done(m->metrics.stage, m->metrics.instance);
+      if (live.enabled()) live.update(m->metrics);
+      result.instances.push_back(std::move(m->metrics));
+      ++done;
+    } else if (auto* m = std::get_if<detail::checkpointed_msg>(&*message)) {
+      try {
+        if (checkpoints.on_piece(m->stage, m->instance, m->id, m->state, m->alignment_ms))
+          for (const auto& a : actors.stages()) caf::anon_send(a, detail::commit_atom::value, m->id);
+      } catch (const job_error& e) {  // too many checkpoints failed in a row
+        failure = e.what();
+      }
+    } else if (auto* m = std::get_if<detail::live_metrics_msg>(&*message)) {
+      live.update(std::move(m->metrics));
+    } else if (auto* m = std::get_if<detail::failed_msg>(&*message)) {
+      failure = std::move(m->what);
+    } else if (auto* m = std::get_if<caf::down_msg>(&*message)) {
+      if (m->reason && m->reason != caf::exit_reason::user_shutdown)
+        failure = "an operator actor stopped unexpectedly: " + sys.render(m->reason);
+    }
   }
   live.publish(failure.empty() && done == total);
   if (!failure.empty()) {

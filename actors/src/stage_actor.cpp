@@ -3,18 +3,18 @@
 
 #include <chrono>
 
-#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
+#include "annotated_actor.hpp"
 #include "messages.hpp"
 
 namespace tidemark::detail {
 namespace {
 
-class stage_actor final : public caf::event_based_actor, private stage_io {
+class stage_actor final : public annotated_actor, private stage_io {
  public:
   stage_actor(caf::actor_config& cfg, stage_setup setup)
-      : caf::event_based_actor(cfg),
+      : annotated_actor(cfg),
         outputs_(std::move(setup.outputs)),
         driver_(std::move(setup.driver)),
         senders_(setup.core.input_ports.size()),

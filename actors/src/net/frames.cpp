@@ -7,6 +7,8 @@
 #include <memory>
 #include <new>
 
+#include "../tsan.hpp"
+
 namespace tidemark::net {
 namespace {
 
@@ -100,8 +102,11 @@ zmq::message_t to_message(flatbuffers::FlatBufferBuilder& b) {
   auto buf = std::make_unique<flatbuffers::DetachedBuffer>(b.Release());
   auto* data = buf->data();
   auto size = buf->size();
+  // ZeroMQ reads the buffer and frees it on its I/O thread
+  detail::tsan_release(buf.get());
   return zmq::message_t{data, size,
                         [](void*, void* hint) {
+                          detail::tsan_acquire(hint);
                           std::unique_ptr<flatbuffers::DetachedBuffer>{
                               static_cast<flatbuffers::DetachedBuffer*>(hint)};
                         },

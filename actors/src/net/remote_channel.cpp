@@ -6,8 +6,7 @@
 
 #include <stdexcept>
 
-#include <caf/event_based_actor.hpp>
-
+#include "../annotated_actor.hpp"
 #include "../messages.hpp"
 #include "frames.hpp"
 
@@ -30,7 +29,7 @@ struct outbound_state {
   std::uint64_t seq = 0;
 };
 
-caf::behavior outbound(caf::stateful_actor<outbound_state>* self, std::shared_ptr<outbox> out,
+caf::behavior outbound(caf::stateful_actor<outbound_state, detail::annotated_actor>* self, std::shared_ptr<outbox> out,
                        std::uint32_t channel, std::uint32_t peer, const batch_codec* codec,
                        std::uint32_t deployment) {
   return {
@@ -62,7 +61,7 @@ caf::behavior outbound(caf::stateful_actor<outbound_state>* self, std::shared_pt
   };
 }
 
-caf::behavior inbound(caf::event_based_actor* self, std::shared_ptr<outbox> out,
+caf::behavior inbound(detail::annotated_actor* self, std::shared_ptr<outbox> out,
                       std::uint32_t channel, std::uint32_t peer, caf::actor target) {
   return {
       [=](detail::data_msg& m) { self->send(target, std::move(m)); },

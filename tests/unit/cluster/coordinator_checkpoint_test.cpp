@@ -75,11 +75,12 @@ struct scripted_node {
     send(net::control_message(b, wire::CreateHelloReply(b, true, 0, b.CreateString(id))));
   }
 
-  /// Answers a Deploy; returns it (a copy of the frame).
-  zmq::message_t deployed(const std::function<void(const wire::ControlFrame&)>& seen = {}) {
+  /// Answers a Deploy, naming `unreplayable` sources; returns it (a copy of the frame).
+  zmq::message_t deployed(const std::function<void(const wire::ControlFrame&)>& seen = {},
+                          const std::vector<std::string>& unreplayable = {}) {
     auto m = expect(wire::Body::Deploy, seen);
     flatbuffers::FlatBufferBuilder b;
-    send(net::control_message(b, wire::CreateDeployed(b, true)));
+    send(net::control_message(b, wire::CreateDeployed(b, true, 0, b.CreateVectorOfStrings(unreplayable))));
     return m;
   }
 
@@ -149,11 +150,15 @@ BOOST_FIXTURE_TEST_CASE(pieces_are_stored_at_the_coordinator_and_committed_on_ev
   auto ro = checkpointed();
   ro.live = std::make_shared<live_view>();
   auto running = std::async(std::launch::async, [&] { return run_on_cluster(*spec, options, cluster, ro); });
+  // what a node saw; checked on the test's thread (Boost.Test's checks are not thread-safe)
+  struct seen_by_node {
+    std::uint64_t restore, checkpoint, committed;
+  };
   auto script = [&](scripted_node& n, bool garbage) {
     n.reply_hello();
-    auto deploy = n.deployed();
+    auto deploy = garbage ? n.deployed({}, {"feed"}) : n.deployed();
     const auto& d = *net::read_control(deploy).body_as_Deploy();
-    BOOST_TEST(d.restore_checkpoint() == 0u);
+    const auto restore = d.restore_checkpoint();
     auto mine = scripted_node::mine(d, plan);
     n.expect(wire::Body::Start);
     n.beating = true;
@@ -161,15 +166,21 @@ BOOST_FIXTURE_TEST_CASE(pieces_are_stored_at_the_coordinator_and_committed_on_ev
       n.send(std::move(net::piece_frames(1, 0, 0, "xyz", 0, 1)[1]));
     auto id = answer_checkpoint(n, mine);
     auto commit = n.expect(wire::Body::Commit);
-    BOOST_TEST(net::read_control(commit).body_as_Commit()->id() == id);
+    const auto committed = net::read_control(commit).body_as_Commit()->id();
     n.send(net::done_frame(n.id, {}, 0));
     n.expect(wire::Body::Stop);
-    return id;
+    return seen_by_node{restore, id, committed};
   };
   auto a = std::async(std::launch::async, [&] { return script(n1, true); });
   auto b = std::async(std::launch::async, [&] { return script(n2, false); });
-  auto id = a.get();
-  BOOST_TEST(b.get() == id);
+  const auto seen_a = a.get();
+  const auto seen_b = b.get();
+  for (const auto& node : {seen_a, seen_b}) {
+    BOOST_TEST(node.restore == 0u);
+    BOOST_TEST(node.committed == node.checkpoint);
+  }
+  const auto id = seen_a.checkpoint;
+  BOOST_TEST(seen_b.checkpoint == id);
   auto result = running.get();
   BOOST_REQUIRE(!result.checkpoints.empty());
   BOOST_TEST(result.checkpoints.front().id == id);
@@ -177,6 +188,9 @@ BOOST_FIXTURE_TEST_CASE(pieces_are_stored_at_the_coordinator_and_committed_on_ev
   for (const auto& st : plan.stages) instances += st.parallelism;
   BOOST_TEST(result.checkpoints.front().pieces == instances);
   BOOST_TEST(result.recoveries == 0u);
+  // the source n1 said it cannot replay is named once in the result
+  BOOST_REQUIRE(result.warnings.size() == 1u);
+  BOOST_TEST(result.warnings.front().find("source 'feed' cannot replay") != std::string::npos);
   const auto seen = ro.live->latest();
   BOOST_REQUIRE(seen);
   BOOST_REQUIRE(!seen->nodes.empty());
