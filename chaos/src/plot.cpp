@@ -5,20 +5,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <mutex>
 #include <stdexcept>
 
 #include "tidemark/chaos/checker.hpp"
+#include "tidemark/plot/plplot_page.hpp"
 
 namespace tidemark::chaos {
 
 namespace {
-
-std::mutex plplot_mutex;  // PLplot's state (current stream, abort handler) is global
-std::string plplot_abort_message;
-void on_plplot_abort(const char* message) {
-  plplot_abort_message = message;
-}
 
 // One line of a panel: its points and its cmap0 colour.
 struct line {
@@ -96,36 +90,17 @@ void write_timeline_png(const report& r, const std::string& path) {
   if (!results.x.empty()) xmax = std::max(xmax, results.x.back() + 1);
   FILE* out = std::fopen(path.c_str(), "wb");
   if (!out) throw std::runtime_error("timeline '" + path + "': cannot be written");
-  std::string abort_message;
-  {
-    std::lock_guard<std::mutex> lock{plplot_mutex};
-    plplot_abort_message.clear();
-    plsabort(&on_plplot_abort);
-    PLINT stream = 0;
-    plmkstrm(&stream);
-    plsdev("pngcairo");
-    plsfile(out);
-    plspage(0, 0, 1200, 1100, 0, 0);
-    plscolbg(255, 255, 255);
-    plscol0(1, 0, 0, 0);
-    plscol0(2, 31, 119, 180);
-    plscol0(3, 214, 39, 40);
-    plscol0(4, 255, 221, 170);
-    plscol0(5, 120, 60, 0);
-    plscol0(6, 44, 160, 44);
-    plscol0(7, 148, 103, 189);
-    plssub(1, 3);
-    plinit();
+  plot::page page{"pngcairo", 1200, 1100, {}, 3};  // colours as listed above panel()
+  page.colours = {{31, 119, 180}, {214, 39, 40}, {255, 221, 170}, {120, 60, 0}, {44, 160, 44},
+                  {148, 103, 189}};
+  const auto abort_message = plot::draw_page(out, page, [&] {
     const std::string title = std::string{"chaos run: "} + (r.passed() ? "passed" : "FAILED") +
                               ", " + std::to_string(r.violation_count()) + " violations";
     panel(r, {results}, xmax, "results committed per second", title.c_str());
     panel(r, {gaps}, xmax, "longest wait between commits (s)", "");
     panel(r, {p50, p99}, xmax, "latency (s): p50 green, p99 purple",
           "emission-to-commit latency of the results committed each second");
-    plend1();  // writes the page and closes `out`
-    plsabort(nullptr);
-    abort_message = plplot_abort_message;
-  }
+  });
   if (!abort_message.empty())
     throw std::runtime_error("timeline '" + path + "': PLplot failed: " + abort_message);
 }

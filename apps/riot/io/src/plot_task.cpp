@@ -6,22 +6,19 @@
 #include <plplot/plplot.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <stdexcept>
+#include <vector>
+
+#include "tidemark/plot/plplot_page.hpp"
 
 namespace tidemark::riot::io {
 
 namespace {
-
-// PLplot's state is global (current stream, abort handler); one chart at a time.
-std::mutex plplot_mutex;
-std::string plplot_abort_message;  // guarded by plplot_mutex
-
-void on_plplot_abort(const char* message) { plplot_abort_message = message; }
 
 // '#' starts an escape sequence in PLplot text; "##" is a literal '#'.
 std::string plplot_text(const std::string& s) {
@@ -34,10 +31,10 @@ std::string plplot_text(const std::string& s) {
 }
 
 // Series colours (cmap0 indices 2..), readable on white; index 0 is the background, 1 the axes.
-constexpr int palette[][3] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
+const std::vector<std::array<int, 3>> palette = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
                               {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127},
                               {188, 189, 34}, {23, 190, 207}};
-constexpr int palette_size = sizeof palette / sizeof palette[0];
+const int palette_size = static_cast<int>(palette.size());
 
 std::string validate(const std::vector<plot_series>& series) {
   if (series.empty()) return "no series to plot";
@@ -93,21 +90,9 @@ std::optional<std::string> multi_line_plot::process(const std::string& title,
     errors_.report({"multi_line_plot '" + title + "': cannot open an in-memory output"});
     return std::nullopt;
   }
-  std::string abort_message;
-  {
-    std::lock_guard<std::mutex> lock{plplot_mutex};
-    plplot_abort_message.clear();
-    plsabort(&on_plplot_abort);
-    PLINT stream = 0;
-    plmkstrm(&stream);
-    plsdev(config_.format == plot_format::png ? "pngcairo" : "svg");
-    plsfile(out);
-    plspage(0, 0, config_.width, config_.height, 0, 0);
-    plscolbg(255, 255, 255);
-    plscol0(1, 0, 0, 0);
-    for (int i = 0; i < palette_size; ++i) plscol0(2 + i, palette[i][0], palette[i][1], palette[i][2]);
-    plinit();
-
+  plot::page page{config_.format == plot_format::png ? "pngcairo" : "svg", config_.width,
+                  config_.height, palette};
+  const auto abort_message = plot::draw_page(out, page, [&] {
     auto [xmin, xmax] = bounds(series, true, 0.0);
     auto [ymin, ymax] = bounds(series, false, 0.05);
     plcol0(1);
@@ -137,10 +122,7 @@ std::optional<std::string> multi_line_plot::process(const std::string& title,
              n, opts.data(), 1.0, 0.8, 2.0, 0.0, text_colors.data(), texts.data(), nullptr, nullptr,
              nullptr, nullptr, line_colors.data(), line_styles.data(), line_widths.data(), nullptr,
              nullptr, nullptr, nullptr);
-    plend1();  // finishes the page, writes it, closes `out` and frees this stream
-    plsabort(nullptr);
-    abort_message = plplot_abort_message;
-  }
+  });
   std::string bytes{buffer, length};
   std::free(buffer);  // NOLINT: open_memstream's buffer is malloc'ed
   if (!abort_message.empty() || bytes.empty()) {
