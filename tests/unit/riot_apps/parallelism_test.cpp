@@ -36,6 +36,15 @@ std::vector<std::vector<std::string>> settings_of(const std::string& per_task) {
   return {{"--parallelism", "1"}, {"--parallelism", "2"}, {"--parallelism", "1", "--task-parallelism", per_task}};
 }
 
+/// Small batches, so that a stream is spread over many batches and instances interleave (with the
+/// default batch size a whole pass over a sample file fits in one batch, which one instance takes).
+run_options small_batches() {
+  run_options ro;
+  ro.linger = 1ms;
+  ro.batch_size = 32;
+  return ro;
+}
+
 struct fixture {
   test::mosquitto_broker broker;
   test::temp_dir dir{"riot-parallelism"};
@@ -48,9 +57,7 @@ struct fixture {
   job_result run(const std::string& name, std::vector<std::string> args, const std::string& label) {
     const auto& spec = registry.find(name);
     args.insert(args.end(), {"--broker", broker.address(), "--out", out(label)});
-    run_options ro;
-    ro.linger = 1ms;
-    return run_registered(spec, parse_job_arguments(spec, args), ro);
+    return run_registered(spec, parse_job_arguments(spec, args), small_batches());
   }
   std::string out(const std::string& label) const { return dir / label; }
 };
@@ -128,7 +135,7 @@ std::vector<std::string> sorted_statistics(const std::vector<std::string>& paral
   job j{"stats-statistics"};
   auto statistics = apps::stats_statistics(j, options, std::make_shared<apps::run_metrics>(0));
   auto got = statistics.map([](const observation& o) { return line_of(o); }).collect();
-  tidemark::run(j);
+  tidemark::run(j, small_batches());
   auto lines = got.values();
   std::sort(lines.begin(), lines.end());
   return lines;
@@ -237,7 +244,7 @@ BOOST_AUTO_TEST_CASE(the_comparison_fails_when_a_stateful_task_is_keyed_wrongly)
                                                        "kalman_by_field");
     out.parallelism(2);
     auto got = out.map([](const observation& o) { return line_of(o); }).collect();
-    tidemark::run(j);
+    tidemark::run(j, small_batches());
     auto v = got.values();
     std::sort(v.begin(), v.end());
     return v;
