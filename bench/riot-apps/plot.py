@@ -62,11 +62,11 @@ def plot_scaling(runs, out):
             for r in runs:
                 if (r["app"], r["dataset"], r["parallelism"]) == (app, ds, p):
                     xs.append(g + i * width)
-                    ys.append(r["throughput_in"])
+                    ys.append(r["throughput"])
         ax.bar(xs, ys, width, label=f"parallelism {p}")
     ax.set_xticks([g + width * (len(levels) - 1) / 2 for g in range(len(groups))])
     ax.set_xticklabels([f"{a.upper()}\n{d.upper()}" for a, d in groups])
-    ax.set_ylabel("messages/s at full speed")
+    ax.set_ylabel("messages/s, first emit to last output")
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out, "riot-apps-parallelism.png"), dpi=110)
