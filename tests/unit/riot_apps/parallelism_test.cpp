@@ -19,6 +19,7 @@
 #include "tidemark/riot/io/mqtt_tasks.hpp"
 #include "tidemark/riot/io/table_tasks.hpp"
 #include "tidemark/riot/streams.hpp"
+#include "tidemark/core/plan.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
@@ -361,7 +362,17 @@ BOOST_FIXTURE_TEST_CASE(parallelism_options_are_checked_and_part_of_the_fingerpr
   auto ok = apps::options_of(apps::app::etl, options({"--parallelism", "2", "--task-parallelism", "join=3"}));
   BOOST_TEST(ok.parallelism.of("join") == 3u);
   BOOST_TEST(ok.parallelism.of("annotate") == 2u);
-  // a checkpoint's fingerprint holds the options' text: another parallelism is another job
-  BOOST_TEST(options({"--parallelism", "2"}).text() != options({}).text());
-  BOOST_TEST(options({"--task-parallelism", "join=2"}).text() != options({}).text());
+  // a checkpoint's fingerprint is the plan's text and the options' text (checkpointing.cpp), so a
+  // resume at another parallelism finds no checkpoint of its job: both differ
+  auto one = options({"--out", out("plan")}), two = options({"--out", out("plan"), "--parallelism", "2"}),
+       mix = options({"--out", out("plan"), "--task-parallelism", "join=2"});
+  BOOST_TEST(two.text() != one.text());
+  BOOST_TEST(mix.text() != one.text());
+  auto plan_of = [&](const job_options& o) {
+    auto j = spec.build(o);
+    return to_text(j.graph(), compile(j.graph()));
+  };
+  BOOST_TEST(plan_of(two) != plan_of(one));
+  BOOST_TEST(plan_of(mix) != plan_of(one));
+  BOOST_TEST(plan_of(one) == plan_of(options({"--out", out("plan")})));
 }
