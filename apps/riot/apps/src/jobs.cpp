@@ -39,7 +39,8 @@ std::vector<job_option_spec> option_specs(app a) {
                    "(none: $TIDEMARK_DATA_DIR, else the build's data/riotbench, else the installed copy)"},
       {"progress", "false", "print a progress line per second"},
       {"parallelism", "1", "instances of every data-parallel task (sources, sinks and global-order tasks run one)"},
-      {"task-parallelism", "", "instances per task, NAME=N,... (overrides --parallelism; `tidemark plan` shows the names)"},
+      {"task-parallelism", "",
+       "instances per task, NAME=N,... (overrides --parallelism; `tidemark plan` shows the names)"},
   };
   if (a == app::stats) s.push_back({"window", "0", "observations per accumulated window (0: RIoTBench's)"});
   if (a == app::train) {

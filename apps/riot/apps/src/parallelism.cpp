@@ -100,7 +100,8 @@ const std::vector<app_task>& tasks_of(app a) {
 }
 
 task_parallelism parse_task_parallelism(app a, std::uint32_t all, std::string_view per_task) {
-  if (all < 1 || all > 1024) throw std::invalid_argument("--parallelism: the instances must be a number from 1 to 1024");
+  if (all < 1 || all > 1024)
+    throw std::invalid_argument("--parallelism: the instances must be a number from 1 to 1024");
   task_parallelism p;
   p.all = all;
   std::size_t start = 0;

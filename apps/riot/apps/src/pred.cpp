@@ -113,7 +113,8 @@ class regressor {
     auto p = task_.process(r.row);
     if (!p) return errors.report(p.error());
     std::ostringstream s;
-    s << r.msg_id << ',' << r.sensor << ",MLR,obsVal:" << r.row << ",PRED:" << *p << ",ERROR:" << (r.observed - *p) / r.scale;
+    s << r.msg_id << ',' << r.sensor << ",MLR,obsVal:" << r.row << ",PRED:" << *p
+      << ",ERROR:" << (r.observed - *p) / r.scale;
     out({r.msg_id, s.str()});
   }
 
