@@ -1,6 +1,7 @@
 // RIoTBench applications at the paper's peak rates (CITY 5,000, FIT 500, GRID 10,000, TAXI 4,000
 // msg/s), then at growing multiples of them until a run is no longer stable, each app x dataset
-// run as its registered job against one private mosquitto. Writes JSON (--out).
+// run as its registered job against one private mosquitto. With --parallelism 1,2: instead, each
+// app x dataset at full speed once per parallelism, for the throughput at each. Writes JSON (--out).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,14 @@ int main(int argc, char** argv) {
   cli.add_option("--multiples", multiples, "multiples of the paper's rate to try, ascending");
   cli.add_option("--only", only, "run only this app (etl, stats, train, pred)");
   cli.add_option("--stats-window", stats_window, "STATS: observations per accumulated window (one chart each)");
+  std::vector<std::uint32_t> parallelism;
+  std::uint64_t scaling_messages = 100000;
+  cli.add_option("--parallelism", parallelism,
+                 "instead of the rate sweep: each app x dataset at full speed once per parallelism "
+                 "(--parallelism of the job), e.g. 1,2")
+      ->delimiter(',');
+  cli.add_option("--scaling-messages", scaling_messages,
+                 "with --parallelism: messages per run; throughput = messages / time to the last output");
   CLI11_PARSE(cli, argc, argv);
 
   job_registry registry;
@@ -67,26 +76,66 @@ int main(int argc, char** argv) {
   // CITY: 788 sample sensors x 3 ~ the paper's 2,700; FIT: 10 subjects; GRID: 6,435 meters x 500;
   // TAXI: 782 sample medallions x 26 ~ the paper's 20,355
   const std::vector<workload> workloads{{"city", 5000, 3}, {"fit", 500, 1}, {"grid", 10000, 500}, {"taxi", 4000, 26}};
-  json report{{"runs", json::array()}, {"summary", json::array()}};
+  json report{{"runs", json::array()}, {"summary", json::array()}, {"scaling", json::array()}};
   for (std::string app : {"etl", "stats", "train", "pred"}) {
     if (!only.empty() && app != only) continue;
+    if (!parallelism.empty() && app == "train") {
+      // its work comes from a timer (one tick per run), not from an input rate to saturate
+      std::printf("train: skipped with --parallelism (timer-driven, no input rate to saturate)\n");
+      continue;
+    }
     for (const auto& w : workloads) {
       if ((app == "train" || app == "pred") && std::string{w.dataset} == "grid") continue;  // as in the paper
       const auto& spec = registry.find("riot-" + app);
-      auto run_at = [&](double multiple, double secs) {
-        double rate = w.paper_rate * multiple;
-        auto dir = work / (app + "-" + w.dataset + "-" + std::to_string(static_cast<int>(multiple)));
-        std::vector<std::string> args{"--dataset", w.dataset, "--scale", std::to_string(w.scale), "--rate",
-                                      std::to_string(rate), "--messages",
-                                      std::to_string(static_cast<long long>(rate * secs)), "--broker",
-                                      broker.address(), "--out", dir.string()};
-        if (app == "train") args.insert(args.end(), {"--runs", "4"});
+      // runs the job with `args` (plus the dataset, scale, broker and a directory named `tag`);
+      // returns the runtime's result and the run's report.json
+      auto run_job = [&](std::vector<std::string> args, const std::string& tag) {
+        auto dir = work / (app + "-" + w.dataset + "-" + tag);
+        args.insert(args.end(), {"--dataset", w.dataset, "--scale", std::to_string(w.scale), "--broker",
+                                 broker.address(), "--out", dir.string()});
         if (app == "stats") args.insert(args.end(), {"--window", std::to_string(stats_window)});
         run_options ro;
         ro.linger = std::chrono::milliseconds{1};
         auto result = run_registered(spec, parse_job_arguments(spec, args), ro);
         auto r = json::parse(std::ifstream(dir / "report.json"));
         std::filesystem::remove_all(dir);
+        return std::make_pair(std::move(result), std::move(r));
+      };
+      if (!parallelism.empty()) {
+        json by_parallelism = json::object();
+        for (auto p : parallelism) {
+          auto [result, r] = run_job({"--speed", "1e12", "--messages", std::to_string(scaling_messages),
+                                      "--parallelism", std::to_string(p)},
+                                     "p" + std::to_string(p));
+          const auto& o = r["outputs"][r["primary_output"].get<std::string>()];
+          json run{{"app", app},
+                   {"dataset", w.dataset},
+                   {"parallelism", p},
+                   {"messages_in", r["messages_in"]},
+                   {"messages_out", o["messages"]},
+                   {"throughput", r.value("throughput_end_to_end", 0.0)},
+                   {"seconds", r.value("seconds_to_last_output", 0.0)},
+                   {"source_rate", r["throughput_in"]},
+                   {"latency_ms", o["latency_ms"]},
+                   {"cpu_percent_mean", r["cpu_percent_mean"]},
+                   {"peak_live_batches", result.peak_live_batches}};
+          std::printf("%-5s %-4s parallelism %2u: %8.0f msg/s through (%.2f s to the last output), CPU %3.0f %%\n",
+                      app.c_str(), w.dataset, p, run["throughput"].get<double>(), run["seconds"].get<double>(),
+                      r["cpu_percent_mean"].get<double>());
+          std::fflush(stdout);
+          by_parallelism[std::to_string(p)] = run["throughput"];
+          report["scaling"].push_back(run);
+        }
+        report["summary"].push_back(
+            {{"app", app}, {"dataset", w.dataset}, {"throughput_by_parallelism", by_parallelism}});
+        continue;
+      }
+      auto run_at = [&](double multiple, double secs) {
+        double rate = w.paper_rate * multiple;
+        std::vector<std::string> args{"--rate", std::to_string(rate), "--messages",
+                                      std::to_string(static_cast<long long>(rate * secs))};
+        if (app == "train") args.insert(args.end(), {"--runs", "4"});
+        auto [result, r] = run_job(args, std::to_string(static_cast<int>(multiple)));
         const auto& o = r["outputs"][r["primary_output"].get<std::string>()];
         const auto& l = o["latency_ms"];
         json run{{"app", app},

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plots of bench_riot-apps: latency box plots at the paper's rates (like the paper's Fig. 8) and the
-highest stable multiple of the paper's rate per application and dataset.
+highest stable multiple of the paper's rate per application and dataset; with --parallelism, the
+full-speed throughput per application, dataset and parallelism instead.
 
 usage: plot.py riot-apps.json OUTDIR   (Debian's /usr/bin/python3 + matplotlib)
 """
@@ -18,6 +19,9 @@ def main():
     report = json.load(open(sys.argv[1]))
     out = sys.argv[2]
     os.makedirs(out, exist_ok=True)
+    if report.get("scaling"):
+        plot_scaling(report["scaling"], out)
+        return
     paper = [r for r in report["runs"] if r["multiple"] == 1]
     apps = []
     for r in paper:
@@ -42,6 +46,30 @@ def main():
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out, "riot-apps-sustainable.png"), dpi=110)
+
+
+def plot_scaling(runs, out):
+    groups = []
+    for r in runs:
+        if (r["app"], r["dataset"]) not in groups:
+            groups.append((r["app"], r["dataset"]))
+    levels = sorted({r["parallelism"] for r in runs})
+    width = 0.8 / len(levels)
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    for i, p in enumerate(levels):
+        xs, ys = [], []
+        for g, (app, ds) in enumerate(groups):
+            for r in runs:
+                if (r["app"], r["dataset"], r["parallelism"]) == (app, ds, p):
+                    xs.append(g + i * width)
+                    ys.append(r["throughput"])
+        ax.bar(xs, ys, width, label=f"parallelism {p}")
+    ax.set_xticks([g + width * (len(levels) - 1) / 2 for g in range(len(groups))])
+    ax.set_xticklabels([f"{a.upper()}\n{d.upper()}" for a, d in groups])
+    ax.set_ylabel("messages/s, first emit to last output")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "riot-apps-parallelism.png"), dpi=110)
 
 
 if __name__ == "__main__":

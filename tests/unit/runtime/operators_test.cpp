@@ -121,6 +121,30 @@ BOOST_AUTO_TEST_CASE(merge_rebalance_broadcast) {
   BOOST_TEST(copies.value() == 4u * 102u);
 }
 
+BOOST_AUTO_TEST_CASE(partition_by_keeps_each_keys_order_through_a_stateless_operator) {
+  // (key, sequence) pairs, 7 keys: source (1) -> partition_by(key) -> map (3) -> keyed fold (2)
+  // that counts the elements arriving below their key's last sequence number
+  using item = std::pair<int, int>;
+  std::vector<item> xs;
+  for (int i = 0; i < 20000; ++i) xs.push_back({i % 7, i});
+  job j{"partition_by"};
+  auto key = [](const item& x) { return x.first; };
+  auto mapped = j.from_container(xs).parallelism(1).partition_by(key).map([](item x) { return x; }).parallelism(3);
+  auto checked = mapped.key_by(key)
+                     .fold(item{-1, 0},
+                           [](item last_and_late, const item& x) {
+                             return item{x.second, last_and_late.second + (x.second < last_and_late.first)};
+                           })
+                     .parallelism(2)
+                     .collect();
+  run(j, small_batches());
+  BOOST_REQUIRE_EQUAL(checked.values().size(), xs.size());
+  std::map<int, int> late;
+  for (const auto& [k, acc] : checked.values()) late[k] = std::max(late[k], acc.second);
+  BOOST_TEST(late.size() == 7u);
+  for (const auto& [k, n] : late) BOOST_TEST(n == 0, "key " << k << ": " << n << " elements overtaken");
+}
+
 BOOST_AUTO_TEST_CASE(generator_source) {
   job j{"gen"};
   int next = 0;

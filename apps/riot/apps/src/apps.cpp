@@ -85,7 +85,8 @@ std::uint64_t archive_rows(const app_options& options) {
   fast.replay.speed = 1e12;  // every message due at once
   job j{"riot-archive"};
   auto metrics = std::make_shared<run_metrics>(0);
-  auto rows = detail::etl_rows(detail::replay(j, fast, metrics), fast, metrics->errors());
+  auto rows = detail::etl_rows(detail::replay(j, fast, metrics), fast, metrics->errors(),
+                               detail::app_wiring(j, app::etl, task_parallelism{}));
   auto n = rows.map([](const detail::tagged& r) { return r.text; }, "row_text");
   io::insert_into_table(n, detail::store_of(options),
                         detail::archive_table(detail::layout_of(options)), "table_insert");
@@ -106,7 +107,9 @@ std::string write_report(app a, const app_options& o, const run_metrics& metrics
                   {"rate", o.replay.rate},
                   {"profile", o.replay.profile == rate_profile::paper ? "paper" : "constant"},
                   {"messages", o.replay.messages},
-                  {"broker", o.broker}};
+                  {"broker", o.broker},
+                  {"parallelism", o.parallelism.all},
+                  {"task_parallelism", o.parallelism.tasks}};
   if (!runtime_json.empty()) j["runtime"] = nlohmann::json::parse(runtime_json);
   auto path = o.out_dir + "/report.json";
   std::ofstream(path) << j.dump(1) << '\n';

@@ -25,6 +25,49 @@ struct tagged {
   TIDEMARK_FIELDS(msg_id, text)
 };
 
+/// The id of the sensor a SenML line is about (the value of its entry named `id_field`), found in
+/// the text without parsing it: what the lines are partitioned by before the parser. The whole
+/// line when there is no such entry (the parser rejects such a line, so it has no order to keep).
+std::string_view senml_sensor_of(std::string_view line, std::string_view id_field);
+
+/// Places the tasks of one application at the instances its options give them (tasks_of says
+/// which tasks may run in parallel and what they are partitioned by).
+class app_wiring {
+ public:
+  app_wiring(job& j, app a, task_parallelism p) : job_(j), app_(a), parallelism_(std::move(p)) {}
+
+  /// Instances of task `name`: its --task-parallelism, else --parallelism, for a data-parallel
+  /// task; 1 for the others. Throws std::logic_error for a name tasks_of does not list.
+  std::uint32_t of(const std::string& name) const;
+  /// Instances of the operator that produces `s`.
+  template <class T>
+  std::uint32_t of(const stream<T>& s) const {
+    return job_.graph().node(s.id()).parallelism;
+  }
+
+  /// `in` as task `name` must read it, partitioned by `key`: as it is when `in` is already
+  /// partitioned by that key (`aligned`) over as many instances as the task has, or when both run
+  /// one instance (forward keeps the order and fuses the two); else partition_by(key).
+  template <class T, class Key>
+  stream<T> feed(const stream<T>& in, const std::string& name, bool aligned, Key key) const {
+    const auto p = of(name);
+    if (p == of(in) && (aligned || p == 1)) return in;
+    return in.partition_by(std::move(key), name + "_by_key");
+  }
+
+  /// Gives the operator producing `s` the instances of task `name`; returns `s`.
+  template <class T>
+  stream<T> placed(stream<T> s, const std::string& name) const {
+    s.parallelism(of(name));
+    return s;
+  }
+
+ private:
+  job& job_;
+  app app_;
+  task_parallelism parallelism_;
+};
+
 /// The replayed lines of `options` as a stream (parallelism 1: message ids follow the schedule).
 stream<numbered_line> replay(job& j, const app_options& options, const std::shared_ptr<run_metrics>& metrics);
 
@@ -70,7 +113,9 @@ std::shared_ptr<run_metrics> metrics_of(const std::string& out_dir);
 
 /// ETL up to annotation: parse -> range filter -> Bloom filter -> interpolation -> join per
 /// message -> annotate; the rows in schema order (plus annotation fields), tagged with msg ids.
-stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& options, error_sink errors);
+/// Partitioned by sensor id from the parser on at the instances `w` gives ETL's tasks.
+stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& options, error_sink errors,
+                        const app_wiring& w);
 
 app_job build_etl(const app_options& options);
 app_job build_stats(const app_options& options);

@@ -92,6 +92,16 @@ class message_join {
   std::vector<std::string_view> meta_cells_;
 };
 
+/// The sensor id of an ETL row (its id column): what the tasks after the join partition by.
+struct row_sensor {
+  std::size_t id;
+  std::string_view operator()(const tagged& r) const {
+    thread_local std::vector<std::string_view> cells;
+    split_csv(r.text, cells);
+    return id < cells.size() ? cells[id] : std::string_view{r.text};
+  }
+};
+
 /// C2S for rows whose missing values (empty cells) are left out of the SenML record: one
 /// csv_to_senml per set of missing columns (there are few), the full one for complete rows.
 class senml_writer {
@@ -132,7 +142,8 @@ class senml_writer {
 
 }  // namespace
 
-stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o, error_sink errors) {
+stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o, error_sink errors,
+                        const app_wiring& w) {
   auto d = o.replay.dataset;
   const auto& dir = o.replay.data_dir;
   auto fan = senml_fanout_config::for_dataset(d, dir);
@@ -152,35 +163,50 @@ stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o
   auto bloom = std::make_shared<const bloom_filter_check>(
       bloom_filter_check::from_ids(bloom_filter_config::for_dataset(d), ids));
 
-  auto obs = parse_senml(lines, fan, errors);
-  auto checked = bloom_filter_marks(range_filter_marks(obs, range_filter_config::for_dataset(d), errors), bloom);
-  auto filled = interpolate(checked, interpolation_config::for_dataset(d));
-  auto rows = filled.flat_map<tagged>(
-      per_instance([fan, layout](const instance_info&) {
-        return [join = message_join(fan, layout)](
-                   const observation& x, collector<tagged>& out) mutable { join.process(x, out); };
-      }),
-      "join");
+  // Partitioned by sensor id from the parser on (tasks_of): interpolation keeps state per sensor
+  // and field, and the table the rows end in keeps the last row per (time, sensor).
+  auto line_sensor = [id_field = fan.id_field](const numbered_line& l) {
+    return senml_sensor_of(l.line, id_field);
+  };
+  auto obs_sensor = [](const observation& x) { return std::string_view{x.sensor_id}; };
+  auto obs = w.placed(parse_senml(w.feed(lines, "senml_parse", false, line_sensor), fan, errors), "senml_parse");
+  auto ranged = w.placed(
+      range_filter_marks(w.feed(obs, "range_filter", true, obs_sensor), range_filter_config::for_dataset(d), errors),
+      "range_filter");
+  auto checked = w.placed(bloom_filter_marks(w.feed(ranged, "bloom_filter", true, obs_sensor), bloom), "bloom_filter");
+  auto filled = w.placed(interpolate(checked, interpolation_config::for_dataset(d)), "interpolation");
+  auto rows = w.placed(w.feed(filled, "join", false, obs_sensor)
+                           .flat_map<tagged>(per_instance([fan, layout](const instance_info&) {
+                                               return [join = message_join(fan, layout)](
+                                                          const observation& x, collector<tagged>& out) mutable {
+                                                 join.process(x, out);
+                                               };
+                                             }),
+                                             "join"),
+                       "join");
   if (!ann) return rows;
-  return rows.flat_map<tagged>(per_instance([config = *ann, errors](const instance_info&) {
-                                 return [task = annotate(config), errors](
-                                            const tagged& row, collector<tagged>& out) mutable {
-                                   auto r = task.process(row.text);
-                                   if (!r) return errors.report(r.error());
-                                   out(tagged{row.msg_id, std::move(*r)});
-                                 };
-                               }),
-                               "annotate");
+  return w.placed(w.feed(rows, "annotate", true, row_sensor{layout.id})
+                      .flat_map<tagged>(per_instance([config = *ann, errors](const instance_info&) {
+                                          return [task = annotate(config), errors](
+                                                     const tagged& row, collector<tagged>& out) mutable {
+                                            auto r = task.process(row.text);
+                                            if (!r) return errors.report(r.error());
+                                            out(tagged{row.msg_id, std::move(*r)});
+                                          };
+                                        }),
+                                        "annotate"),
+                  "annotate");
 }
 
 app_job build_etl(const app_options& o) {
   app_job a{job{"riot-etl"}, nullptr};
   a.metrics = new_metrics(o, replay_schedule(o.replay).size());
-  auto rows = etl_rows(replay(a.job, o, a.metrics), o, a.metrics->errors());
+  app_wiring w(a.job, app::etl, o.parallelism);
+  auto rows = etl_rows(replay(a.job, o, a.metrics), o, a.metrics->errors(), w);
   auto layout = layout_of(o);
   io::insert_into_table(measured(rows, a.metrics, "table"), store_opener_of(o), archive_table(layout),
                         "table_insert");
-  auto senml = rows.flat_map<tagged>(
+  auto senml = w.feed(rows, "csv_to_senml", true, row_sensor{layout.id}).flat_map<tagged>(
       per_instance([config = csv_to_senml_config::for_dataset(o.replay.dataset, o.replay.data_dir),
                     errors = a.metrics->errors()](const instance_info&) {
         return [task = senml_writer(config), errors](const tagged& row,
@@ -191,6 +217,7 @@ app_job build_etl(const app_options& o) {
         };
       }),
       "csv_to_senml");
+  w.placed(senml, "csv_to_senml");
   io::publish_to_mqtt(measured(senml, a.metrics, primary_output_of(app::etl)),
                       io::mqtt_publish_config{broker_of(o.broker), etl_topic(o.replay.dataset)},
                       "mqtt_publish");

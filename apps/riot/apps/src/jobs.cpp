@@ -38,6 +38,9 @@ std::vector<job_option_spec> option_specs(app a) {
       {"data", "", "RIoTBench sample data directory "
                    "(none: $TIDEMARK_DATA_DIR, else the build's data/riotbench, else the installed copy)"},
       {"progress", "false", "print a progress line per second"},
+      {"parallelism", "1", "instances of every data-parallel task (sources, sinks and global-order tasks run one)"},
+      {"task-parallelism", "",
+       "instances per task, NAME=N,... (overrides --parallelism; `tidemark plan` shows the names)"},
   };
   if (a == app::stats) s.push_back({"window", "0", "observations per accumulated window (0: RIoTBench's)"});
   if (a == app::train) {
@@ -89,6 +92,12 @@ app_options options_of(app a, const job_options& j) {
   if (o.out_dir.empty()) o.out_dir = fresh_out_dir(a);  // build() without prepare (`tidemark plan`)
   if (auto data = j.get("data"); !data.empty()) r.data_dir = data;
   o.progress = j.get_bool("progress");
+  try {
+    auto all = std::clamp<std::int64_t>(j.get_int("parallelism"), 0, 1025);  // out of range either way
+    o.parallelism = parse_task_parallelism(a, static_cast<std::uint32_t>(all), j.get("task-parallelism"));
+  } catch (const std::invalid_argument& e) {
+    throw job_error(std::string{"riot-"} + std::string{to_string(a)} + ": " + e.what());
+  }
   if (a == app::stats) o.stats_window = static_cast<std::uint32_t>(std::max<std::int64_t>(0, j.get_int("window")));
   if (a == app::train) {
     o.train_runs = static_cast<std::uint32_t>(std::max<std::int64_t>(1, j.get_int("runs")));

@@ -148,6 +148,7 @@ void run_metrics::delivered(const std::string& output, std::int64_t msg_id) {
   if (added) output_order_.push_back(output);
   auto& o = it->second;
   ++o.count;
+  o.last_ns = now;
   bump(o.per_second, now, 1);
   if (msg_id <= 0 || static_cast<std::uint64_t>(msg_id) >= emit_ns_.size()) return;
   if (auto emit = emit_ns_[static_cast<std::size_t>(msg_id)]; emit >= 0) {
@@ -262,6 +263,13 @@ std::string run_metrics::to_json(const std::string& primary) const {
     auto copy = js;
     j["jitter_summary"] = json_of(distribution::of(copy));
     j["throughput_out"] = seconds > 0 ? static_cast<double>(it->second.count) / seconds : 0.0;
+    // from the start to the last delivery: what a saturated run processed per second (the source
+    // may finish long before its messages went through the queues)
+    if (it->second.last_ns > 0) {
+      const double to_last = static_cast<double>(it->second.last_ns) / 1e9;
+      j["seconds_to_last_output"] = to_last;
+      j["throughput_end_to_end"] = static_cast<double>(in_) / to_last;
+    }
   }
   j["resources"] = json_of(samples_);
   auto usage = resource_usage::of(samples_);

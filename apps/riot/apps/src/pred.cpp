@@ -18,7 +18,11 @@ struct pred_row {
   std::int64_t msg_id = 0;
   std::string sensor;
   std::string row;  ///< prediction columns: attributes, then the observed target
-  TIDEMARK_FIELDS(msg_id, sensor, row)
+  double observed = 0;  ///< the observed target
+  /// What the residual error is relative to: the block average of the observed target over the
+  /// stream so far, or before the first block completes the observed value itself (1 when 0).
+  double scale = 1;
+  TIDEMARK_FIELDS(msg_id, sensor, row, observed, scale)
 };
 
 /// The analytic type of a model blob name "<DS>-<TYPE>-<end>.model" (empty when malformed).
@@ -98,33 +102,24 @@ class classifier {
 };
 
 /// MLR: the predicted target and its residual error against the block average of the observed
-/// target ("<msg>,<sensor>,MLR,obsVal:<row>,PRED:<p>,ERROR:<(observed - p) / average>").
+/// target ("<msg>,<sensor>,MLR,obsVal:<row>,PRED:<p>,ERROR:<(observed - p) / average>"); the
+/// average comes with the row (pred_row::scale), so any instance predicts any row.
 class regressor {
  public:
   static constexpr const char* type = "MLR";
-  regressor(linear_regression_predict task, block_average average, std::size_t target)
-      : task_(std::move(task)), average_(std::move(average)), target_(target) {}
+  explicit regressor(linear_regression_predict task) : task_(std::move(task)) {}
   expected<bool> update(std::string_view bytes) { return task_.update_model(bytes); }
   void predict(const pred_row& r, collector<tagged>& out, const error_sink& errors) {
     auto p = task_.process(r.row);
     if (!p) return errors.report(p.error());
-    split_csv(r.row, cells_);
-    double observed = std::stod(std::string{cells_[target_]});
-    if (auto m = average_.step(block_, observed)) mean_ = *m;
-    // before the first block completes, the error is relative to the observed value itself
-    double scale = mean_ && *mean_ != 0 ? *mean_ : (observed != 0 ? observed : 1.0);
     std::ostringstream s;
-    s << r.msg_id << ',' << r.sensor << ",MLR,obsVal:" << r.row << ",PRED:" << *p << ",ERROR:" << (observed - *p) / scale;
+    s << r.msg_id << ',' << r.sensor << ",MLR,obsVal:" << r.row << ",PRED:" << *p
+      << ",ERROR:" << (r.observed - *p) / r.scale;
     out({r.msg_id, s.str()});
   }
 
  private:
   linear_regression_predict task_;
-  block_average average_;
-  block_average::state block_;
-  std::optional<double> mean_;
-  std::size_t target_;
-  std::vector<std::string_view> cells_;
 };
 
 /// The replayed data's projected rows joined by '\n' (what the initial models are trained on).
@@ -160,12 +155,18 @@ app_job build_pred(const app_options& o) {
   a.metrics = new_metrics(o, replay_schedule(o.replay).size());
   auto broker = broker_of(o.broker);
   auto id_field = senml_fanout_config::for_dataset(d, o.replay.data_dir).id_field;
+  auto lr_config = linear_regression_config::for_dataset(d);
+  // One instance (tasks_of): the block average of the observed target runs over the stream in
+  // the source's order, as RIoTBench's BlockWindowAverage before its ErrorEstimation.
   auto rows =
       replay(a.job, o, a.metrics)
           .flat_map<pred_row>(
-              per_instance([columns, id_field, errors = a.metrics->errors()](const instance_info&) {
-                return [parse = senml_parse(), columns, id_field, errors](
-                           const numbered_line& l, collector<pred_row>& out) mutable {
+              per_instance([columns, id_field, target = lr_config.target_column,
+                            average = block_average(block_average_config::for_dataset(d)),
+                            errors = a.metrics->errors()](const instance_info&) {
+                return [parse = senml_parse(), columns, id_field, target, average,
+                        block = block_average::state{}, mean = std::optional<double>{},
+                        errors](const numbered_line& l, collector<pred_row>& out) mutable {
                   auto rec = parse.process(senml_payload(l.line));
                   if (!rec) return errors.report(rec.error());
                   pred_row in{l.msg_id, {}, {}};
@@ -178,7 +179,10 @@ app_job build_pred(const app_options& o) {
                                                       columns[i] + "'"});
                     if (i) in.row.push_back(',');
                     in.row += f->text;
+                    if (i == target) in.observed = std::stod(f->text);
                   }
+                  if (auto m = average.step(block, in.observed)) mean = *m;
+                  in.scale = mean && *mean != 0 ? *mean : (in.observed != 0 ? in.observed : 1.0);
                   out(std::move(in));
                 };
               }),
@@ -189,6 +193,7 @@ app_job build_pred(const app_options& o) {
   io::mqtt_subscribe_config notices{broker, model_topic(d)};
   io::blob_download_config blobs{io::directory_blobs{blob_dir(o), false}};
   auto dt_config = decision_tree_config::for_dataset(d);
+  app_wiring w(a.job, app::pred, o.parallelism);
   auto classified = rows.transform<tagged>(
       "classify",
       [dt_config, batch, notices, blobs, errors = a.metrics->errors()](const instance_info&) {
@@ -197,17 +202,16 @@ app_job build_pred(const app_options& o) {
                                                             notices, blobs, errors);
       },
       "decision_tree_classify");
-  auto lr_config = linear_regression_config::for_dataset(d);
-  auto avg_config = block_average_config::for_dataset(d);
+  w.placed(classified, "decision_tree_classify");
   auto predicted = rows.transform<tagged>(
       "predict",
-      [lr_config, avg_config, batch, notices, blobs, errors = a.metrics->errors()](const instance_info&) {
+      [lr_config, batch, notices, blobs, errors = a.metrics->errors()](const instance_info&) {
         auto model = model_codec::decode_linear_regression(*linear_regression_train(lr_config).process(*batch));
         return std::make_unique<model_swapping<regressor>>(
-            regressor(linear_regression_predict(lr_config, std::move(*model)), block_average(avg_config), lr_config.target_column),
-            notices, blobs, errors);
+            regressor(linear_regression_predict(lr_config, std::move(*model))), notices, blobs, errors);
       },
       "linear_regression_predict");
+  w.placed(predicted, "linear_regression_predict");
   io::publish_to_mqtt(
       measured(classified.merge(predicted), a.metrics, primary_output_of(app::pred)),
       io::mqtt_publish_config{broker, pred_topic(d)}, "mqtt_publish");

@@ -71,38 +71,65 @@ class zip_stage final : public operator_logic {
 
 }  // namespace
 
-app_job build_stats(const app_options& o) {
-  auto d = o.replay.dataset;
-  app_job a{job{"riot-stats"}, nullptr};
-  a.metrics = new_metrics(o, replay_schedule(o.replay).size());
-  auto fan = senml_fanout_config::for_dataset(d, o.replay.data_dir);
-  auto obs = parse_senml(replay(a.job, o, a.metrics), fan, a.metrics->errors());
+}  // namespace tidemark::riot::apps::detail
 
-  auto averages = block_average_of(obs, block_average_config::for_dataset(d));
-  auto trends = sliding_regression_of(kalman(obs, kalman_config::for_dataset(d)), sliding_regression_config::for_dataset(d));
-  // DAC over sensor ids, one estimate per message (on its first observable)
-  auto distinct = obs.flat_map<observation>(
-      per_instance([first = fan.observables.front(),
-                    config = distinct_count_config::for_dataset(d)](const instance_info&) {
-        return [first, dac = distinct_count(config)](const observation& x,
-                                                     collector<observation>& out) mutable {
-          if (x.obs_type != first) return;
+namespace tidemark::riot::apps {
+
+stream<observation> stats_statistics(job& j, const app_options& o, const std::shared_ptr<run_metrics>& metrics) {
+  using namespace detail;
+  auto d = o.replay.dataset;
+  auto fan = senml_fanout_config::for_dataset(d, o.replay.data_dir);
+  app_wiring w(j, app::stats, o.parallelism);
+  auto lines = replay(j, o, metrics);
+  // The per-sensor statistics keep state per sensor and field: the lines are partitioned by
+  // sensor before the parser, so each key's observations reach its instance in order.
+  auto line_sensor = [id_field = fan.id_field](const numbered_line& l) {
+    return senml_sensor_of(l.line, id_field);
+  };
+  auto obs = w.placed(parse_senml(w.feed(lines, "senml_parse", false, line_sensor), fan, metrics->errors()),
+                      "senml_parse");
+
+  auto averages = w.placed(block_average_of(obs, block_average_config::for_dataset(d)), "block_average");
+  auto smoothed = w.placed(kalman(obs, kalman_config::for_dataset(d)), "kalman");
+  auto trends = w.placed(sliding_regression_of(smoothed, sliding_regression_config::for_dataset(d)),
+                         "sliding_regression");
+  // DAC over sensor ids, one estimate per message. Its running estimate depends on the order of
+  // the messages, so it reads the replayed lines (one instance, the source's order) and parses
+  // them itself instead of taking the parser's interleaved output.
+  auto distinct = lines.flat_map<observation>(
+      per_instance([fan, config = distinct_count_config::for_dataset(d)](const instance_info&) {
+        return [id_field = fan.id_field, first = fan.observables.front(), parse = senml_parse(),
+                dac = distinct_count(config)](const numbered_line& l, collector<observation>& out) mutable {
+          auto rec = parse.process(senml_payload(l.line));
+          if (!rec) return;  // senml_parse reports it
+          const auto* id = rec->find(id_field);
+          if (!id || !rec->find(first)) return;  // as when it counted the parser's first observable
           observation e;
-          e.msg_id = x.msg_id;
-          e.timestamp = x.timestamp;
+          e.msg_id = l.msg_id;
+          e.timestamp = rec->base_time;
           e.sensor_id = "all-sensors";
           e.meta = "distinct_sensors";
           e.obs_type = "DAC";
-          set_value(e, dac.process(x.sensor_id));
+          set_value(e, dac.process(id->text));
           out(std::move(e));
         };
       }),
       "distinct_count");
+  return averages.merge(trends, distinct);
+}
 
-  auto acc_config = accumulator_config::for_dataset(d);
+}  // namespace tidemark::riot::apps
+
+namespace tidemark::riot::apps::detail {
+
+app_job build_stats(const app_options& o) {
+  app_job a{job{"riot-stats"}, nullptr};
+  a.metrics = new_metrics(o, replay_schedule(o.replay).size());
+  app_wiring w(a.job, app::stats, o.parallelism);
+  auto acc_config = accumulator_config::for_dataset(o.replay.dataset);
   if (o.stats_window) acc_config.window_size = o.stats_window;
   auto windows =
-      averages.merge(trends, distinct)
+      stats_statistics(a.job, o, a.metrics)
           .flat_map<window_of_values>(
               per_instance([acc_config, errors = a.metrics->errors()](const instance_info&) {
                 return [task = accumulator(acc_config), errors](
@@ -148,6 +175,7 @@ app_job build_stats(const app_options& o) {
         };
       }),
       "plot");
+  w.placed(charts, "plot");
   io::zip_batch_config zip{o.out_dir + "/charts", "stats", 10, {}, 1};
   auto archives = charts.transform<tagged>(
       "zip",

@@ -121,10 +121,12 @@ app_job build_train(const app_options& o) {
                       },
                       "timer")
                   .parallelism(1);
+  // Every task after the timer handles one tick or one model at a time: rebalanced (tasks_of).
+  app_wiring w(a.job, app::train, o.parallelism);
   auto layout = layout_of(o);
   std::vector<std::size_t> projected;
   for (const auto& c : columns) projected.push_back(layout.index_of(c));
-  auto batches =
+  auto batches = w.placed(
       tick.map(per_instance([open = store_opener_of(o), projected](const instance_info&) {
                  return [scan = io::table_range_scan(open(), io::table_range_scan_config{"archive"}),
                          projected](const train_tick& t) mutable {
@@ -144,13 +146,17 @@ app_job build_train(const app_options& o) {
                    return b;
                  };
                }),
-               "range_scan");
+               "range_scan"),
+      "range_scan");
   std::string ds{riot::to_string(d)};
   auto models_dir = o.out_dir + "/models";
-  auto mlr = train_models<linear_regression_train>(batches, linear_regression_config::for_dataset(d), ds + "-MLR-",
-                                                   models_dir, a.metrics->errors(), "linear_regression_train");
-  auto dtc = train_models<decision_tree_train>(batches, decision_tree_config::for_dataset(d), ds + "-DTC-", models_dir,
-                                               a.metrics->errors(), "decision_tree_train");
+  auto mlr = w.placed(train_models<linear_regression_train>(batches, linear_regression_config::for_dataset(d),
+                                                            ds + "-MLR-", models_dir, a.metrics->errors(),
+                                                            "linear_regression_train"),
+                      "linear_regression_train");
+  auto dtc = w.placed(train_models<decision_tree_train>(batches, decision_tree_config::for_dataset(d), ds + "-DTC-",
+                                                        models_dir, a.metrics->errors(), "decision_tree_train"),
+                      "decision_tree_train");
   auto uploaded = mlr.merge(dtc).flat_map<tagged>(
       per_instance([config = io::blob_upload_config{io::directory_blobs{blob_dir(o), false}, ""}](
                        const instance_info&) {
@@ -160,6 +166,7 @@ app_job build_train(const app_options& o) {
             };
       }),
       "blob_upload");
+  w.placed(uploaded, "blob_upload");
   io::publish_to_mqtt(measured(uploaded, a.metrics, primary_output_of(app::train)),
                       io::mqtt_publish_config{broker_of(o.broker), model_topic(d)}, "model_notice");
   return a;

@@ -362,6 +362,23 @@ class stream {
     return keyed_stream<K, T, KeyFn>{keyed, key};
   }
 
+  /// The same elements, partitioned by `key(const T&)` for the next operator: equal keys meet in
+  /// one of its instances, in the order the instance producing them sent them. A stateless
+  /// operator fed this way keeps the per-key order that a stateful one after it relies on.
+  template <class KeyFn>
+  stream<T> partition_by(KeyFn key, std::string name = "") const {
+    static_assert(std::is_invocable_v<KeyFn&, const T&>,
+                  "partition_by(f): f must be callable as f(const T&) and return the key");
+    using K = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
+    static_assert(std::is_default_constructible_v<std::hash<K>>,
+                  "partition_by(f): the key type needs a std::hash specialization");
+    auto keyed = then<T>("key_by", std::move(name), [key](const instance_info&) {
+      return std::make_unique<ops::key_by_logic<T, KeyFn>>(key);
+    });
+    inherit_parallelism(keyed.id_);  // hashing runs in the producer's instances (fused)
+    return keyed.with_partitioning(partitioning::key_hash);
+  }
+
   /// Merges this stream with others of the same type.
   template <class... Streams>
   stream<T> merge(const Streams&... others) const {

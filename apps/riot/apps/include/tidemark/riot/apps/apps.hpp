@@ -3,13 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tidemark/core/job.hpp"
 #include "tidemark/riot/apps/metrics.hpp"
 #include "tidemark/riot/apps/replay.hpp"
+#include "tidemark/riot/observation.hpp"
 
 namespace tidemark::riot::apps {
 
@@ -17,6 +20,33 @@ enum class app { etl, stats, train, pred };
 
 /// "etl", "stats", "train" or "pred".
 std::string_view to_string(app a) noexcept;
+
+/// How many instances each data-parallel task of an application runs (--parallelism N and
+/// --task-parallelism NAME=N,...). Sources, sinks and the tasks that need the stream's one global
+/// order always run one instance (see tasks_of).
+struct task_parallelism {
+  std::uint32_t all = 1;                        ///< every data-parallel task
+  std::map<std::string, std::uint32_t> tasks;  ///< per task name; overrides `all`
+  /// The instances of data-parallel task `task`.
+  std::uint32_t of(const std::string& task) const;
+};
+
+/// One task (operator) of an application and how it may run in parallel.
+struct app_task {
+  std::string name;  ///< the operator's name, as --task-parallelism and the plan name it
+  bool parallel;     ///< data-parallel: runs --parallelism instances
+  /// Parallel: what its input is partitioned by. Not parallel: why it runs one instance.
+  std::string partitioning;
+};
+
+/// Every task of `a` in dataflow order: the names --task-parallelism accepts (the parallel ones)
+/// and the ones it refuses, with the reason.
+const std::vector<app_task>& tasks_of(app a);
+
+/// Parses "NAME=N,NAME=N" (empty: none) for `a`, with `all` instances for the tasks not named.
+/// Throws std::invalid_argument naming an unknown task, a task that runs one instance (and why),
+/// or an N below 1.
+task_parallelism parse_task_parallelism(app a, std::uint32_t all, std::string_view per_task);
 
 /// What a run of an application is configured with (the job options, parsed).
 struct app_options {
@@ -36,6 +66,8 @@ struct app_options {
   std::uint32_t stats_window = 0;
   /// Print a progress line per second while running.
   bool progress = false;
+  /// Instances of the data-parallel tasks; results are the same as with one, up to order.
+  task_parallelism parallelism;
 };
 
 /// Topics: ETL publishes "<ds>data" (e.g. "citydata"), TRAIN announces models on "models/<DS>",
@@ -57,6 +89,12 @@ std::string primary_output_of(app a);
 /// charts go under out_dir). TRAIN and PRED reject GRID (it has no attribute to predict from), as
 /// in the paper.
 app_job build_app(app a, const app_options& options);
+
+/// STATS up to its statistics: replay -> SenML parse -> block averages, Kalman + sliding
+/// regressions, distinct counts, merged (what build_app(app::stats) accumulates and plots), on
+/// `j`, at the instances `options.parallelism` gives the tasks. The same elements at any
+/// parallelism, and each (sensor, statistic, field) in message order.
+stream<observation> stats_statistics(job& j, const app_options& options, const std::shared_ptr<run_metrics>& metrics);
 
 /// TRAIN's input: what ETL archives (annotated rows of the replayed stream, key (timestamp, id))
 /// written into out_dir's table store. Returns the rows written.

@@ -132,6 +132,7 @@ class run_metrics {
     std::vector<std::uint64_t> per_second;
     std::uint64_t count = 0;
     std::vector<std::int64_t> remote_ids, remote_at_ns;  // see metrics_part::output
+    std::int64_t last_ns = 0;  // the last delivery in this process, on the metrics' clock
   };
   void sample_loop();
   std::int64_t wall_ns() const;  // wall clock now, as start_ns_ + now_ns()
