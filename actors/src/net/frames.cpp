@@ -58,6 +58,11 @@ zmq::message_t& aligned_frame(zmq::message_t& m, zmq::message_t& copy) {
   return copy;
 }
 
+zmq::message_t aligned(zmq::message_t m) {
+  zmq::message_t copy;
+  return &aligned_frame(m, copy) == &m ? std::move(m) : std::move(copy);
+}
+
 std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t max_bytes) {
   if (auto bad = check_size(n, max_bytes)) return bad;
   flatbuffers::Verifier v{static_cast<const std::uint8_t*>(p), n};

@@ -49,6 +49,8 @@ zmq::message_t control_message(flatbuffers::FlatBufferBuilder& b, flatbuffers::O
 /// reads scalars in place. The copy has its own allocation but no metadata: describe the peer from
 /// `m`. Call it before verify_*.
 zmq::message_t& aligned_frame(zmq::message_t& m, zmq::message_t& copy);
+/// aligned_frame for a caller that keeps the frame: `m` itself, or its aligned copy.
+zmq::message_t aligned(zmq::message_t m);
 
 /// A control frame read from a verified buffer.
 inline const wire::ControlFrame& read_control(const zmq::message_t& m) {

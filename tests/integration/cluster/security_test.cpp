@@ -65,7 +65,7 @@ struct raw_peer {
     s.set(zmq::sockopt::rcvtimeo, static_cast<int>(timeout.count()));
     zmq::message_t m;
     if (!s.recv(m)) return std::nullopt;
-    return m;
+    return net::aligned(std::move(m));  // plain-text frames arrive at any address
   }
 };
 

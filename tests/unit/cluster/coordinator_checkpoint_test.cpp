@@ -59,6 +59,7 @@ struct scripted_node {
       zmq::message_t from, m;
       if (!s.recv(from)) continue;
       (void)s.recv(m);
+      m = net::aligned(std::move(m));  // plain-text frames arrive at any address
       coordinator = from.to_string();
       if (net::verify_control(m.data(), m.size(), 64 << 20))
         throw std::runtime_error(id + ": the coordinator sent a bad frame");
