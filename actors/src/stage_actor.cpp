@@ -46,6 +46,7 @@ class stage_actor final : public caf::event_based_actor, private stage_io {
         },
         [this](signal_msg& m) { core_->on_signal(m.in, m.kind, m.wm); },
         [this](credit_msg& m) { core_->on_credit(m.out, m.n); },
+        [this](copies_lost_msg& m) { core_->on_copies_lost(m.outs, m.ins); },
         [this](flush_atom) { core_->on_flush(); },
         [this](wake_atom) { core_->on_wakeup(); },
         [this](checkpoint_atom, std::uint64_t id) { core_->on_checkpoint(id); },

@@ -116,6 +116,21 @@ void stage_core::on_credit(std::uint32_t out, std::uint32_t n) {
   });
 }
 
+void stage_core::on_copies_lost(const std::vector<std::uint32_t>& outs,
+                                const std::vector<std::uint32_t>& ins) {
+  guarded([&] {
+    // a lost slot's partly filled batch stays: seal() still hands it to the slot's copies
+    for (auto k : outs) {
+      auto& o = outs_.at(k);
+      o.lost = true;
+      o.ready.clear();
+    }
+    for (auto k : ins)
+      if (copies_ && k < slot_closed_.size()) close_slot(k);
+    resume();
+  });
+}
+
 void stage_core::on_flush() {
   flush_scheduled_ = false;
   guarded([&] {
@@ -285,6 +300,7 @@ void stage_core::set_up_inputs() {
   if (ins_.size() < slots) {
     copies_ = std::make_unique<copy_filter>(input_of_, ins_.size());
     slots_open_ = slots;
+    slot_closed_.assign(slots, false);
   }
   if (cfg_.deterministic_merge && ins_.size() > 1) merge_ = std::make_unique<input_merge>(ins_.size());
   arranged_ = copies_ || merge_;
@@ -293,7 +309,7 @@ void stage_core::set_up_inputs() {
 /// An item of a stage whose inputs are arranged: copies filtered, then merged or queued.
 void stage_core::receive(input_item item) {
   if (copies_) {
-    if (!item.batch && item.kind == signal_kind::eos) --slots_open_;
+    if (!item.batch && item.kind == signal_kind::eos) close_slot(item.slot);
     if (item.batch) {
       item.batch = copies_->accept(item.slot, std::move(item.batch));
       if (!item.batch) {
@@ -315,6 +331,14 @@ void stage_core::receive(input_item item) {
   } else {
     inbox_.push_back(std::move(item));
   }
+}
+
+/// A copy's slot ended (end-of-stream, or its sender's host is gone): the stage may finish once
+/// every slot did.
+void stage_core::close_slot(std::uint32_t slot) {
+  if (slot_closed_[slot]) return;
+  slot_closed_[slot] = true;
+  --slots_open_;
 }
 
 /// One batch of input slot `slot` is done with; credit goes back per `grant_` batches.
@@ -693,9 +717,22 @@ void stage_core::append(std::uint32_t out, batch_ptr b) {
 /// Moves the partly filled batch to the send queue.
 void stage_core::seal(std::uint32_t out) {
   auto& o = outs_[out];
-  if (o.buffer && !o.buffer->empty()) o.ready.push_back({std::move(o.buffer)});
+  if (o.buffer && !o.buffer->empty()) {
+    // the receiver's replicas get the same batch, cut at the same place
+    for (auto c : copies_of(out))
+      if (!outs_[c].lost) {
+        outs_[c].ready.push_back({o.buffer->clone()});
+        try_send(c);
+      }
+    if (!o.lost) o.ready.push_back({std::move(o.buffer)});
+  }
   o.buffer.reset();
   try_send(out);
+}
+
+const std::vector<std::uint32_t>& stage_core::copies_of(std::uint32_t out) const {
+  static const std::vector<std::uint32_t> none;
+  return out < cfg_.output_copies.size() ? cfg_.output_copies[out] : none;
 }
 
 /// A partly filled output batch goes out now (after a synchronizer admitted a slice).
@@ -710,6 +747,12 @@ void stage_core::flush_outputs() {
 void stage_core::signal(std::uint32_t out, signal_kind kind, event_time wm) {
   if (kind == signal_kind::watermark) output_wm_ = std::max(output_wm_, wm);
   seal(out);
+  for (auto c : copies_of(out))
+    if (!outs_[c].lost) {
+      outs_[c].ready.push_back({nullptr, kind, wm});
+      try_send(c);
+    }
+  if (outs_[out].lost) return;
   outs_[out].ready.push_back({nullptr, kind, wm});
   try_send(out);
 }

@@ -169,6 +169,11 @@ zmq::message_t commit_frame(std::uint64_t id) {
   return control_message(b, wire::CreateCommit(b, id));
 }
 
+zmq::message_t node_lost_frame(std::uint32_t node) {
+  flatbuffers::FlatBufferBuilder b{64};
+  return control_message(b, wire::CreateNodeLost(b, node));
+}
+
 std::optional<state_piece> piece_assembler::add(const wire::StatePiece& c) {
   const auto key = std::make_tuple(c.checkpoint(), c.stage(), c.instance());
   const auto size = c.bytes() ? c.bytes()->size() : 0;

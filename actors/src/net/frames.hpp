@@ -24,7 +24,7 @@ namespace tidemark::net {
 
 /// Version of the control schema; peers with another major version are refused.
 inline constexpr std::uint16_t wire_version_major = 1;
-inline constexpr std::uint16_t wire_version_minor = 4;
+inline constexpr std::uint16_t wire_version_minor = 5;
 
 /// Why a frame was refused, or nullopt when it may be read.
 std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t max_bytes);
@@ -78,6 +78,8 @@ std::vector<zmq::message_t> piece_frames(std::uint64_t checkpoint, std::uint32_t
 /// A CheckpointStart or Commit frame of checkpoint `id`.
 zmq::message_t checkpoint_start_frame(std::uint64_t id);
 zmq::message_t commit_frame(std::uint64_t id);
+/// A NodeLost frame: node `node` (index in the deployment's nodes) is gone, its replicas go on.
+zmq::message_t node_lost_frame(std::uint32_t node);
 
 /// A state piece put back together from its StatePiece frames.
 struct state_piece {

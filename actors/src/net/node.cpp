@@ -348,7 +348,7 @@ struct node_server::impl final : net::node_port {
     fresh->sys = std::make_unique<caf::actor_system>(*fresh->cfg);
     auto& sys = *fresh->sys;
     batch_gauge::reset_peak();
-    const detail::placement where{x.placement, x.self};
+    const auto& where = x.where;
     fresh->driver = sys.spawn(node_driver, out, opts.id, where.local_instances(), live_of(x),
                               x.chunk_bytes, x.node_report);
     fresh->node_report = x.node_report;
@@ -383,6 +383,10 @@ struct node_server::impl final : net::node_port {
     actors.reset();  // waits for the actors: nothing more comes into the outbox
     for (auto& o : out->take())
       if (o.peer == net::outgoing::coordinator) to_coordinator(std::move(o.msg));
+  }
+
+  void lose_node(std::uint32_t node) override {
+    if (actors) actors->stages->lose_node(node);
   }
 
   void checkpoint(std::uint64_t id) override {
@@ -422,7 +426,7 @@ struct node_server::impl final : net::node_port {
     live.view = opts.live ? opts.live : live.report ? std::make_shared<live_view>() : nullptr;
     live.period = live.report ? x.live_period : opts.live_period;
     std::vector<std::string> node_of;
-    for (auto n : x.placement) node_of.push_back(x.nodes[n].id);
+    for (auto n : x.where.node_of) node_of.push_back(x.nodes[n].id);
     live.plan = live_plan::of(x.built.name(), x.synced.graph, x.plan, node_of);
     return live;
   }
