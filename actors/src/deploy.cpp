@@ -79,9 +79,11 @@ deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph
             setup.core.restore_state = piece->second;
           }
           neighbours around;
+          around.self = {offset[s] + i, c, where.self};
           const auto& outs = w.outputs[s][i];
           for (std::uint32_t k = 0; k < outs.size(); ++k) {
-            around.out_node.push_back(node_of(outs[k].to));
+            const auto to = outs[k].to;
+            around.outs.push_back({offset[to.stage] + to.instance, to.copy, node_of(to)});
             const auto slot = outs[k].slot + c;  // this copy's slot at the receiver
             if (local(outs[k].to)) {
               setup.outputs.push_back({actor_of[outs[k].to.stage][outs[k].to.instance][outs[k].to.copy], slot});
@@ -93,7 +95,7 @@ deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph
             proxies_.push_back(proxy);
             setup.outputs.push_back({proxy, slot});
           }
-          around.in_node.resize(setup.core.input_ports.size());
+          around.ins.resize(setup.core.input_ports.size());
           const bool starts = setup.core.source != nullptr || setup.core.input_ports.empty();
           const bool source = setup.core.source != nullptr;
           if (source && !setup.core.source->replayable())
@@ -118,8 +120,8 @@ deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph
           for (std::uint32_t k = 0; k < outs.size(); ++k) {
             const auto to = outs[k].to;
             if (!local(to)) continue;
-            neighbours_[index_of[to.stage][to.instance][to.copy]].in_node.at(outs[k].slot + c) =
-                node_of({s, i, c});
+            neighbours_[index_of[to.stage][to.instance][to.copy]].ins.at(outs[k].slot + c) = {
+                offset[s] + i, c, node_of({s, i, c})};
             if (local({s, i, c})) continue;
             auto ch = first_channel[s][i][c] + k;
             inbound_[ch] = remote->inbound(ch, node_of({s, i, c}),
@@ -133,16 +135,32 @@ deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph
   }
 }
 
-void deployment_actors::lose_node(std::uint32_t node) {
+template <class Gone>
+void deployment_actors::lose(Gone gone) {
   for (std::size_t a = 0; a < stages_.size(); ++a) {
     copies_lost_msg m;
     const auto& n = neighbours_[a];
-    for (std::uint32_t k = 0; k < n.out_node.size(); ++k)
-      if (n.out_node[k] == node) m.outs.push_back(k);
-    for (std::uint32_t k = 0; k < n.in_node.size(); ++k)
-      if (n.in_node[k] == node) m.ins.push_back(k);
+    for (std::uint32_t k = 0; k < n.outs.size(); ++k)
+      if (gone(n.outs[k])) m.outs.push_back(k);
+    for (std::uint32_t k = 0; k < n.ins.size(); ++k)
+      if (gone(n.ins[k])) m.ins.push_back(k);
     if (!m.outs.empty() || !m.ins.empty()) caf::anon_send(stages_[a], std::move(m));
   }
+}
+
+void deployment_actors::lose_node(std::uint32_t node) {
+  lose([node](const copy_id& c) { return c.node == node; });
+}
+
+caf::actor deployment_actors::lose_copy(std::uint32_t k, std::uint32_t copy) {
+  auto gone = [k, copy](const copy_id& c) { return c.instance == k && c.copy == copy; };
+  lose(gone);
+  for (std::size_t a = 0; a < stages_.size(); ++a)
+    if (gone(neighbours_[a].self)) {
+      caf::anon_send_exit(stages_[a], caf::exit_reason::user_shutdown);
+      return stages_[a];
+    }
+  return nullptr;
 }
 
 void deployment_actors::start() {

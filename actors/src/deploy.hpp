@@ -79,6 +79,9 @@ class deployment_actors {
   /// stop sending to the copies there and stop waiting for the copies there
   /// (stage_core::on_copies_lost).
   void lose_node(std::uint32_t node);
+  /// Copy `copy` of flat stage instance `k` is gone (it fell too far behind): as lose_node for
+  /// that copy; when it runs here, it is stopped and returned (null otherwise).
+  caf::actor lose_copy(std::uint32_t k, std::uint32_t copy);
 
   /// The local stage actors (not the proxies).
   const std::vector<caf::actor>& stages() const noexcept { return stages_; }
@@ -99,11 +102,20 @@ class deployment_actors {
   std::vector<std::string> unreplayable_;
   std::vector<caf::actor> senders_;
   std::vector<caf::actor> inbound_;
-  /// Per local stage actor (as stages_): the node at the other end of each output and input slot.
+  /// A copy of a stage instance: flat instance index, copy (0: the primary) and node.
+  struct copy_id {
+    std::uint32_t instance = 0, copy = 0, node = 0;
+  };
+  /// Per local stage actor (as stages_): itself, and the copy at the other end of each output and
+  /// input slot.
   struct neighbours {
-    std::vector<std::uint32_t> out_node, in_node;
+    copy_id self;
+    std::vector<copy_id> outs, ins;
   };
   std::vector<neighbours> neighbours_;
+  /// Tells each local stage which of its slots lead to a copy for which `gone` is true.
+  template <class Gone>
+  void lose(Gone gone);
 };
 
 }  // namespace tidemark::detail

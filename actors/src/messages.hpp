@@ -60,6 +60,14 @@ struct copies_lost_msg {
   std::vector<std::uint32_t> ins;
 };
 
+/// Stage instance (stage, instance) dropped its output slot `out` to a replica that fell too far
+/// behind (stage_io::copy_dropped).
+struct copy_dropped_msg {
+  std::uint32_t stage;
+  std::uint32_t instance;
+  std::uint32_t out;
+};
+
 struct done_msg {
   instance_metrics metrics;
 };
@@ -102,6 +110,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::signal_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::credit_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::done_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copies_lost_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copy_dropped_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::failed_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::checkpointed_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::live_metrics_msg)

@@ -99,6 +99,10 @@ class stage_actor final : public caf::event_based_actor, private stage_io {
     send(driver_, checkpointed_msg{core_->stage(), core_->instance(), id, std::move(state), alignment_ms});
   }
 
+  void copy_dropped(std::uint32_t out) override {
+    send(driver_, copy_dropped_msg{core_->stage(), core_->instance(), out});
+  }
+
   void schedule_timer() {
     delayed_send(this, std::chrono::milliseconds(core_->timer_period_ms()), timer_atom::value);
   }

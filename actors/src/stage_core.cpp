@@ -53,6 +53,9 @@ stage_core::stage_core(stage_config cfg, stage_io& io) : cfg_(std::move(cfg)), i
   metrics_.instance = cfg_.instance;
   outs_.resize(cfg_.outputs);
   for (auto& o : outs_) o.credit = cfg_.opts.credit;
+  copy_slot_.assign(outs_.size(), false);
+  for (const auto& copies : cfg_.output_copies)
+    for (auto c : copies) copy_slot_.at(c) = true;
   set_up_inputs();
   grant_ = std::max<std::uint32_t>(1, cfg_.opts.credit / 2);
   // one timer per stage, ticking at the shortest period of its operators
@@ -623,10 +626,11 @@ void stage_core::continue_finish() {
   maybe_done();
 }
 
-/// Done once end-of-stream went out on every output and nothing waits for credit, and every copy
-/// of an input ended: a lagging copy's sender still needs its credit back to finish.
+/// Done once end-of-stream went out on every output and nothing waits for credit (a replica's
+/// slot included), and every copy of an input ended: a lagging copy's sender still needs its
+/// credit back to finish.
 void stage_core::maybe_done() {
-  if (!eos_sent_ || done_ || blocked() || slots_open_ > 0) return;
+  if (!eos_sent_ || done_ || sending() || slots_open_ > 0) return;
   done_ = true;
   metrics_.busy_ns += (clock::now() - busy_since_).count();
   io_.done(snapshot());
@@ -648,10 +652,28 @@ instance_metrics stage_core::snapshot() const {
 
 // ---- outputs -----------------------------------------------------------------------------------
 
+/// Items wait for credit on an output: the stage takes no more input. A replica's slot never
+/// blocks (the primary keeps its pace); check_lag bounds what waits there.
 bool stage_core::blocked() const {
+  for (std::size_t k = 0; k < outs_.size(); ++k)
+    if (!outs_[k].ready.empty() && !copy_slot_[k]) return true;
+  return false;
+}
+
+/// Items wait for credit on some output, a replica's included: the stage is not done yet.
+bool stage_core::sending() const {
   for (auto& o : outs_)
     if (!o.ready.empty()) return true;
   return false;
+}
+
+/// A replica's slot with more than `replica_lag` items waiting is dropped for good.
+void stage_core::check_lag(std::uint32_t out) {
+  auto& o = outs_[out];
+  if (o.ready.size() <= cfg_.opts.replica_lag) return;
+  o.lost = true;
+  o.ready.clear();
+  io_.copy_dropped(out);
 }
 
 /// An operator of the stage takes no more input for now (async queue or synchronizer full).
@@ -723,6 +745,7 @@ void stage_core::seal(std::uint32_t out) {
       if (!outs_[c].lost) {
         outs_[c].ready.push_back({o.buffer->clone()});
         try_send(c);
+        check_lag(c);
       }
     if (!o.lost) o.ready.push_back({std::move(o.buffer)});
   }
@@ -751,6 +774,7 @@ void stage_core::signal(std::uint32_t out, signal_kind kind, event_time wm) {
     if (!outs_[c].lost) {
       outs_[c].ready.push_back({nullptr, kind, wm});
       try_send(c);
+      check_lag(c);
     }
   if (outs_[out].lost) return;
   outs_[out].ready.push_back({nullptr, kind, wm});

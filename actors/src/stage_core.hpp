@@ -78,6 +78,9 @@ class stage_io {
   virtual void failed(std::string what) = 0;
   /// The stage took its part of checkpoint `id` (its barrier went out behind the state it saw).
   virtual void checkpointed(std::uint64_t id, std::string state, double alignment_ms) = 0;
+  /// Output slot `out` leads to a replica that fell more than run_options::replica_lag items
+  /// behind: the stage sends it nothing more (the replica is gone for good).
+  virtual void copy_dropped(std::uint32_t out) = 0;
 };
 
 class stage_core {
@@ -203,6 +206,8 @@ class stage_core {
 
   // outputs
   bool blocked() const;
+  bool sending() const;
+  void check_lag(std::uint32_t out);
   bool held() const;
   void route(std::size_t edge, batch_ptr b);
   std::size_t next_rr(std::size_t edge, std::size_t n);
@@ -223,6 +228,7 @@ class stage_core {
   std::vector<std::vector<std::uint32_t>> signal_outs_;  // per position: its output slots
   std::vector<std::vector<std::uint32_t>> idle_outs_;    // per position: output slots below it
   std::vector<out_state> outs_;
+  std::vector<bool> copy_slot_;              // per output slot: it leads to a replica
   std::vector<in_state> ins_;                // per logical input
   std::vector<std::uint32_t> unacked_;       // per input slot: batches taken, credit not returned
   std::vector<std::uint32_t> input_of_;      // per input slot: its logical input

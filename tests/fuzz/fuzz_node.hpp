@@ -34,6 +34,7 @@ struct recording_port final : net::node_port {
   void start() override { ++starts; }
   void halt() override { ++halts; }
   void lose_node(std::uint32_t) override { ++lost_nodes; }
+  void lose_copy(std::uint32_t, std::uint32_t) override { ++lost_nodes; }
   void checkpoint(std::uint64_t) override { ++checkpoints; }
   void commit(std::uint64_t) override { ++commits; }
   void to_sender(std::uint32_t, detail::credit_msg) override { ++credits; }

@@ -261,7 +261,7 @@ zmq::message_t deploy_message(const deploy_args& a) {
       o.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.live_period.count())) : 0u,
       a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes),
       static_cast<std::uint32_t>(a.fence.count()), o.deterministic_merge, replica_counts,
-      replica_nodes);
+      replica_nodes, o.replica_lag);
   return net::control_message(b, body);
 }
 
@@ -511,6 +511,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     // `n` has a copy on a node still there, the job goes on without a recovery; the others learn
     // that `n` is gone. Nodes gone so far, by member index:
     std::vector<bool> gone(job_nodes, false);
+    std::set<std::pair<std::uint32_t, std::uint32_t>> dropped;  // (flat instance, copy)
+    const auto copies_wiring = detail::wire(plan, where.replica_counts());
     const bool replicated =
         std::any_of(replicas.begin(), replicas.end(), [](auto& r) { return !r.empty(); });
     auto take_over = [&](std::uint32_t n, const std::string& why) {
@@ -522,7 +524,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           const auto at = where.node(k, c);
           if (at == m)
             here = true;
-          else if (!gone[at])
+          else if (!gone[at] && !dropped.count({k, c}))
             elsewhere = true;
         }
         if (here && !elsewhere) return false;
@@ -539,6 +541,30 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       spdlog::warn("coordinator: {} (job '{}' goes on)", text, j.name());
       result.warnings.push_back(text);
       return true;
+    };
+    // A sender dropped a replica that fell too far behind: it is gone for good, everyone is told.
+    auto drop_replica = [&](std::uint32_t n, const wire::ReplicaLagging& r) {
+      if (!placed_on(*member_of[n], r.stage(), r.instance()) ||
+          r.out_slot() >= copies_wiring.outputs[r.stage()][r.instance()].size()) {
+        links.refuse(n, "a lagging replica behind output " + std::to_string(r.out_slot()) +
+                            " of stage " + std::to_string(r.stage()) + " instance " +
+                            std::to_string(r.instance()) + ", which does not run there");
+        return;
+      }
+      const auto to = copies_wiring.outputs[r.stage()][r.instance()][r.out_slot()].to;
+      const auto k = offsets[to.stage] + to.instance;
+      if (to.copy == 0 || !dropped.insert({k, to.copy}).second) return;
+      for (auto member : members)
+        if (!gone[*member_of[member]])
+          links.send(member, net::copy_lost_frame(to.stage, to.instance, to.copy));
+      const auto text = "replica " + std::to_string(to.copy) + " of " +
+                        g.node(plan.stages[to.stage].ops.front().node).name + " instance " +
+                        std::to_string(to.instance) + " on node '" +
+                        on.nodes[where.node(k, to.copy)].id + "' fell more than " +
+                        std::to_string(opts.replica_lag) +
+                        " items behind (replica_lag) and was dropped; its primary goes on";
+      spdlog::warn("coordinator: {}", text);
+      result.warnings.push_back(text);
     };
     auto next_beat = clock::now();
     while (finished < job_nodes && !lost && !(opts.stop && opts.stop->load())) {
@@ -572,6 +598,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           fresh = true;
         }
         if (f.body_type() == wire::Body::StatePiece) on_piece(n, *f.body_as_StatePiece());
+        if (f.body_type() == wire::Body::ReplicaLagging) drop_replica(n, *f.body_as_ReplicaLagging());
         if (f.body_type() == wire::Body::Failure) {
           stop_all("job failed");
           throw job_error("job '" + j.name() + "' failed on node '" + cluster.nodes[n].id +

@@ -49,6 +49,7 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   x.opts.linger = std::chrono::milliseconds{d.linger_ms()};
   x.opts.fuse = d.fuse();
   x.opts.deterministic_merge = d.deterministic_merge();
+  x.opts.replica_lag = d.replica_lag();
   x.synced = detail::executable_graph(x.built, x.opts);
   const auto& g = x.synced.graph;
   x.heartbeat = std::chrono::milliseconds{std::max<std::uint32_t>(1, d.heartbeat_ms())};
@@ -255,6 +256,9 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
     case wire::Body::NodeLost:
       if (dep_) lose_node(f.body_as_NodeLost()->node());
       break;
+    case wire::Body::CopyLost:
+      if (dep_) lose_copy(*f.body_as_CopyLost());
+      break;
     case wire::Body::CheckpointStart:
       if (dep_) port_.checkpoint(f.body_as_CheckpointStart()->id());
       break;
@@ -330,6 +334,21 @@ void node_dispatch::lose_node(std::uint32_t node) {
   }
   port_.lose_node(node);
   spdlog::warn("node '{}': node '{}' is gone; its replicas go on", opts_.id, x.nodes[node].id);
+}
+
+/// A replica fell too far behind and its senders dropped it: nothing of it is waited for any more.
+void node_dispatch::lose_copy(const wire::CopyLost& m) {
+  auto& x = *dep_;
+  if (m.stage() >= x.plan.stages.size() || m.instance() >= x.plan.stages[m.stage()].parallelism ||
+      m.copy() == 0 || m.copy() >= x.wiring.copies[m.stage()][m.instance()]) {
+    ++status_.bad_frames;
+    spdlog::warn("node '{}': told that copy {} of stage {} instance {} is gone, which is no replica",
+                 opts_.id, m.copy(), m.stage(), m.instance());
+    return;
+  }
+  port_.lose_copy(x.offsets[m.stage()] + m.instance(), m.copy());
+  spdlog::warn("node '{}': replica {} of stage {} instance {} is gone", opts_.id, m.copy(),
+               m.stage(), m.instance());
 }
 
 void node_dispatch::on_faults(std::string_view from, const wire::Faults& body) {

@@ -91,6 +91,8 @@ class node_port {
   /// Node `node` of the deployment is gone; its stage instances have copies elsewhere
   /// (detail::deployment_actors::lose_node).
   virtual void lose_node(std::uint32_t node) = 0;
+  /// Copy `copy` of flat stage instance `k` is gone (detail::deployment_actors::lose_copy).
+  virtual void lose_copy(std::uint32_t k, std::uint32_t copy) = 0;
   /// Tells the sources to take checkpoint `id` / every stage that checkpoint `id` is complete.
   virtual void checkpoint(std::uint64_t id) = 0;
   virtual void commit(std::uint64_t id) = 0;
@@ -158,6 +160,7 @@ class node_dispatch {
   void on_deploy(std::string_view from, const wire::Deploy& d);
   void on_faults(std::string_view from, const wire::Faults& body);
   void lose_node(std::uint32_t node);
+  void lose_copy(const wire::CopyLost& m);
   void deliver(std::uint32_t c, zmq::message_t& payload);
   void transmit(std::uint32_t peer, zmq::message_t msg, clock::time_point now);
   auto resend_to(std::uint32_t peer, clock::time_point now);
