@@ -3,7 +3,8 @@
 // embedded run's with the replica running, and when the primary's node is killed with SIGKILL
 // mid-run the replica takes over without a recovery: the same results, and the longest pause
 // between results at the sink at most 100 ms above the fault-free run's. The negative control:
-// the same kill without the replica fails the job. Placement refusals need no processes.
+// the same kill without the replica fails the job. A replica behind a slow link is dropped and
+// the job goes on at the primary's pace. Placement refusals need no processes.
 #define BOOST_TEST_MODULE replica_takeover
 #include <boost/test/unit_test.hpp>
 
@@ -14,6 +15,7 @@
 #include "../../support/thrown.hpp"
 #include "../../support/wait_until.hpp"
 #include "node_processes.hpp"
+#include "tidemark/runtime/faults.hpp"
 #include "tidemark/runtime/live.hpp"
 
 using namespace tidemark;
@@ -234,4 +236,40 @@ BOOST_AUTO_TEST_CASE(replica_takeover) {
     BOOST_TEST_MESSAGE(e.what());
     BOOST_TEST(std::string{e.what()}.find("node 'n2'") != std::string::npos);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_behind_a_slow_link_is_dropped_and_the_primary_goes_on) {
+  test::node_processes nodes{4, [](std::size_t) { return std::vector<std::string>{"--allow-faults"}; }};
+  nodes.cluster.faults_allowed = true;
+  const auto& spec = nodes.registry.find("example-window-count");
+  lay_out(nodes, window_name(spec), true);
+  run_options quiet;
+  quiet.print_summary = false;
+  run_registered(spec, window_count(spec, 20000, 0, nodes.dir / "reference.txt"), quiet);
+
+  auto view = std::make_shared<live_view>();
+  result_gaps gaps{view};
+  auto ro = watched(view);
+  ro.replica_lag = 16;
+  auto running = std::async(std::launch::async, [&] {
+    return run_on_cluster(spec, window_count(spec, 20000, 5000, nodes.dir / "lagging.txt"),
+                          nodes.cluster, ro);
+  });
+  // once the job runs, every frame from the source's node to the replicas' takes 300 ms: the
+  // replicas get at most a credit window per 300 ms, a third of the source's pace
+  test::wait_until([&] { return gaps.results() > 0; });
+  fault_command slow;
+  slow.links["n3"].delay = 300ms;
+  inject_faults(nodes.cluster, "n1", slow);
+  const auto result = running.get();
+  gaps.stop();
+  BOOST_TEST((sorted_lines(nodes.dir / "lagging.txt") == sorted_lines(nodes.dir / "reference.txt")));
+  std::size_t dropped = 0;
+  for (const auto& w : result.warnings) {
+    BOOST_TEST_MESSAGE(w);
+    dropped += w.find("was dropped") != std::string::npos;
+  }
+  BOOST_TEST(dropped == 2u);  // both window instances' replicas on n3
+  // the primary kept its pace: the whole run took about the 4 s of its input, not three times that
+  BOOST_TEST(result.seconds < 8.0);
 }
