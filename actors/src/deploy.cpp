@@ -19,7 +19,8 @@ placement placement::all_local(const physical_plan& p) {
 
 std::size_t placement::local_instances() const {
   auto n = static_cast<std::size_t>(std::count(node_of.begin(), node_of.end(), self));
-  for (const auto& r : replicas) n += static_cast<std::size_t>(std::count(r.begin(), r.end(), self));
+  for (const auto& r : replicas)
+    n += static_cast<std::size_t>(std::count(r.begin(), r.end(), self));
   return n;
 }
 
@@ -49,7 +50,9 @@ deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph
         channels += static_cast<std::uint32_t>(w.outputs[s][i].size());
       }
   }
-  auto node_of = [&](wiring::endpoint e) { return where.node(offset[e.stage] + e.instance, e.copy); };
+  auto node_of = [&](wiring::endpoint e) {
+    return where.node(offset[e.stage] + e.instance, e.copy);
+  };
   auto local = [&](wiring::endpoint e) { return node_of(e) == where.self; };
   senders_.resize(channels);
   inbound_.resize(channels);
@@ -86,7 +89,7 @@ deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph
             around.outs.push_back({offset[to.stage] + to.instance, to.copy, node_of(to)});
             const auto slot = outs[k].slot + c;  // this copy's slot at the receiver
             if (local(outs[k].to)) {
-              setup.outputs.push_back({actor_of[outs[k].to.stage][outs[k].to.instance][outs[k].to.copy], slot});
+              setup.outputs.push_back({actor_of[to.stage][to.instance][to.copy], slot});
               continue;
             }
             const auto& producer = g.node(p.stages[s].ops[outs[k].from_op].node);

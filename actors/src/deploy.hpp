@@ -18,7 +18,8 @@
 namespace tidemark::detail {
 
 /// Proxies for channels whose other end runs on another node (absent when everything is local).
-/// Channels are numbered by sending stage, instance, copy and output slot (net::enumerate_channels).
+/// Channels are numbered by sending stage, instance, copy and output slot
+/// (net::enumerate_channels).
 struct remote_channels {
   /// Stands in for the receiver of channel `c` on node `peer`; encodes with `codec`.
   std::function<caf::actor(std::uint32_t c, std::uint32_t peer, const batch_codec* codec)> outbound;

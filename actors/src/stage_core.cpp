@@ -498,8 +498,7 @@ bool stage_core::aligned() const {
 /// Writes the state, then sends the barrier on every output behind everything emitted before it.
 void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
   auto state = write_state(id);
-  for (std::uint32_t o = 0; o < outs_.size(); ++o)
-    signal(o, signal_kind::barrier, static_cast<event_time>(id));
+  signal_all(signal_kind::barrier, static_cast<event_time>(id));
   io_.checkpointed(id, std::move(state), alignment_ms);
 }
 
@@ -622,7 +621,7 @@ void stage_core::continue_finish() {
   }
   if (eos_sent_) return;
   eos_sent_ = true;
-  for (std::uint32_t o = 0; o < outs_.size(); ++o) signal(o, signal_kind::eos, end_of_time);
+  signal_all(signal_kind::eos, end_of_time);
   maybe_done();
 }
 
@@ -779,6 +778,12 @@ void stage_core::signal(std::uint32_t out, signal_kind kind, event_time wm) {
   if (outs_[out].lost) return;
   outs_[out].ready.push_back({nullptr, kind, wm});
   try_send(out);
+}
+
+/// A signal on every output; a replica's slot gets it through its primary's (signal()).
+void stage_core::signal_all(signal_kind kind, event_time wm) {
+  for (std::uint32_t o = 0; o < outs_.size(); ++o)
+    if (!copy_slot_[o]) signal(o, kind, wm);
 }
 
 void stage_core::try_send(std::uint32_t out) {

@@ -108,7 +108,8 @@ class stage_core {
   /// Copies of neighbours are gone (their host died, docs/replication.md): output slots `outs`
   /// get nothing more and never hold the stage back; input slots `ins` count as ended without
   /// ending their logical input (another copy of the sender carries it).
-  void on_copies_lost(const std::vector<std::uint32_t>& outs, const std::vector<std::uint32_t>& ins);
+  void on_copies_lost(const std::vector<std::uint32_t>& outs,
+                      const std::vector<std::uint32_t>& ins);
   /// The linger time of a partly filled batch passed.
   void on_flush();
   /// An operator has asynchronous completions (operator_logic::on_wakeup).
@@ -217,6 +218,7 @@ class stage_core {
   const std::vector<std::uint32_t>& copies_of(std::uint32_t out) const;
   void flush_outputs();
   void signal(std::uint32_t out, signal_kind kind, event_time wm);
+  void signal_all(signal_kind kind, event_time wm);
   void try_send(std::uint32_t out);
 
   stage_config cfg_;

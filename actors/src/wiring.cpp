@@ -53,7 +53,8 @@ wiring wire(const physical_plan& p, const std::vector<std::uint32_t>& replicas) 
         for (std::uint32_t c = 0; c < w.copies[e.to][b]; ++c)
           outs.push_back({{e.to, b, c}, slot, e.from_op, e.port});
         copies_of.resize(outs.size());
-        for (std::uint32_t c = 1; c < w.copies[e.to][b]; ++c) copies_of[primary].push_back(primary + c);
+        for (std::uint32_t c = 1; c < w.copies[e.to][b]; ++c)
+          copies_of[primary].push_back(primary + c);
       }
       w.edges[e.from][a].push_back(std::move(edge));
     }

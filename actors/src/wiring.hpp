@@ -35,7 +35,8 @@ struct wiring {
   };
   // per stage, per instance: input ports of its slots
   std::vector<std::vector<std::vector<std::uint32_t>>> input_ports;
-  // per stage, per instance: the logical input of each slot (copies of one upstream instance share one)
+  // per stage, per instance: the logical input of each slot (the copies of one upstream instance
+  // share one)
   std::vector<std::vector<std::vector<std::uint32_t>>> logical_input;
   // per stage, per instance: output channels and edges; edges name the slots to the receivers'
   // primaries, output_copies the slots to their replicas (per output slot)

@@ -145,7 +145,8 @@ std::vector<std::vector<std::uint32_t>> place_replicas(const logical_graph& g,
     for (std::uint32_t i = 0; i < p.stages[*stage].parallelism; ++i) {
       auto& r = replicas.at(first + i);
       r.clear();
-      for (std::uint32_t c = 1; c <= copies; ++c) r.push_back((placement.at(first + i) + c) % nodes);
+      for (std::uint32_t c = 1; c <= copies; ++c)
+        r.push_back((placement.at(first + i) + c) % nodes);
     }
   }
   return replicas;

@@ -598,7 +598,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           fresh = true;
         }
         if (f.body_type() == wire::Body::StatePiece) on_piece(n, *f.body_as_StatePiece());
-        if (f.body_type() == wire::Body::ReplicaLagging) drop_replica(n, *f.body_as_ReplicaLagging());
+        if (f.body_type() == wire::Body::ReplicaLagging)
+          drop_replica(n, *f.body_as_ReplicaLagging());
         if (f.body_type() == wire::Body::Failure) {
           stop_all("job failed");
           throw job_error("job '" + j.name() + "' failed on node '" + cluster.nodes[n].id +

@@ -21,9 +21,11 @@ std::vector<std::string> hosted_operators(const deployment& x) {
   for (std::uint32_t s = 0; s < x.plan.stages.size(); ++s) {
     bool here = false;
     for (std::uint32_t i = 0; i < x.plan.stages[s].parallelism; ++i)
-      for (std::uint32_t c = 0; c < x.wiring.copies[s][i]; ++c) here |= x.node_of(s, i, c) == x.self;
+      for (std::uint32_t c = 0; c < x.wiring.copies[s][i]; ++c)
+        here |= x.node_of(s, i, c) == x.self;
     if (here)
-      for (const auto& op : x.plan.stages[s].ops) names.push_back(x.synced.graph.node(op.node).name);
+      for (const auto& op : x.plan.stages[s].ops)
+        names.push_back(x.synced.graph.node(op.node).name);
   }
   return names;
 }
@@ -342,7 +344,8 @@ void node_dispatch::lose_copy(const wire::CopyLost& m) {
   if (m.stage() >= x.plan.stages.size() || m.instance() >= x.plan.stages[m.stage()].parallelism ||
       m.copy() == 0 || m.copy() >= x.wiring.copies[m.stage()][m.instance()]) {
     ++status_.bad_frames;
-    spdlog::warn("node '{}': told that copy {} of stage {} instance {} is gone, which is no replica",
+    spdlog::warn("node '{}': told that copy {} of stage {} instance {} is gone, which is no "
+                 "replica",
                  opts_.id, m.copy(), m.stage(), m.instance());
     return;
   }

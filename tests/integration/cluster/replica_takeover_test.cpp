@@ -221,7 +221,8 @@ BOOST_AUTO_TEST_CASE(replica_takeover) {
   BOOST_TEST((sorted_lines(nodes.dir / "takeover.txt") == expected));
   BOOST_TEST(hit.result.recoveries == 0u);
   bool took_over = false;
-  for (const auto& w : hit.result.warnings) took_over |= w.find("replicas took over") != std::string::npos;
+  for (const auto& w : hit.result.warnings)
+    took_over |= w.find("replicas took over") != std::string::npos;
   BOOST_TEST(took_over);
   BOOST_TEST(hit.longest_gap.count() <= calm.longest_gap.count() + 100);
 
@@ -239,7 +240,9 @@ BOOST_AUTO_TEST_CASE(replica_takeover) {
 }
 
 BOOST_AUTO_TEST_CASE(a_replica_behind_a_slow_link_is_dropped_and_the_primary_goes_on) {
-  test::node_processes nodes{4, [](std::size_t) { return std::vector<std::string>{"--allow-faults"}; }};
+  test::node_processes nodes{4, [](std::size_t) {
+                               return std::vector<std::string>{"--allow-faults"};
+                             }};
   nodes.cluster.faults_allowed = true;
   const auto& spec = nodes.registry.find("example-window-count");
   lay_out(nodes, window_name(spec), true);
@@ -263,7 +266,8 @@ BOOST_AUTO_TEST_CASE(a_replica_behind_a_slow_link_is_dropped_and_the_primary_goe
   inject_faults(nodes.cluster, "n1", slow);
   const auto result = running.get();
   gaps.stop();
-  BOOST_TEST((sorted_lines(nodes.dir / "lagging.txt") == sorted_lines(nodes.dir / "reference.txt")));
+  BOOST_TEST(
+      (sorted_lines(nodes.dir / "lagging.txt") == sorted_lines(nodes.dir / "reference.txt")));
   std::size_t dropped = 0;
   for (const auto& w : result.warnings) {
     BOOST_TEST_MESSAGE(w);
@@ -272,4 +276,37 @@ BOOST_AUTO_TEST_CASE(a_replica_behind_a_slow_link_is_dropped_and_the_primary_goe
   BOOST_TEST(dropped == 2u);  // both window instances' replicas on n3
   // the primary kept its pace: the whole run took about the 4 s of its input, not three times that
   BOOST_TEST(result.seconds < 8.0);
+}
+
+BOOST_AUTO_TEST_CASE(checkpoints_complete_with_replicas_and_losing_a_replica_needs_no_recovery) {
+  test::node_processes nodes{4};
+  const auto& spec = nodes.registry.find("example-window-count");
+  lay_out(nodes, window_name(spec), true);
+  run_options quiet;
+  quiet.print_summary = false;
+  run_registered(spec, window_count(spec, 20000, 0, nodes.dir / "reference.txt"), quiet);
+  const auto expected = sorted_lines(nodes.dir / "reference.txt");
+
+  // every copy snapshots at each barrier; n3, which runs only the replicas, dies mid-run
+  auto view = std::make_shared<live_view>();
+  result_gaps gaps{view};
+  auto ro = watched(view);
+  ro.checkpoints.dir = (nodes.dir / "checkpoints").string();
+  ro.checkpoints.interval = 200ms;
+  auto running = std::async(std::launch::async, [&] {
+    return run_on_cluster(spec, window_count(spec, 20000, 5000, nodes.dir / "checkpointed.txt"),
+                          nodes.cluster, ro);
+  });
+  test::wait_until([&] { return gaps.results() >= expected.size() / 2; });
+  nodes.kill_node(2);
+  const auto result = running.get();
+  gaps.stop();
+  BOOST_TEST((sorted_lines(nodes.dir / "checkpointed.txt") == expected));
+  BOOST_TEST(result.recoveries == 0u);
+  BOOST_TEST(result.checkpoints.size() >= 3u);
+  bool took_over = false;
+  for (const auto& w : result.warnings)
+    took_over |= w.find("node 'n3'") != std::string::npos &&
+                 w.find("replicas took over") != std::string::npos;
+  BOOST_TEST(took_over);
 }

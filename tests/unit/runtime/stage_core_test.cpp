@@ -550,6 +550,14 @@ BOOST_AUTO_TEST_CASE(a_receivers_replica_gets_every_batch_and_signal_with_its_ow
   BOOST_TEST(s.io.take() == (lines{"out 1: [2]"}));
   s.core->on_credit(0, 1);
   BOOST_TEST(s.io.take() == (lines{"out 0: [2]", "out 1: watermark 5", "out 0: watermark 5"}));
+  // barriers and the end go to each copy once
+  s.core->on_signal(0, signal_kind::barrier, 3);
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  const auto end = std::to_string(end_of_time);
+  BOOST_TEST(s.io.take() == (lines{"out 1: barrier 3", "out 0: barrier 3", "out 1: watermark " + end,
+                                   "out 0: watermark " + end, "out 1: eos", "out 0: eos"}));
+  BOOST_TEST(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.is_done);
 }
 
 BOOST_AUTO_TEST_CASE(the_sender_never_waits_for_a_replica_and_drops_one_that_lags_too_far) {
@@ -598,6 +606,7 @@ BOOST_AUTO_TEST_CASE(an_input_copy_whose_sender_is_lost_counts_as_ended) {
   t.core->on_data(1, ints({2}));
   t.core->on_signal(1, signal_kind::eos, end_of_time);
   BOOST_TEST(t.io.take() == (lines{"out 0: [1]", "out 0: [2]",
-                                   "out 0: watermark " + std::to_string(end_of_time), "out 0: eos"}));
+                                   "out 0: watermark " + std::to_string(end_of_time),
+                                   "out 0: eos"}));
   BOOST_TEST(t.io.is_done);
 }
