@@ -154,6 +154,8 @@ std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::
 bool checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id,
                                  std::string_view state, double alignment_ms) {
   if (!enabled_ || id != current_) return false;  // an abandoned or failed checkpoint
+  // replicas of an instance snapshot at the same barrier: the first copy's piece is kept
+  if (received_.count({stage, instance})) return false;
   try {
     store_->put_piece(id, stage, instance, state);
   } catch (const persistence::storage_error& e) {

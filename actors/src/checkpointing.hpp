@@ -60,9 +60,10 @@ class checkpoint_driver {
   /// Returns how long until the next one is due. Throws job_error when too many checkpoints
   /// failed in a row (as on_piece).
   std::chrono::milliseconds poll(const std::function<void(std::uint64_t id)>& inject);
-  /// Stores the piece of (stage, instance) for checkpoint `id`. Returns true when it was the last
-  /// one: the checkpoint is recorded, and the caller tells every stage to commit `id`. A piece or
-  /// record that cannot be written fails checkpoint `id` (false); when that makes
+  /// Stores the piece of (stage, instance) for checkpoint `id` (the first one: the copies of a
+  /// replicated instance each send one, identical). Returns true when it was the last one: the
+  /// checkpoint is recorded, and the caller tells every stage to commit `id`. A piece or record
+  /// that cannot be written fails checkpoint `id` (false); when that makes
   /// `max_consecutive_failures` in a row, throws job_error naming the last error.
   bool on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id,
                 std::string_view state, double alignment_ms);

@@ -18,7 +18,8 @@
 namespace tidemark::detail {
 
 /// Proxies for channels whose other end runs on another node (absent when everything is local).
-/// Channels are numbered by sending stage, instance and output slot (net::enumerate_channels).
+/// Channels are numbered by sending stage, instance, copy and output slot
+/// (net::enumerate_channels).
 struct remote_channels {
   /// Stands in for the receiver of channel `c` on node `peer`; encodes with `codec`.
   std::function<caf::actor(std::uint32_t c, std::uint32_t peer, const batch_codec* codec)> outbound;
@@ -26,15 +27,27 @@ struct remote_channels {
   std::function<caf::actor(std::uint32_t c, std::uint32_t peer, caf::actor receiver)> inbound;
 };
 
-/// Which node runs each stage instance, and which node this process is.
+/// Which node runs each stage instance and each of its replicas, and which node this process is.
 struct placement {
   std::vector<std::uint32_t> node_of;  ///< per stage instance, stages in plan order
   std::uint32_t self = 0;
+  /// Per stage instance (empty, or shorter: none): the nodes of its replicas (copies 1, 2, ...).
+  std::vector<std::vector<std::uint32_t>> replicas;
 
   /// Every instance of `p` on this node.
   static placement all_local(const physical_plan& p);
-  /// Stage instances on this node.
+  /// Stage instances and replicas on this node.
   std::size_t local_instances() const;
+  /// The node of copy `copy` (0: the primary) of flat stage instance `k`.
+  std::uint32_t node(std::uint32_t k, std::uint32_t copy) const {
+    return copy == 0 ? node_of.at(k) : replicas.at(k).at(copy - 1);
+  }
+  /// The number of replicas of flat stage instance `k`.
+  std::uint32_t replicas_of(std::uint32_t k) const {
+    return k < replicas.size() ? static_cast<std::uint32_t>(replicas[k].size()) : 0u;
+  }
+  /// Replicas per flat stage instance, as wire() takes them.
+  std::vector<std::uint32_t> replica_counts() const;
 };
 
 /// Where the stage instances start from: the pieces of completed checkpoint `checkpoint`, or
@@ -49,8 +62,8 @@ class deployment_actors {
  public:
   /// Spawns the local stage instances, receivers before senders, each connected to its local
   /// receivers or to an outbound proxy, then the inbound proxies; every stage reports done or
-  /// failed to `driver`. With `from`, each instance starts from its piece of that checkpoint
-  /// (moved out of it; a missing piece throws job_error). On failure (an operator cannot be
+  /// failed to `driver`. With `from`, each instance (every copy of it) starts from its piece of
+  /// that checkpoint (a missing piece throws job_error). On failure (an operator cannot be
   /// created) stops what it spawned and rethrows.
   deployment_actors(caf::actor_system& sys, const logical_graph& g, const physical_plan& p,
                     const wiring& w, const placement& where, const run_options& opts,
@@ -63,6 +76,13 @@ class deployment_actors {
   void start();
   /// Stops every actor it spawned and drops its handles.
   void stop();
+  /// Node `node` is gone and every stage instance it ran has a copy elsewhere: the local stages
+  /// stop sending to the copies there and stop waiting for the copies there
+  /// (stage_core::on_copies_lost).
+  void lose_node(std::uint32_t node);
+  /// Copy `copy` of flat stage instance `k` is gone (it fell too far behind): as lose_node for
+  /// that copy; when it runs here, it is stopped and returned (null otherwise).
+  caf::actor lose_copy(std::uint32_t k, std::uint32_t copy);
 
   /// The local stage actors (not the proxies).
   const std::vector<caf::actor>& stages() const noexcept { return stages_; }
@@ -83,6 +103,20 @@ class deployment_actors {
   std::vector<std::string> unreplayable_;
   std::vector<caf::actor> senders_;
   std::vector<caf::actor> inbound_;
+  /// A copy of a stage instance: flat instance index, copy (0: the primary) and node.
+  struct copy_id {
+    std::uint32_t instance = 0, copy = 0, node = 0;
+  };
+  /// Per local stage actor (as stages_): itself, and the copy at the other end of each output and
+  /// input slot.
+  struct neighbours {
+    copy_id self;
+    std::vector<copy_id> outs, ins;
+  };
+  std::vector<neighbours> neighbours_;
+  /// Tells each local stage which of its slots lead to a copy for which `gone` is true.
+  template <class Gone>
+  void lose(Gone gone);
 };
 
 }  // namespace tidemark::detail

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
@@ -52,6 +53,21 @@ struct credit_msg {
   std::uint32_t n;
 };
 
+/// Copies of neighbouring stage instances are gone (stage_core::on_copies_lost): the stage's output
+/// slots `outs` and input slots `ins` that lead to them.
+struct copies_lost_msg {
+  std::vector<std::uint32_t> outs;
+  std::vector<std::uint32_t> ins;
+};
+
+/// Stage instance (stage, instance) dropped its output slot `out` to a replica that fell too far
+/// behind (stage_io::copy_dropped).
+struct copy_dropped_msg {
+  std::uint32_t stage;
+  std::uint32_t instance;
+  std::uint32_t out;
+};
+
 struct done_msg {
   instance_metrics metrics;
 };
@@ -93,6 +109,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::data_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::signal_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::credit_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::done_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copies_lost_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copy_dropped_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::failed_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::checkpointed_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::live_metrics_msg)

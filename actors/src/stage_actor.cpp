@@ -46,6 +46,7 @@ class stage_actor final : public annotated_actor, private stage_io {
         },
         [this](signal_msg& m) { core_->on_signal(m.in, m.kind, m.wm); },
         [this](credit_msg& m) { core_->on_credit(m.out, m.n); },
+        [this](copies_lost_msg& m) { core_->on_copies_lost(m.outs, m.ins); },
         [this](flush_atom) { core_->on_flush(); },
         [this](wake_atom) { core_->on_wakeup(); },
         [this](checkpoint_atom, std::uint64_t id) { core_->on_checkpoint(id); },
@@ -96,6 +97,10 @@ class stage_actor final : public annotated_actor, private stage_io {
 
   void checkpointed(std::uint64_t id, std::string state, double alignment_ms) override {
     send(driver_, checkpointed_msg{core_->stage(), core_->instance(), id, std::move(state), alignment_ms});
+  }
+
+  void copy_dropped(std::uint32_t out) override {
+    send(driver_, copy_dropped_msg{core_->stage(), core_->instance(), out});
   }
 
   void schedule_timer() {

@@ -53,6 +53,9 @@ stage_core::stage_core(stage_config cfg, stage_io& io) : cfg_(std::move(cfg)), i
   metrics_.instance = cfg_.instance;
   outs_.resize(cfg_.outputs);
   for (auto& o : outs_) o.credit = cfg_.opts.credit;
+  copy_slot_.assign(outs_.size(), false);
+  for (const auto& copies : cfg_.output_copies)
+    for (auto c : copies) copy_slot_.at(c) = true;
   set_up_inputs();
   grant_ = std::max<std::uint32_t>(1, cfg_.opts.credit / 2);
   // one timer per stage, ticking at the shortest period of its operators
@@ -112,6 +115,21 @@ void stage_core::on_credit(std::uint32_t out, std::uint32_t n) {
   outs_[out].credit += n;
   guarded([&] {
     try_send(out);
+    resume();
+  });
+}
+
+void stage_core::on_copies_lost(const std::vector<std::uint32_t>& outs,
+                                const std::vector<std::uint32_t>& ins) {
+  guarded([&] {
+    // a lost slot's partly filled batch stays: seal() still hands it to the slot's copies
+    for (auto k : outs) {
+      auto& o = outs_.at(k);
+      o.lost = true;
+      o.ready.clear();
+    }
+    for (auto k : ins)
+      if (copies_ && k < slot_closed_.size()) close_slot(k);
     resume();
   });
 }
@@ -285,6 +303,7 @@ void stage_core::set_up_inputs() {
   if (ins_.size() < slots) {
     copies_ = std::make_unique<copy_filter>(input_of_, ins_.size());
     slots_open_ = slots;
+    slot_closed_.assign(slots, false);
   }
   if (cfg_.deterministic_merge && ins_.size() > 1) merge_ = std::make_unique<input_merge>(ins_.size());
   arranged_ = copies_ || merge_;
@@ -293,7 +312,7 @@ void stage_core::set_up_inputs() {
 /// An item of a stage whose inputs are arranged: copies filtered, then merged or queued.
 void stage_core::receive(input_item item) {
   if (copies_) {
-    if (!item.batch && item.kind == signal_kind::eos) --slots_open_;
+    if (!item.batch && item.kind == signal_kind::eos) close_slot(item.slot);
     if (item.batch) {
       item.batch = copies_->accept(item.slot, std::move(item.batch));
       if (!item.batch) {
@@ -315,6 +334,14 @@ void stage_core::receive(input_item item) {
   } else {
     inbox_.push_back(std::move(item));
   }
+}
+
+/// A copy's slot ended (end-of-stream, or its sender's host is gone): the stage may finish once
+/// every slot did.
+void stage_core::close_slot(std::uint32_t slot) {
+  if (slot_closed_[slot]) return;
+  slot_closed_[slot] = true;
+  --slots_open_;
 }
 
 /// One batch of input slot `slot` is done with; credit goes back per `grant_` batches.
@@ -471,8 +498,7 @@ bool stage_core::aligned() const {
 /// Writes the state, then sends the barrier on every output behind everything emitted before it.
 void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
   auto state = write_state(id);
-  for (std::uint32_t o = 0; o < outs_.size(); ++o)
-    signal(o, signal_kind::barrier, static_cast<event_time>(id));
+  signal_all(signal_kind::barrier, static_cast<event_time>(id));
   io_.checkpointed(id, std::move(state), alignment_ms);
 }
 
@@ -595,14 +621,15 @@ void stage_core::continue_finish() {
   }
   if (eos_sent_) return;
   eos_sent_ = true;
-  for (std::uint32_t o = 0; o < outs_.size(); ++o) signal(o, signal_kind::eos, end_of_time);
+  signal_all(signal_kind::eos, end_of_time);
   maybe_done();
 }
 
-/// Done once end-of-stream went out on every output and nothing waits for credit, and every copy
-/// of an input ended: a lagging copy's sender still needs its credit back to finish.
+/// Done once end-of-stream went out on every output and nothing waits for credit (a replica's
+/// slot included), and every copy of an input ended: a lagging copy's sender still needs its
+/// credit back to finish.
 void stage_core::maybe_done() {
-  if (!eos_sent_ || done_ || blocked() || slots_open_ > 0) return;
+  if (!eos_sent_ || done_ || sending() || slots_open_ > 0) return;
   done_ = true;
   metrics_.busy_ns += (clock::now() - busy_since_).count();
   io_.done(snapshot());
@@ -624,10 +651,28 @@ instance_metrics stage_core::snapshot() const {
 
 // ---- outputs -----------------------------------------------------------------------------------
 
+/// Items wait for credit on an output: the stage takes no more input. A replica's slot never
+/// blocks (the primary keeps its pace); check_lag bounds what waits there.
 bool stage_core::blocked() const {
+  for (std::size_t k = 0; k < outs_.size(); ++k)
+    if (!outs_[k].ready.empty() && !copy_slot_[k]) return true;
+  return false;
+}
+
+/// Items wait for credit on some output, a replica's included: the stage is not done yet.
+bool stage_core::sending() const {
   for (auto& o : outs_)
     if (!o.ready.empty()) return true;
   return false;
+}
+
+/// A replica's slot with more than `replica_lag` items waiting is dropped for good.
+void stage_core::check_lag(std::uint32_t out) {
+  auto& o = outs_[out];
+  if (o.ready.size() <= cfg_.opts.replica_lag) return;
+  o.lost = true;
+  o.ready.clear();
+  io_.copy_dropped(out);
 }
 
 /// An operator of the stage takes no more input for now (async queue or synchronizer full).
@@ -693,9 +738,23 @@ void stage_core::append(std::uint32_t out, batch_ptr b) {
 /// Moves the partly filled batch to the send queue.
 void stage_core::seal(std::uint32_t out) {
   auto& o = outs_[out];
-  if (o.buffer && !o.buffer->empty()) o.ready.push_back({std::move(o.buffer)});
+  if (o.buffer && !o.buffer->empty()) {
+    // the receiver's replicas get the same batch, cut at the same place
+    for (auto c : copies_of(out))
+      if (!outs_[c].lost) {
+        outs_[c].ready.push_back({o.buffer->clone()});
+        try_send(c);
+        check_lag(c);
+      }
+    if (!o.lost) o.ready.push_back({std::move(o.buffer)});
+  }
   o.buffer.reset();
   try_send(out);
+}
+
+const std::vector<std::uint32_t>& stage_core::copies_of(std::uint32_t out) const {
+  static const std::vector<std::uint32_t> none;
+  return out < cfg_.output_copies.size() ? cfg_.output_copies[out] : none;
 }
 
 /// A partly filled output batch goes out now (after a synchronizer admitted a slice).
@@ -710,8 +769,21 @@ void stage_core::flush_outputs() {
 void stage_core::signal(std::uint32_t out, signal_kind kind, event_time wm) {
   if (kind == signal_kind::watermark) output_wm_ = std::max(output_wm_, wm);
   seal(out);
+  for (auto c : copies_of(out))
+    if (!outs_[c].lost) {
+      outs_[c].ready.push_back({nullptr, kind, wm});
+      try_send(c);
+      check_lag(c);
+    }
+  if (outs_[out].lost) return;
   outs_[out].ready.push_back({nullptr, kind, wm});
   try_send(out);
+}
+
+/// A signal on every output; a replica's slot gets it through its primary's (signal()).
+void stage_core::signal_all(signal_kind kind, event_time wm) {
+  for (std::uint32_t o = 0; o < outs_.size(); ++o)
+    if (!copy_slot_[o]) signal(o, kind, wm);
 }
 
 void stage_core::try_send(std::uint32_t out) {

@@ -49,6 +49,10 @@ struct stage_config {
   bool deterministic_merge = false;
   std::uint32_t outputs = 0;               ///< output slots
   std::vector<output_edge> edges;
+  /// Per output slot (empty, or shorter than `outputs`: none): the output slots to the replicas of
+  /// that slot's receiver. They get every batch and signal of the slot, each with its own credit;
+  /// partitioning names only the slot itself (in `edges`).
+  std::vector<std::vector<std::uint32_t>> output_copies;
   run_options opts;
   /// State of this instance in completed checkpoint `restore_checkpoint` (0: start fresh).
   std::uint64_t restore_checkpoint = 0;
@@ -74,6 +78,9 @@ class stage_io {
   virtual void failed(std::string what) = 0;
   /// The stage took its part of checkpoint `id` (its barrier went out behind the state it saw).
   virtual void checkpointed(std::uint64_t id, std::string state, double alignment_ms) = 0;
+  /// Output slot `out` leads to a replica that fell more than run_options::replica_lag items
+  /// behind: the stage sends it nothing more (the replica is gone for good).
+  virtual void copy_dropped(std::uint32_t out) = 0;
 };
 
 class stage_core {
@@ -98,6 +105,11 @@ class stage_core {
   void on_data(std::uint32_t in, batch_ptr b);
   void on_signal(std::uint32_t in, signal_kind kind, event_time wm);
   void on_credit(std::uint32_t out, std::uint32_t n);
+  /// Copies of neighbours are gone (their host died, docs/replication.md): output slots `outs`
+  /// get nothing more and never hold the stage back; input slots `ins` count as ended without
+  /// ending their logical input (another copy of the sender carries it).
+  void on_copies_lost(const std::vector<std::uint32_t>& outs,
+                      const std::vector<std::uint32_t>& ins);
   /// The linger time of a partly filled batch passed.
   void on_flush();
   /// An operator has asynchronous completions (operator_logic::on_wakeup).
@@ -140,6 +152,7 @@ class stage_core {
     bool idle = false;             // the last idle/active signal sent was idle
     batch_ptr buffer;              // partly filled batch
     std::deque<ready_item> ready;  // sealed, waiting for credit
+    bool lost = false;             // its receiver (a copy) is gone: nothing goes out
   };
   /// A logical input (one slot, or the slots of an upstream instance's copies).
   struct in_state {
@@ -174,6 +187,7 @@ class stage_core {
   void pump();
   void receive(input_item item);
   void acknowledge(std::uint32_t slot);
+  void close_slot(std::uint32_t slot);
   void drain();
   void advance_inputs();
   void resume();
@@ -193,14 +207,18 @@ class stage_core {
 
   // outputs
   bool blocked() const;
+  bool sending() const;
+  void check_lag(std::uint32_t out);
   bool held() const;
   void route(std::size_t edge, batch_ptr b);
   std::size_t next_rr(std::size_t edge, std::size_t n);
   void scatter(const output_edge& edge, batch_ptr b);
   void append(std::uint32_t out, batch_ptr b);
   void seal(std::uint32_t out);
+  const std::vector<std::uint32_t>& copies_of(std::uint32_t out) const;
   void flush_outputs();
   void signal(std::uint32_t out, signal_kind kind, event_time wm);
+  void signal_all(signal_kind kind, event_time wm);
   void try_send(std::uint32_t out);
 
   stage_config cfg_;
@@ -212,6 +230,7 @@ class stage_core {
   std::vector<std::vector<std::uint32_t>> signal_outs_;  // per position: its output slots
   std::vector<std::vector<std::uint32_t>> idle_outs_;    // per position: output slots below it
   std::vector<out_state> outs_;
+  std::vector<bool> copy_slot_;              // per output slot: it leads to a replica
   std::vector<in_state> ins_;                // per logical input
   std::vector<std::uint32_t> unacked_;       // per input slot: batches taken, credit not returned
   std::vector<std::uint32_t> input_of_;      // per input slot: its logical input
@@ -219,6 +238,7 @@ class stage_core {
   std::unique_ptr<input_merge> merge_;       // set for a deterministic merge of several inputs
   bool arranged_ = false;                    // copies_ or merge_: arrival order is not enough
   std::uint32_t slots_open_ = 0;             // with copies: slots whose end-of-stream is to come
+  std::vector<bool> slot_closed_;            // with copies: per slot, ended or its sender lost
   std::deque<input_item> inbox_;
   std::vector<std::size_t> rr_;
   std::vector<std::uint32_t> targets_;

@@ -3,16 +3,26 @@
 
 namespace tidemark::detail {
 
-wiring wire(const physical_plan& p) {
+wiring wire(const physical_plan& p, const std::vector<std::uint32_t>& replicas) {
   wiring w;
   const auto stages = p.stages.size();
   w.input_ports.resize(stages);
+  w.logical_input.resize(stages);
   w.outputs.resize(stages);
   w.edges.resize(stages);
+  w.output_copies.resize(stages);
+  w.copies.resize(stages);
+  std::size_t flat = 0;
   for (std::size_t s = 0; s < stages; ++s) {
-    w.input_ports[s].resize(p.stages[s].parallelism);
-    w.outputs[s].resize(p.stages[s].parallelism);
-    w.edges[s].resize(p.stages[s].parallelism);
+    const auto n = p.stages[s].parallelism;
+    w.input_ports[s].resize(n);
+    w.logical_input[s].resize(n);
+    w.outputs[s].resize(n);
+    w.edges[s].resize(n);
+    w.output_copies[s].resize(n);
+    for (std::uint32_t i = 0; i < n; ++i, ++flat) {
+      w.copies[s].push_back(1 + (flat < replicas.size() ? replicas[flat] : 0u));
+    }
   }
   for (const auto& e : p.edges) {
     const auto senders = p.stages[e.from].parallelism;
@@ -23,13 +33,28 @@ wiring wire(const physical_plan& p) {
       edge.part = e.part;
       edge.from_op = e.from_op;
       edge.port = e.port;
+      auto& outs = w.outputs[e.from][a];
+      auto& copies_of = w.output_copies[e.from][a];
       for (std::uint32_t b = 0; b < receivers; ++b) {
         if (one_to_one && a != b) continue;
+        // one slot per copy of the sender, all feeding one logical input of the receiver
         auto& ports = w.input_ports[e.to][b];
-        auto slot = static_cast<std::uint32_t>(ports.size());
-        ports.push_back(e.input);
-        edge.slots.push_back(static_cast<std::uint32_t>(w.outputs[e.from][a].size()));
-        w.outputs[e.from][a].push_back({{e.to, b}, slot, e.from_op, e.port});
+        auto& logical = w.logical_input[e.to][b];
+        const auto slot = static_cast<std::uint32_t>(ports.size());
+        const auto input = logical.empty() ? 0u : logical.back() + 1;
+        for (std::uint32_t c = 0; c < w.copies[e.from][a]; ++c) {
+          ports.push_back(e.input);
+          logical.push_back(input);
+        }
+        // one output slot per copy of the receiver: the primary's takes part in partitioning,
+        // the replicas' get the same stream
+        const auto primary = static_cast<std::uint32_t>(outs.size());
+        edge.slots.push_back(primary);
+        for (std::uint32_t c = 0; c < w.copies[e.to][b]; ++c)
+          outs.push_back({{e.to, b, c}, slot, e.from_op, e.port});
+        copies_of.resize(outs.size());
+        for (std::uint32_t c = 1; c < w.copies[e.to][b]; ++c)
+          copies_of[primary].push_back(primary + c);
       }
       w.edges[e.from][a].push_back(std::move(edge));
     }
@@ -72,9 +97,12 @@ stage_setup make_stage_setup(const logical_graph& g, const physical_plan& p, con
     }
   }
   c.input_ports = w.input_ports[s][i];
-  c.deterministic_merge = opts.deterministic_merge;
+  c.logical_input = w.logical_input[s][i];
+  // the copies of a replicated instance must see their inputs in one order to emit one sequence
+  c.deterministic_merge = opts.deterministic_merge || w.copies[s][i] > 1;
   c.outputs = static_cast<std::uint32_t>(w.outputs[s][i].size());
   c.edges = w.edges[s][i];
+  c.output_copies = w.output_copies[s][i];
   return setup;
 }
 

@@ -7,12 +7,14 @@ std::vector<channel> enumerate_channels(const logical_graph& g, const physical_p
                                         const detail::wiring& w) {
   std::vector<channel> result;
   for (std::uint32_t s = 0; s < p.stages.size(); ++s)
-    for (std::uint32_t i = 0; i < p.stages[s].parallelism; ++i) {
-      const auto& outs = w.outputs[s][i];
-      for (std::uint32_t k = 0; k < outs.size(); ++k)
-        result.push_back({s, i, k, outs[k].to.stage, outs[k].to.instance, outs[k].slot,
-                          &g.node(p.stages[s].ops[outs[k].from_op].node), outs[k].port});
-    }
+    for (std::uint32_t i = 0; i < p.stages[s].parallelism; ++i)
+      for (std::uint32_t c = 0; c < w.copies[s][i]; ++c) {
+        const auto& outs = w.outputs[s][i];
+        for (std::uint32_t k = 0; k < outs.size(); ++k)
+          result.push_back({s, i, k, outs[k].to.stage, outs[k].to.instance, outs[k].slot + c, c,
+                            outs[k].to.copy, &g.node(p.stages[s].ops[outs[k].from_op].node),
+                            outs[k].port});
+      }
   return result;
 }
 
@@ -27,10 +29,10 @@ std::vector<std::uint32_t> instance_offsets(const physical_plan& p) {
 }
 
 void check_codecs(const std::vector<channel>& chans, const std::vector<std::uint32_t>& offsets,
-                  const std::vector<std::uint32_t>& placement, const std::vector<std::string>& ids) {
+                  const detail::placement& placement, const std::vector<std::string>& ids) {
   for (const auto& c : chans) {
-    auto from = placement.at(offsets[c.from_stage] + c.from_instance);
-    auto to = placement.at(offsets[c.to_stage] + c.to_instance);
+    auto from = placement.node(offsets[c.from_stage] + c.from_instance, c.from_copy);
+    auto to = placement.node(offsets[c.to_stage] + c.to_instance, c.to_copy);
     if (from == to || c.output().codec) continue;
     const auto& port = c.output().name;
     throw job_error("operator '" + c.producer->name + "' emits " + c.output().value_type +

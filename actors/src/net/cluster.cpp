@@ -70,6 +70,15 @@ cluster_config cluster_config::load(const std::string& path) {
     }
     if (doc["pins"])
       for (const auto& p : doc["pins"]) c.pins[p.first.as<std::string>()] = p.second.as<std::string>();
+    if (const auto r = doc["replication"]; r && r["replicate"]) {
+      // a list of names (one replica each) or a map of name -> replicas
+      for (const auto& e : r["replicate"]) {
+        if (e.IsScalar())
+          c.replicate[e.as<std::string>()] = 1;
+        else
+          c.replicate[e.first.as<std::string>()] = e.second.as<std::uint32_t>();
+      }
+    }
   } catch (const YAML::Exception& e) {
     throw std::runtime_error(where(e.what()));
   }
@@ -106,8 +115,46 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
   return placement;
 }
 
+std::vector<std::vector<std::uint32_t>> place_replicas(const logical_graph& g,
+                                                       const physical_plan& p,
+                                                       const std::vector<std::uint32_t>& placement,
+                                                       const cluster_config& cluster) {
+  std::vector<std::vector<std::uint32_t>> replicas(placement.size());
+  const auto nodes = static_cast<std::uint32_t>(cluster.nodes.size());
+  for (const auto& [name, copies] : cluster.replicate) {
+    std::optional<std::uint32_t> stage;
+    for (std::uint32_t s = 0; s < p.stages.size(); ++s)
+      for (const auto& op : p.stages[s].ops)
+        if (g.node(op.node).name == name) stage = s;
+    const auto what = "replicate '" + name + "': ";
+    if (!stage) throw job_error(what + "the job has no operator of that name");
+    for (const auto& op : p.stages[*stage].ops) {
+      const auto& n = g.node(op.node);
+      if (n.kind == node_kind::source || n.kind == node_kind::sink)
+        throw job_error(what + "it runs in one actor with " +
+                        (n.kind == node_kind::source ? "the source '" : "the sink '") + n.name +
+                        "', and sources and sinks are not replicated (a source's copy would read "
+                        "the input twice, a sink's would write the output twice): replicate an "
+                        "operator that is not fused with them");
+    }
+    if (copies + 1 > nodes)
+      throw job_error(what + std::to_string(copies) + " replica(s) per instance need " +
+                      std::to_string(copies + 1) + " nodes (no two copies on one node), the "
+                      "cluster has " + std::to_string(nodes));
+    const auto first = net::instance_offsets(p)[*stage];
+    for (std::uint32_t i = 0; i < p.stages[*stage].parallelism; ++i) {
+      auto& r = replicas.at(first + i);
+      r.clear();
+      for (std::uint32_t c = 1; c <= copies; ++c)
+        r.push_back((placement.at(first + i) + c) % nodes);
+    }
+  }
+  return replicas;
+}
+
 void check_placement(const logical_graph& g, const physical_plan& p,
-                     const std::vector<std::uint32_t>& placement, const cluster_config& cluster) {
+                     const std::vector<std::uint32_t>& placement, const cluster_config& cluster,
+                     const std::vector<std::vector<std::uint32_t>>& replicas) {
   auto offsets = net::instance_offsets(p);
   auto instances = p.stages.empty() ? 0 : offsets.back() + p.stages.back().parallelism;
   if (placement.size() != instances)
@@ -115,11 +162,17 @@ void check_placement(const logical_graph& g, const physical_plan& p,
                     " stage instances, the plan has " + std::to_string(instances));
   std::vector<std::string> ids;
   for (const auto& n : cluster.nodes) ids.push_back(n.id);
-  for (auto n : placement)
+  auto check_node = [&](std::uint32_t n) {
     if (n >= ids.size())
       throw job_error("the placement names node " + std::to_string(n) + ", the cluster has " +
                       std::to_string(ids.size()));
-  net::check_codecs(net::enumerate_channels(g, p, detail::wire(p)), offsets, placement, ids);
+  };
+  for (auto n : placement) check_node(n);
+  for (const auto& r : replicas)
+    for (auto n : r) check_node(n);
+  const detail::placement where{placement, 0, replicas};
+  net::check_codecs(net::enumerate_channels(g, p, detail::wire(p, where.replica_counts())),
+                    offsets, where, ids);
 }
 
 std::string data_endpoint(const std::string& control) {

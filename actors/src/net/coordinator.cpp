@@ -174,15 +174,18 @@ class refusal_log {
   std::vector<node_status> last_;
 };
 
-/// "window (instances 1, 4), counts (instance 1)": what node `n` hosted.
-std::string hosted(const logical_graph& g, const physical_plan& p,
-                   const std::vector<std::uint32_t>& placement, std::uint32_t n) {
+/// "window (instances 1, 4), counts (instance 1)": what node `n` hosted (primaries or replicas).
+std::string hosted(const logical_graph& g, const physical_plan& p, const detail::placement& where,
+                   std::uint32_t n) {
   std::string out;
-  std::size_t at = 0;
+  std::uint32_t at = 0;
   for (const auto& st : p.stages) {
     std::vector<std::uint32_t> mine;
     for (std::uint32_t i = 0; i < st.parallelism; ++i, ++at)
-      if (placement[at] == n) mine.push_back(i);
+      if (where.node_of[at] == n || (at < where.replicas.size() &&
+                                     std::count(where.replicas[at].begin(),
+                                                where.replicas[at].end(), n) > 0))
+        mine.push_back(i);
     if (mine.empty()) continue;
     std::string list;
     for (auto i : mine) list += (list.empty() ? "" : ", ") + std::to_string(i);
@@ -219,6 +222,7 @@ struct deploy_args {
   const job_options& options;
   const cluster_config& on;
   const std::vector<std::uint32_t>& placement;
+  const std::vector<std::vector<std::uint32_t>>& replicas;  ///< per stage instance: their nodes
   std::uint32_t self;
   const run_options& opts;
   std::uint64_t restore_checkpoint;
@@ -238,6 +242,16 @@ zmq::message_t deploy_message(const deploy_args& a) {
     nodes.push_back(wire::CreateNodeAddress(b, b.CreateString(n.id), b.CreateString(n.endpoint),
                                             b.CreateString(n.public_key)));
   const auto& o = a.opts;
+  flatbuffers::Offset<flatbuffers::Vector<std::uint32_t>> replica_counts, replica_nodes;
+  if (std::any_of(a.replicas.begin(), a.replicas.end(), [](auto& r) { return !r.empty(); })) {
+    std::vector<std::uint32_t> counts, where;
+    for (const auto& r : a.replicas) {
+      counts.push_back(static_cast<std::uint32_t>(r.size()));
+      where.insert(where.end(), r.begin(), r.end());
+    }
+    replica_counts = b.CreateVector(counts);
+    replica_nodes = b.CreateVector(where);
+  }
   auto body = wire::CreateDeploy(
       b, b.CreateString(a.job), b.CreateVectorOfStrings(names), b.CreateVectorOfStrings(values),
       b.CreateVector(nodes), a.self, b.CreateVector(a.placement),
@@ -246,7 +260,8 @@ zmq::message_t deploy_message(const deploy_args& a) {
       static_cast<std::uint32_t>(a.on.heartbeat_interval.count()),
       o.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.live_period.count())) : 0u,
       a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes),
-      static_cast<std::uint32_t>(a.fence.count()), o.deterministic_merge);
+      static_cast<std::uint32_t>(a.fence.count()), o.deterministic_merge, replica_counts,
+      replica_nodes, o.replica_lag);
   return net::control_message(b, body);
 }
 
@@ -269,7 +284,10 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   const auto& g = synced.graph;
   auto plan = compile(g, {opts.fuse});
   // fails early, before any node is contacted, when the cluster file cannot hold the job
-  check_placement(g, plan, place(g, plan, cluster), cluster);
+  {
+    const auto placement = place(g, plan, cluster);
+    check_placement(g, plan, placement, cluster, place_replicas(g, plan, placement, cluster));
+  }
   const auto offsets = net::instance_offsets(plan);
   const auto instances = static_cast<std::uint32_t>(
       plan.stages.empty() ? 0 : offsets.back() + plan.stages.back().parallelism);
@@ -360,7 +378,17 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                       "any more");
     const auto on = answering(cluster, members);
     const auto placement = place(g, plan, on);
-    check_placement(g, plan, placement, on);
+    std::vector<std::vector<std::uint32_t>> replicas;
+    try {
+      replicas = place_replicas(g, plan, placement, on);
+    } catch (const job_error& e) {
+      if (!lost_at) throw;
+      // a recovery on fewer nodes: the job goes on, without the copies that no longer fit
+      spdlog::warn("coordinator: recovering job '{}' without replicas: {}", j.name(), e.what());
+      result.warnings.push_back("recovered without replicas: " + std::string{e.what()});
+    }
+    check_placement(g, plan, placement, on, replicas);
+    const detail::placement where{placement, 0, replicas};
     std::vector<std::string> ids;
     for (const auto& n : on.nodes) ids.push_back(n.id);
     const auto job_nodes = static_cast<std::uint32_t>(members.size());
@@ -371,13 +399,19 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     const auto chunk = net::piece_chunk_bytes(cluster.max_message_bytes);
     for (std::uint32_t s = 0; s < plan.stages.size() && from.checkpoint; ++s)
       for (std::uint32_t i = 0; i < plan.stages[s].parallelism; ++i)
-        if (auto piece = from.pieces.find({s, i}); piece != from.pieces.end())
-          for (auto& f : net::piece_frames(from.checkpoint, s, i, piece->second, 0, chunk))
-            links.send(members[placement[offsets[s] + i]], std::move(f));
+        if (auto piece = from.pieces.find({s, i}); piece != from.pieces.end()) {
+          // every copy of the instance starts from its one piece
+          std::set<std::uint32_t> to;
+          for (std::uint32_t c = 0; c <= where.replicas_of(offsets[s] + i); ++c)
+            to.insert(where.node(offsets[s] + i, c));
+          for (auto m : to)
+            for (auto& f : net::piece_frames(from.checkpoint, s, i, piece->second, 0, chunk))
+              links.send(members[m], std::move(f));
+        }
     // nodes drop data frames of another deployment (0 is what a coordinator without recovery sends)
     const std::uint32_t deployment = std::max(1u, first_deployment + pass);
     for (std::uint32_t m = 0; m < job_nodes; ++m)
-      links.send(members[m], deploy_message({spec.name, options, on, placement, m, opts,
+      links.send(members[m], deploy_message({spec.name, options, on, placement, replicas, m, opts,
                                              from.checkpoint, deployment, fence}));
     std::string refused;  // a node's deploy error
     std::vector<std::string> unreplayable;  // the nodes' sources that cannot replay
@@ -428,8 +462,11 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     detail::live_poll live{opts.live, live_plan::of(j.name(), g, plan, node_of), opts.live_period};
     // Records the instances a node reports, refusing the frame when one of them is not placed there.
     auto placed_on = [&](std::uint32_t m, std::uint32_t stage, std::uint32_t instance) {
-      return stage < plan.stages.size() && instance < plan.stages[stage].parallelism &&
-             placement[offsets[stage] + instance] == m;
+      if (stage >= plan.stages.size() || instance >= plan.stages[stage].parallelism) return false;
+      const auto k = offsets[stage] + instance;
+      for (std::uint32_t c = 0; c <= where.replicas_of(k); ++c)
+        if (where.node(k, c) == m) return true;
+      return false;
     };
     auto record_live = [&](std::uint32_t n, std::vector<instance_metrics> reported) {
       for (const auto& m : reported)
@@ -476,6 +513,66 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     std::size_t finished = 0;
     std::optional<std::uint32_t> lost;
     std::string lost_why;
+    std::set<std::pair<std::uint32_t, std::uint32_t>> reported;  // instances whose metrics came
+    // Takeover (docs/replication.md): when every stage instance that ran on the lost cluster node
+    // `n` has a copy on a node still there, the job goes on without a recovery; the others learn
+    // that `n` is gone. Nodes gone so far, by member index:
+    std::vector<bool> gone(job_nodes, false);
+    std::set<std::pair<std::uint32_t, std::uint32_t>> dropped;  // (flat instance, copy)
+    const auto copies_wiring = detail::wire(plan, where.replica_counts());
+    const bool replicated =
+        std::any_of(replicas.begin(), replicas.end(), [](auto& r) { return !r.empty(); });
+    auto take_over = [&](std::uint32_t n, const std::string& why) {
+      const auto m = *member_of[n];
+      bool hosted_any = false;
+      for (std::uint32_t k = 0; k < instances; ++k) {
+        bool here = false, elsewhere = false;
+        for (std::uint32_t c = 0; c <= where.replicas_of(k); ++c) {
+          const auto at = where.node(k, c);
+          if (at == m)
+            here = true;
+          else if (!gone[at] && !dropped.count({k, c}))
+            elsewhere = true;
+        }
+        if (here && !elsewhere) return false;
+        hosted_any |= here;
+      }
+      if (!replicated || !hosted_any) return false;
+      gone[m] = true;
+      done[n] = true;  // it reports nothing more, and nothing waits for it
+      ++finished;
+      for (auto other : members)
+        if (!gone[*member_of[other]]) links.send(other, net::node_lost_frame(m));
+      links.send(n, stop_message("the coordinator gave up on this node; its replicas took over"));
+      const auto text = why + "; its replicas took over";
+      spdlog::warn("coordinator: {} (job '{}' goes on)", text, j.name());
+      result.warnings.push_back(text);
+      return true;
+    };
+    // A sender dropped a replica that fell too far behind: it is gone for good, everyone is told.
+    auto drop_replica = [&](std::uint32_t n, const wire::ReplicaLagging& r) {
+      if (!placed_on(*member_of[n], r.stage(), r.instance()) ||
+          r.out_slot() >= copies_wiring.outputs[r.stage()][r.instance()].size()) {
+        links.refuse(n, "a lagging replica behind output " + std::to_string(r.out_slot()) +
+                            " of stage " + std::to_string(r.stage()) + " instance " +
+                            std::to_string(r.instance()) + ", which does not run there");
+        return;
+      }
+      const auto to = copies_wiring.outputs[r.stage()][r.instance()][r.out_slot()].to;
+      const auto k = offsets[to.stage] + to.instance;
+      if (to.copy == 0 || !dropped.insert({k, to.copy}).second) return;
+      for (auto member : members)
+        if (!gone[*member_of[member]])
+          links.send(member, net::copy_lost_frame(to.stage, to.instance, to.copy));
+      const auto text = "replica " + std::to_string(to.copy) + " of " +
+                        g.node(plan.stages[to.stage].ops.front().node).name + " instance " +
+                        std::to_string(to.instance) + " on node '" +
+                        on.nodes[where.node(k, to.copy)].id + "' fell more than " +
+                        std::to_string(opts.replica_lag) +
+                        " items behind (replica_lag) and was dropped; its primary goes on";
+      spdlog::warn("coordinator: {}", text);
+      result.warnings.push_back(text);
+    };
     auto next_beat = clock::now();
     while (finished < job_nodes && !lost && !(opts.stop && opts.stop->load())) {
       if (fence > 0ms && clock::now() >= next_beat) {
@@ -508,6 +605,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           fresh = true;
         }
         if (f.body_type() == wire::Body::StatePiece) on_piece(n, *f.body_as_StatePiece());
+        if (f.body_type() == wire::Body::ReplicaLagging)
+          drop_replica(n, *f.body_as_ReplicaLagging());
         if (f.body_type() == wire::Body::Failure) {
           stop_all("job failed");
           throw job_error("job '" + j.name() + "' failed on node '" + cluster.nodes[n].id +
@@ -520,7 +619,9 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           for (auto& m : net::read_metrics(*d)) {
             checkpoints.on_done(m.stage, m.instance);
             if (live.enabled()) live.update(m);
-            result.instances.push_back(std::move(m));
+            // one entry per instance: the first copy's
+            if (reported.insert({m.stage, m.instance}).second)
+              result.instances.push_back(std::move(m));
           }
           result.peak_live_batches = std::max(result.peak_live_batches, d->peak_live_batches());
           if (auto report = net::read_report(*d); !report.empty())
@@ -532,24 +633,29 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         live.update(links.status());
         live.publish(false);
       }
-      // with checkpoints a broken connection starts the recovery at once; without, the failure
-      // is reported as it always was, when the heartbeats are overdue
+      // with checkpoints or replicas a broken connection starts the recovery or the takeover at
+      // once; without, the failure is reported as it always was, when the heartbeats are overdue
       for (auto n : links.disconnected())
-        if (checkpoints.enabled() && member_of[n] && !done[n] && !lost) {
-          lost = n;
-          lost_why = "the connection to node '" + cluster.nodes[n].id + "' at " +
+        if ((checkpoints.enabled() || replicated) && member_of[n] && !done[n] && !lost) {
+          auto why = "the connection to node '" + cluster.nodes[n].id + "' at " +
                      cluster.nodes[n].endpoint + " broke; it hosted " +
-                     hosted(g, plan, placement, *member_of[n]);
+                     hosted(g, plan, where, *member_of[n]);
+          if (take_over(n, why)) continue;
+          if (!checkpoints.enabled()) continue;  // reported when its heartbeats are overdue
+          lost = n;
+          lost_why = std::move(why);
         }
       auto now = clock::now();
       for (auto n : members)
         if (!lost && !done[n] && now - last_seen[n] > cluster.heartbeat_timeout) {
           auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_seen[n]);
-          lost = n;
-          lost_why = "node '" + cluster.nodes[n].id + "' at " + cluster.nodes[n].endpoint +
+          auto why = "node '" + cluster.nodes[n].id + "' at " + cluster.nodes[n].endpoint +
                      " sent no heartbeat for " + std::to_string(silent.count()) + " ms (timeout " +
                      std::to_string(cluster.heartbeat_timeout.count()) + " ms); it hosted " +
-                     hosted(g, plan, placement, *member_of[n]);
+                     hosted(g, plan, where, *member_of[n]);
+          if (take_over(n, why)) continue;
+          lost = n;
+          lost_why = std::move(why);
           break;
         }
     }

@@ -179,6 +179,22 @@ zmq::message_t commit_frame(std::uint64_t id) {
   return control_message(b, wire::CreateCommit(b, id));
 }
 
+zmq::message_t node_lost_frame(std::uint32_t node) {
+  flatbuffers::FlatBufferBuilder b{64};
+  return control_message(b, wire::CreateNodeLost(b, node));
+}
+
+zmq::message_t replica_lagging_frame(std::uint32_t stage, std::uint32_t instance,
+                                     std::uint32_t out_slot) {
+  flatbuffers::FlatBufferBuilder b{64};
+  return control_message(b, wire::CreateReplicaLagging(b, stage, instance, out_slot));
+}
+
+zmq::message_t copy_lost_frame(std::uint32_t stage, std::uint32_t instance, std::uint32_t copy) {
+  flatbuffers::FlatBufferBuilder b{64};
+  return control_message(b, wire::CreateCopyLost(b, stage, instance, copy));
+}
+
 std::optional<state_piece> piece_assembler::add(const wire::StatePiece& c) {
   const auto key = std::make_tuple(c.checkpoint(), c.stage(), c.instance());
   const auto size = c.bytes() ? c.bytes()->size() : 0;

@@ -80,6 +80,12 @@ std::vector<zmq::message_t> piece_frames(std::uint64_t checkpoint, std::uint32_t
 /// A CheckpointStart or Commit frame of checkpoint `id`.
 zmq::message_t checkpoint_start_frame(std::uint64_t id);
 zmq::message_t commit_frame(std::uint64_t id);
+/// A NodeLost frame: node `node` (index in the deployment's nodes) is gone, its replicas go on.
+zmq::message_t node_lost_frame(std::uint32_t node);
+/// A ReplicaLagging frame (node -> coordinator) and a CopyLost frame (coordinator -> nodes).
+zmq::message_t replica_lagging_frame(std::uint32_t stage, std::uint32_t instance,
+                                     std::uint32_t out_slot);
+zmq::message_t copy_lost_frame(std::uint32_t stage, std::uint32_t instance, std::uint32_t copy);
 
 /// A state piece put back together from its StatePiece frames.
 struct state_piece {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -71,12 +72,18 @@ struct local_stages_msg {
   std::vector<caf::actor> stages;
 };
 
+/// A local replica was stopped (it fell too far behind): its Done is not waited for.
+struct forget_stage_msg {
+  caf::actor_addr stage;
+};
+
 using live_tick_atom = caf::atom_constant<caf::atom("livetick")>;
 
 }  // namespace
 }  // namespace tidemark
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::local_stages_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::forget_stage_msg)
 
 namespace tidemark {
 namespace {
@@ -87,6 +94,9 @@ namespace {
 struct driver_state {
   std::size_t expected = 0;
   std::vector<instance_metrics> done;
+  std::set<caf::actor_addr> finished;   // the stages whose done came
+  std::set<caf::actor_addr> forgotten;  // stopped replicas: nothing more is counted of them
+  bool reported = false;
   bool failed = false;
   std::unique_ptr<detail::live_poll> live;  // null: no polling
   std::shared_ptr<live_view> view;
@@ -94,7 +104,21 @@ struct driver_state {
   std::vector<caf::actor> stages;
 };
 
-caf::behavior node_driver(caf::stateful_actor<driver_state, detail::annotated_actor>* self, std::shared_ptr<net::outbox> out,
+using driver_actor = caf::stateful_actor<driver_state, detail::annotated_actor>;
+
+/// Sends Done once every local stage that is still counted reported done.
+void report_done(driver_actor* self, const std::shared_ptr<net::outbox>& out,
+                 const std::string& node, const std::function<std::string()>& node_report) {
+  auto& st = self->state;
+  if (st.done.size() < st.expected || st.failed || st.reported) return;
+  st.reported = true;
+  if (st.live) st.live->publish(true);
+  out->push({net::outgoing::coordinator,
+             net::done_frame(node, st.done, batch_gauge::peak(),
+                             node_report ? node_report() : std::string{})});
+}
+
+caf::behavior node_driver(driver_actor* self, std::shared_ptr<net::outbox> out,
                           std::string node, std::size_t expected, live_setup live,
                           std::size_t chunk_bytes, std::function<std::string()> node_report) {
   self->state.expected = expected;
@@ -129,13 +153,25 @@ caf::behavior node_driver(caf::stateful_actor<driver_state, detail::annotated_ac
       },
       [=](detail::done_msg& m) {
         auto& st = self->state;
+        const auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        if (st.forgotten.count(from)) return;
+        st.finished.insert(from);
         if (st.live) st.live->update(m.metrics);
         st.done.push_back(std::move(m.metrics));
-        if (st.done.size() == st.expected && st.live) st.live->publish(true);
-        if (st.done.size() == st.expected && !st.failed)
-          out->push({net::outgoing::coordinator,
-                     net::done_frame(node, st.done, batch_gauge::peak(),
-                                     node_report ? node_report() : std::string{})});
+        report_done(self, out, node, node_report);
+      },
+      [=](forget_stage_msg& m) {
+        auto& st = self->state;
+        if (st.finished.count(m.stage) || !st.forgotten.insert(m.stage).second) return;
+        --st.expected;
+        report_done(self, out, node, node_report);
+      },
+      [=](detail::copy_dropped_msg& m) {
+        spdlog::warn("node '{}': stage {} instance {} dropped its output {}: the replica there "
+                     "fell too far behind",
+                     node, m.stage, m.instance, m.out);
+        out->push({net::outgoing::coordinator,
+                   net::replica_lagging_frame(m.stage, m.instance, m.out)});
       },
       [=](detail::failed_msg& m) {
         if (self->state.failed) return;
@@ -348,7 +384,7 @@ struct node_server::impl final : net::node_port {
     fresh->sys = std::make_unique<caf::actor_system>(*fresh->cfg);
     auto& sys = *fresh->sys;
     batch_gauge::reset_peak();
-    const detail::placement where{x.placement, x.self};
+    const auto& where = x.where;
     fresh->driver = sys.spawn(node_driver, out, opts.id, where.local_instances(), live_of(x),
                               x.chunk_bytes, x.node_report);
     fresh->node_report = x.node_report;
@@ -384,6 +420,16 @@ struct node_server::impl final : net::node_port {
     actors.reset();  // waits for the actors: nothing more comes into the outbox
     for (auto& o : out->take())
       if (o.peer == net::outgoing::coordinator) to_coordinator(std::move(o.msg));
+  }
+
+  void lose_node(std::uint32_t node) override {
+    if (actors) actors->stages->lose_node(node);
+  }
+
+  void lose_copy(std::uint32_t k, std::uint32_t copy) override {
+    if (!actors) return;
+    if (auto stopped = actors->stages->lose_copy(k, copy))
+      caf::anon_send(actors->driver, forget_stage_msg{stopped.address()});
   }
 
   void checkpoint(std::uint64_t id) override {
@@ -423,7 +469,7 @@ struct node_server::impl final : net::node_port {
     live.view = opts.live ? opts.live : live.report ? std::make_shared<live_view>() : nullptr;
     live.period = live.report ? x.live_period : opts.live_period;
     std::vector<std::string> node_of;
-    for (auto n : x.placement) node_of.push_back(x.nodes[n].id);
+    for (auto n : x.where.node_of) node_of.push_back(x.nodes[n].id);
     live.plan = live_plan::of(x.built.name(), x.synced.graph, x.plan, node_of);
     return live;
   }

@@ -15,16 +15,18 @@ namespace {
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string{}; }
 
-/// Names of the operators with an instance on this node.
+/// Names of the operators with an instance (or a replica of one) on this node.
 std::vector<std::string> hosted_operators(const deployment& x) {
   std::vector<std::string> names;
-  for (std::uint32_t s = 0; s < x.plan.stages.size(); ++s)
+  for (std::uint32_t s = 0; s < x.plan.stages.size(); ++s) {
+    bool here = false;
     for (std::uint32_t i = 0; i < x.plan.stages[s].parallelism; ++i)
-      if (x.node_of(s, i) == x.self) {
-        for (const auto& op : x.plan.stages[s].ops)
-          names.push_back(x.synced.graph.node(op.node).name);
-        break;
-      }
+      for (std::uint32_t c = 0; c < x.wiring.copies[s][i]; ++c)
+        here |= x.node_of(s, i, c) == x.self;
+    if (here)
+      for (const auto& op : x.plan.stages[s].ops)
+        names.push_back(x.synced.graph.node(op.node).name);
+  }
   return names;
 }
 
@@ -49,6 +51,7 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   x.opts.linger = std::chrono::milliseconds{d.linger_ms()};
   x.opts.fuse = d.fuse();
   x.opts.deterministic_merge = d.deterministic_merge();
+  x.opts.replica_lag = d.replica_lag();
   x.synced = detail::executable_graph(x.built, x.opts);
   const auto& g = x.synced.graph;
   x.heartbeat = std::chrono::milliseconds{std::max<std::uint32_t>(1, d.heartbeat_ms())};
@@ -60,8 +63,6 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
           ? std::min<std::int64_t>(max_message_bytes, d.coordinator_max_bytes())
           : max_message_bytes);
   x.plan = compile(g, {x.opts.fuse});
-  x.wiring = detail::wire(x.plan);
-  x.channels = enumerate_channels(g, x.plan, x.wiring);
   x.offsets = instance_offsets(x.plan);
   if (!d.nodes() || d.nodes()->size() == 0) throw job_error("deploy: no nodes listed");
   for (const auto* n : *d.nodes())
@@ -78,13 +79,31 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
                     std::to_string(d.placement() ? d.placement()->size() : 0) +
                     " stage instances, the plan built here has " + std::to_string(total) +
                     " (are the nodes running the same release?)");
-  for (auto p : *d.placement()) {
+  auto node_index = [&](std::uint32_t p) {
     if (p >= x.nodes.size()) throw job_error("deploy: placement names node " + std::to_string(p));
-    x.placement.push_back(p);
+    return p;
+  };
+  for (auto p : *d.placement()) x.where.node_of.push_back(node_index(p));
+  x.where.self = x.self;
+  if (d.replica_counts()) {
+    if (d.replica_counts()->size() != total)
+      throw job_error("deploy: replica counts for " + std::to_string(d.replica_counts()->size()) +
+                      " stage instances, the plan has " + std::to_string(total));
+    std::size_t next = 0;
+    for (auto n : *d.replica_counts()) {
+      auto& r = x.where.replicas.emplace_back();
+      for (std::uint32_t c = 0; c < n; ++c, ++next) {
+        if (!d.replica_nodes() || next >= d.replica_nodes()->size())
+          throw job_error("deploy: fewer replica nodes than replica counts");
+        r.push_back(node_index(d.replica_nodes()->Get(static_cast<flatbuffers::uoffset_t>(next))));
+      }
+    }
   }
+  x.wiring = detail::wire(x.plan, x.where.replica_counts());
+  x.channels = enumerate_channels(g, x.plan, x.wiring);
   std::vector<std::string> ids;
   for (const auto& n : x.nodes) ids.push_back(n.id);
-  check_codecs(x.channels, x.offsets, x.placement, ids);
+  check_codecs(x.channels, x.offsets, x.where, ids);
   if (spec.prepare_node) x.prepared = spec.prepare_node(options, hosted_operators(x));
   if (spec.node_report)
     x.node_report = [report = spec.node_report, options] { return report(options); };
@@ -92,8 +111,8 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   x.receivers.resize(x.channels.size());
   for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
     const auto& ch = x.channels[c];
-    const auto from = x.node_of(ch.from_stage, ch.from_instance);
-    const auto to = x.node_of(ch.to_stage, ch.to_instance);
+    const auto from = x.sender_node(ch);
+    const auto to = x.receiver_node(ch);
     if (from == x.self && to != x.self)
       x.senders[c] = std::make_unique<reliable_sender<zmq::message_t>>(x.opts.credit,
                                                                        reliability_options{});
@@ -236,6 +255,12 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
       assembler_.clear();
       incoming_ = {};
       break;
+    case wire::Body::NodeLost:
+      if (dep_) lose_node(f.body_as_NodeLost()->node());
+      break;
+    case wire::Body::CopyLost:
+      if (dep_) lose_copy(*f.body_as_CopyLost());
+      break;
     case wire::Body::CheckpointStart:
       if (dep_) port_.checkpoint(f.body_as_CheckpointStart()->id());
       break;
@@ -297,6 +322,40 @@ void node_dispatch::on_deploy(std::string_view from, const wire::Deploy& d) {
                                                              b.CreateVectorOfStrings(unreplayable))));
 }
 
+/// A node of the deployment died and its instances' copies take over: the reliable ends towards
+/// it go (nothing would acknowledge or send on them again), then the local stages let go of it.
+void node_dispatch::lose_node(std::uint32_t node) {
+  auto& x = *dep_;
+  if (node >= x.nodes.size() || node == x.self) {
+    ++status_.bad_frames;
+    spdlog::warn("node '{}': told that node {} is gone, which is not another node of the job",
+                 opts_.id, node);
+    return;
+  }
+  for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
+    if (x.receiver_node(x.channels[c]) == node) x.senders[c].reset();
+    if (x.sender_node(x.channels[c]) == node) x.receivers[c].reset();
+  }
+  port_.lose_node(node);
+  spdlog::warn("node '{}': node '{}' is gone; its replicas go on", opts_.id, x.nodes[node].id);
+}
+
+/// A replica fell too far behind and its senders dropped it: nothing of it is waited for any more.
+void node_dispatch::lose_copy(const wire::CopyLost& m) {
+  auto& x = *dep_;
+  if (m.stage() >= x.plan.stages.size() || m.instance() >= x.plan.stages[m.stage()].parallelism ||
+      m.copy() == 0 || m.copy() >= x.wiring.copies[m.stage()][m.instance()]) {
+    ++status_.bad_frames;
+    spdlog::warn("node '{}': told that copy {} of stage {} instance {} is gone, which is no "
+                 "replica",
+                 opts_.id, m.copy(), m.stage(), m.instance());
+    return;
+  }
+  port_.lose_copy(x.offsets[m.stage()] + m.instance(), m.copy());
+  spdlog::warn("node '{}': replica {} of stage {} instance {} is gone", opts_.id, m.copy(),
+               m.stage(), m.instance());
+}
+
 void node_dispatch::on_faults(std::string_view from, const wire::Faults& body) {
   std::string refused;
   if (!opts_.allow_faults) {
@@ -355,8 +414,7 @@ void node_dispatch::on_data(const char* key, zmq::message_t& received) {
   const auto& ch = x.channels[c];
   // the frame must come from the node that hosts the other end of the channel
   bool credit = f.kind() == wire::FrameKind::credit;
-  auto expected_peer = credit ? x.node_of(ch.to_stage, ch.to_instance)
-                              : x.node_of(ch.from_stage, ch.from_instance);
+  auto expected_peer = credit ? x.receiver_node(ch) : x.sender_node(ch);
   if (!opts_.insecure && (!key || x.nodes[expected_peer].public_key != key)) {
     ++status_.refused_data;
     spdlog::warn("node '{}': refused a frame on channel {} from {}: the channel belongs to node "
@@ -478,14 +536,14 @@ void node_dispatch::keep_channels(clock::time_point now) {
   for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
     const auto& ch = x.channels[c];
     if (auto& s = x.senders[c]) {
-      const auto peer = x.node_of(ch.to_stage, ch.to_instance);
+      const auto peer = x.receiver_node(ch);
       s->poll(now, resend_to(peer, now), [&] {
         transmit(peer, signal_frame(c, 0, wire::FrameKind::probe, 0, 0, x.id), now);
       });
     }
     if (auto& r = x.receivers[c])
       if (auto st = r->report(now))
-        transmit(x.node_of(ch.from_stage, ch.from_instance),
+        transmit(x.sender_node(ch),
                  credit_frame(c, st->ack, st->credit, st->gap, x.id), now);
   }
 }

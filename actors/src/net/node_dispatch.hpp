@@ -38,7 +38,7 @@ struct deployment {
   detail::wiring wiring;
   std::vector<channel> channels;
   std::vector<std::uint32_t> offsets;
-  std::vector<std::uint32_t> placement;
+  detail::placement where;  ///< node of every copy of every stage instance; self: this node
   std::vector<cluster_node> nodes;
   std::uint32_t self = 0;
   std::uint32_t id = 0;         ///< Deploy.deployment: tags its data frames
@@ -55,8 +55,15 @@ struct deployment {
   std::shared_ptr<void> prepared;            ///< job_spec::prepare_node's handle
   std::function<std::string()> node_report;  ///< job_spec::node_report with the options
 
-  std::uint32_t node_of(std::uint32_t stage, std::uint32_t instance) const {
-    return placement[offsets[stage] + instance];
+  /// The node of copy `copy` (0: the primary) of stage instance (stage, instance).
+  std::uint32_t node_of(std::uint32_t stage, std::uint32_t instance, std::uint32_t copy = 0) const {
+    return where.node(offsets[stage] + instance, copy);
+  }
+  std::uint32_t sender_node(const channel& c) const {
+    return node_of(c.from_stage, c.from_instance, c.from_copy);
+  }
+  std::uint32_t receiver_node(const channel& c) const {
+    return node_of(c.to_stage, c.to_instance, c.to_copy);
   }
 };
 
@@ -82,6 +89,11 @@ class node_port {
   /// Stops the launched actors, if any, and waits for them; the deployment they ran is destroyed
   /// next.
   virtual void halt() = 0;
+  /// Node `node` of the deployment is gone; its stage instances have copies elsewhere
+  /// (detail::deployment_actors::lose_node).
+  virtual void lose_node(std::uint32_t node) = 0;
+  /// Copy `copy` of flat stage instance `k` is gone (detail::deployment_actors::lose_copy).
+  virtual void lose_copy(std::uint32_t k, std::uint32_t copy) = 0;
   /// Tells the sources to take checkpoint `id` / every stage that checkpoint `id` is complete.
   virtual void checkpoint(std::uint64_t id) = 0;
   virtual void commit(std::uint64_t id) = 0;
@@ -148,6 +160,8 @@ class node_dispatch {
   void bad_frame(zmq::message_t& m, const std::string& what);
   void on_deploy(std::string_view from, const wire::Deploy& d);
   void on_faults(std::string_view from, const wire::Faults& body);
+  void lose_node(std::uint32_t node);
+  void lose_copy(const wire::CopyLost& m);
   void deliver(std::uint32_t c, zmq::message_t& payload);
   void transmit(std::uint32_t peer, zmq::message_t msg, clock::time_point now);
   auto resend_to(std::uint32_t peer, clock::time_point now);

@@ -25,6 +25,7 @@ struct recording_io final : stage_io {
   bool is_done = false;
   std::string failure;
   std::vector<std::pair<std::uint64_t, std::string>> checkpoints;  ///< (id, state)
+  std::vector<std::uint32_t> dropped;  ///< output slots of replicas dropped for lagging
 
   void send_batch(std::uint32_t out, batch_ptr b) override {
     std::ostringstream line;
@@ -50,6 +51,7 @@ struct recording_io final : stage_io {
   void checkpointed(std::uint64_t id, std::string state, double) override {
     checkpoints.emplace_back(id, std::move(state));
   }
+  void copy_dropped(std::uint32_t out) override { dropped.push_back(out); }
 
   /// The lines sent since the last call.
   std::vector<std::string> take() { return std::exchange(sent, {}); }
@@ -503,4 +505,108 @@ BOOST_AUTO_TEST_CASE(the_merge_order_and_checkpoints_do_not_depend_on_arrival_or
   // every element passed exactly once
   BOOST_TEST(std::count_if(first.operator_input.begin(), first.operator_input.end(),
                            [](const std::string& l) { return l.find('[') != std::string::npos; }) == 180);
+}
+
+namespace {
+
+/// One pass_through operator with one input and one receiver that has a replica: output slot 0
+/// goes to the receiver's primary, slot 1 to its replica; credit 1 on each.
+struct sending_to_a_replica {
+  explicit sending_to_a_replica(std::uint32_t replica_lag = 256) {
+    node.name = "pass";
+    node.op = "pass_through";
+    stage_config cfg;
+    cfg.nodes = {&node};
+    cfg.tree = {{0, 0, 0}};
+    cfg.ops.push_back(std::make_unique<pass_through>(watermarks));
+    cfg.input_ports = {0};
+    cfg.outputs = 2;
+    output_edge edge;
+    edge.slots = {0};
+    cfg.edges = {edge};
+    cfg.output_copies = {{1}};
+    cfg.opts.batch_size = 1;
+    cfg.opts.credit = 1;
+    cfg.opts.replica_lag = replica_lag;
+    core = std::make_unique<stage_core>(std::move(cfg), io);
+  }
+
+  logical_node node;
+  std::vector<event_time> watermarks;
+  recording_io io;
+  std::unique_ptr<stage_core> core;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_receivers_replica_gets_every_batch_and_signal_with_its_own_credit) {
+  sending_to_a_replica s;
+  s.core->on_data(0, ints({1}));
+  s.core->on_data(0, ints({2}));
+  s.core->on_signal(0, signal_kind::watermark, 5);
+  BOOST_TEST(s.io.take() == (lines{"out 1: [1]", "out 0: [1]"}));
+  // [2] waits for credit on both slots, the watermark behind it in the inbox
+  s.core->on_credit(1, 1);
+  BOOST_TEST(s.io.take() == (lines{"out 1: [2]"}));
+  s.core->on_credit(0, 1);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [2]", "out 1: watermark 5", "out 0: watermark 5"}));
+  // barriers and the end go to each copy once
+  s.core->on_signal(0, signal_kind::barrier, 3);
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  const auto end = std::to_string(end_of_time);
+  BOOST_TEST(s.io.take() == (lines{"out 1: barrier 3", "out 0: barrier 3", "out 1: watermark " + end,
+                                   "out 0: watermark " + end, "out 1: eos", "out 0: eos"}));
+  BOOST_TEST(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.is_done);
+}
+
+BOOST_AUTO_TEST_CASE(the_sender_never_waits_for_a_replica_and_drops_one_that_lags_too_far) {
+  sending_to_a_replica s{2};
+  s.core->on_credit(0, 100);
+  for (int i = 1; i <= 3; ++i) s.core->on_data(0, ints({i}));
+  // the replica has used its one credit: two items wait for it, the primary got everything
+  BOOST_TEST(s.io.take() == (lines{"out 1: [1]", "out 0: [1]", "out 0: [2]", "out 0: [3]"}));
+  BOOST_TEST(s.io.dropped.empty());
+  s.core->on_data(0, ints({4}));  // a third item would wait: the replica is dropped
+  BOOST_TEST(s.io.dropped == (std::vector<std::uint32_t>{1}));
+  s.core->on_credit(1, 5);  // late credit of the dropped replica sends nothing
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [4]", "out 0: watermark " + std::to_string(end_of_time),
+                                   "out 0: eos"}));
+  BOOST_TEST(s.io.is_done);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_replica_gets_nothing_more_and_holds_nothing_back) {
+  sending_to_a_replica s;
+  s.core->on_data(0, ints({1}));
+  s.core->on_data(0, ints({2}));
+  s.core->on_credit(0, 1);
+  BOOST_TEST(s.io.take() == (lines{"out 1: [1]", "out 0: [1]", "out 0: [2]"}));
+  // the replica's host died: [2], waiting for its credit, is dropped and the stage goes on
+  s.core->on_copies_lost({1}, {});
+  s.core->on_data(0, ints({3}));
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  s.core->on_credit(0, 1);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [3]", "out 0: watermark " + std::to_string(end_of_time),
+                                   "out 0: eos"}));
+  BOOST_TEST(s.io.is_done);
+}
+
+BOOST_AUTO_TEST_CASE(an_input_copy_whose_sender_is_lost_counts_as_ended) {
+  two_copies s;
+  s.core->on_data(0, ints({1, 2}));
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  BOOST_TEST(!s.io.is_done);  // the other copy's sender still needs its credit
+  s.core->on_copies_lost({}, {1});
+  BOOST_TEST(s.io.is_done);
+  // the primary's sender is lost after the replica's end-of-stream: nothing changes
+  two_copies t;
+  t.core->on_data(1, ints({1}));
+  t.core->on_copies_lost({}, {0});
+  t.core->on_data(1, ints({2}));
+  t.core->on_signal(1, signal_kind::eos, end_of_time);
+  BOOST_TEST(t.io.take() == (lines{"out 0: [1]", "out 0: [2]",
+                                   "out 0: watermark " + std::to_string(end_of_time),
+                                   "out 0: eos"}));
+  BOOST_TEST(t.io.is_done);
 }

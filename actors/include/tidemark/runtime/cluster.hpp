@@ -57,6 +57,10 @@ struct cluster_config {
   std::chrono::milliseconds connect_timeout{5000};
   /// `faults: allow`: inject_faults may send fault commands to the nodes (tidemark/runtime/faults.hpp).
   bool faults_allowed = false;
+  /// Operator name -> replicas of each instance of its stage (cluster file `replication:
+  /// {replicate: {window: 1}}`, docs/replication.md): active copies on other nodes, which take
+  /// over without a recovery when the primary's node dies.
+  std::map<std::string, std::uint32_t> replicate;
 
   /// Reads a cluster file (YAML, see docs/deploy.md); relative key paths are resolved against the
   /// file's folder. Throws std::runtime_error naming the file and the field.
@@ -71,13 +75,26 @@ struct cluster_config {
 std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
                                  const cluster_config& cluster);
 
+/// Per stage instance (as place() returns them), the nodes of the replicas `cluster.replicate`
+/// asks for: replica r of an instance whose primary runs on node n goes to node (n + r) mod the
+/// number of nodes, so no two copies of an instance share a node. Throws job_error naming the
+/// operator when it is unknown, when its stage holds a source or a sink (a source's copy would
+/// read the input twice, a sink's would write the output twice), or when the cluster has too few
+/// nodes for a copy per node.
+std::vector<std::vector<std::uint32_t>> place_replicas(const logical_graph& g,
+                                                       const physical_plan& p,
+                                                       const std::vector<std::uint32_t>& placement,
+                                                       const cluster_config& cluster);
+
 /// Throws job_error when the coordinator would refuse to deploy `p` with `placement` (the node
-/// index of every stage instance, as place() returns) on `cluster`: the placement does not fit the
-/// plan, or a channel between two nodes carries a type without tidemark::codec (the message names
-/// the operator, its output port, the type and both nodes). Contacts no node, so a test can check
-/// any placement of a job without a cluster.
+/// index of every stage instance, as place() returns, and of their replicas, as place_replicas()
+/// returns) on `cluster`: the placement does not fit the plan, or a channel between two nodes
+/// carries a type without tidemark::codec (the message names the operator, its output port, the
+/// type and both nodes). Contacts no node, so a test can check any placement of a job without a
+/// cluster.
 void check_placement(const logical_graph& g, const physical_plan& p,
-                     const std::vector<std::uint32_t>& placement, const cluster_config& cluster);
+                     const std::vector<std::uint32_t>& placement, const cluster_config& cluster,
+                     const std::vector<std::vector<std::uint32_t>>& replicas = {});
 
 struct node_options {
   std::string id;

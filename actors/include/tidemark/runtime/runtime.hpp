@@ -60,6 +60,10 @@ struct run_options {
   /// merge"): what a replica of a multi-input operator needs to emit what its primary emits. Every
   /// input of such a stage must carry watermarks or end: an idle input holds the merge.
   bool deterministic_merge = false;
+  /// Items (batches and signals) a sender keeps waiting for a receiver's replica when the replica
+  /// has no credit left. The sender never waits for a replica: one that falls further behind is
+  /// dropped for good, named in the log and the result's warnings (docs/replication.md).
+  std::uint32_t replica_lag = 256;
   /// Scheduler threads; 0 means one per core.
   std::size_t threads = 0;
   /// Raise glibc's mmap and trim thresholds (process-wide, once) so that batch buffers freed on
