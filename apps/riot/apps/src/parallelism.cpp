@@ -73,6 +73,20 @@ std::vector<app_task> pred_tasks() {
           {"mqtt_publish", false, sink}};
 }
 
+// The instance count `text` as a whole number from 1 to 1024, or an error naming `what`.
+std::uint32_t instances(const std::string& what, const std::string& text) {
+  std::size_t used = 0;
+  long n = 0;
+  try {
+    n = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || n < 1 || n > 1024)
+    throw std::invalid_argument(what + ": the instances must be a number from 1 to 1024");
+  return static_cast<std::uint32_t>(n);
+}
+
 std::string names_of_parallel(app a) {
   std::string out;
   for (const auto& t : tasks_of(a))
@@ -100,10 +114,8 @@ const std::vector<app_task>& tasks_of(app a) {
 }
 
 task_parallelism parse_task_parallelism(app a, std::uint32_t all, std::string_view per_task) {
-  if (all < 1 || all > 1024)
-    throw std::invalid_argument("--parallelism: the instances must be a number from 1 to 1024");
   task_parallelism p;
-  p.all = all;
+  p.all = instances("--parallelism", std::to_string(all));
   std::size_t start = 0;
   while (start < per_task.size()) {
     auto end = per_task.find(',', start);
@@ -124,17 +136,7 @@ task_parallelism parse_task_parallelism(app a, std::uint32_t all, std::string_vi
       throw std::invalid_argument("--task-parallelism: '" + name + "' runs one instance: " + task->partitioning +
                                   " (data-parallel tasks: " + names_of_parallel(a) + ")");
     std::string value{item.substr(eq + 1)};
-    std::size_t used = 0;
-    long n = 0;
-    try {
-      n = std::stol(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size() || n < 1 || n > 1024)
-      throw std::invalid_argument("--task-parallelism: " + name + "=" + value +
-                                  ": the instances must be a number from 1 to 1024");
-    p.tasks[name] = static_cast<std::uint32_t>(n);
+    p.tasks[name] = instances("--task-parallelism: " + name + "=" + value, value);
   }
   return p;
 }
