@@ -2,6 +2,7 @@
 // by binding both ports of a node before it starts.
 #include "tidemark/chaos/local_cluster.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -9,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -110,6 +113,11 @@ local_cluster::local_cluster(cluster_config existing, std::string keys_dir,
 }
 
 void local_cluster::init_processes() {
+  // The lifeline: nodes inherit the read end only (the write end closes on exec), so when this
+  // process ends, however it ends, every node it started sees end of file and stops.
+  if (::pipe2(lifeline_, O_CLOEXEC) != 0 || ::fcntl(lifeline_[0], F_SETFD, 0) != 0)
+    throw std::runtime_error(std::string{"local cluster: cannot create the nodes' lifeline pipe: "} +
+                             std::strerror(errno));
   pids_.assign(cluster.nodes.size(), 0);
   paused_.assign(cluster.nodes.size(), false);
   try {
@@ -117,6 +125,8 @@ void local_cluster::init_processes() {
   } catch (...) {
     for (std::size_t i = 0; i < pids_.size(); ++i)
       if (pids_[i] > 0) kill(i);
+    ::close(lifeline_[0]);
+    ::close(lifeline_[1]);
     if (owns_dir_) std::filesystem::remove_all(dir);
     throw;
   }
@@ -125,6 +135,8 @@ void local_cluster::init_processes() {
 local_cluster::~local_cluster() {
   for (std::size_t i = 0; i < pids_.size(); ++i)
     if (pids_[i] > 0) stop(i);
+  ::close(lifeline_[0]);
+  ::close(lifeline_[1]);
   if (owns_dir_) {
     std::error_code ignored;
     std::filesystem::remove_all(dir, ignored);
@@ -142,7 +154,8 @@ void local_cluster::start(std::size_t i) {
   std::vector<std::string> args = opts_.launcher ? opts_.launcher(i) : std::vector<std::string>{};
   for (std::string a : {opts_.node_binary, std::string{"--id"}, n.id, std::string{"--listen"},
                         n.endpoint, std::string{"--data-dir"}, (data_dir_ / n.id).string(),
-                        std::string{"--keys"}, keys_dir_})
+                        std::string{"--keys"}, keys_dir_, std::string{"--lifeline"},
+                        std::to_string(lifeline_[0])})
     args.push_back(std::move(a));
   if (opts_.allow_faults) args.emplace_back("--allow-faults");
   if (opts_.extra_args)

@@ -1,7 +1,13 @@
 // tidemark-node (tidemark::node_main): serves one host of a cluster. It runs whatever registered
 // job the coordinator deploys until SIGINT or SIGTERM.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +23,23 @@ namespace tidemark {
 namespace {
 std::atomic<bool> stop_requested{false};
 void request_stop(int) { stop_requested = true; }
+
+// Stops the node when `fd` reaches end of file: the process holding the pipe's other end (a test
+// or `tidemark chaos run` that started this node) is gone, so nobody will stop the node any more.
+// An orderly stop first; a node that has not ended 10 s later exits at once.
+void watch_lifeline(int fd) {
+  std::thread{[fd] {
+    char byte = 0;
+    for (;;) {
+      const auto n = ::read(fd, &byte, 1);
+      if (n == 0 || (n < 0 && errno != EINTR)) break;
+    }
+    spdlog::warn("the process that started this node is gone (lifeline {} closed): stopping", fd);
+    stop_requested = true;
+    std::this_thread::sleep_for(std::chrono::seconds{10});
+    ::_exit(1);
+  }}.detach();
+}
 }  // namespace
 
 int node_main(int argc, char** argv, const job_registry& jobs) {
@@ -42,7 +65,18 @@ int node_main(int argc, char** argv, const job_registry& jobs) {
   std::string metrics_listen;
   app.add_option("--metrics-listen", metrics_listen,
                  "serve Prometheus metrics of this node at http://HOST:PORT/metrics");
+  int lifeline = -1;
+  app.add_option("--lifeline", lifeline,
+                 "stop when this inherited file descriptor reaches end of file (the read end of a "
+                 "pipe whose writer is the process that started the node, e.g. a test)");
   CLI11_PARSE(app, argc, argv);
+  if (lifeline >= 0) {
+    if (::fcntl(lifeline, F_GETFD) == -1) {
+      spdlog::error("--lifeline {}: not an open file descriptor of this process", lifeline);
+      return 2;
+    }
+    watch_lifeline(lifeline);
+  }
   if (!opts.insecure && opts.keys_dir.empty()) {
     spdlog::error("--keys DIR is required (or --insecure for plain text)");
     return 2;

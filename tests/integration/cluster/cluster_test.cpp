@@ -1,15 +1,22 @@
 // Three tidemark-node processes on loopback run example-window-count with its keyed window stage
 // spread over all three: results equal the embedded run's, a slow sink on another node keeps
 // buffering bounded and loses nothing, and a node that dies is reported within the heartbeat
-// timeout with the operators it hosted.
+// timeout with the operators it hosted. Nodes outlive no test: when the process that started them
+// dies, they stop by themselves.
 #define BOOST_TEST_MODULE cluster
 #include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
 #include <future>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "../../support/lines.hpp"
 #include "../../support/wait_until.hpp"
@@ -41,6 +48,49 @@ job_options window_count(const job_spec& spec, std::int64_t events, const std::s
 }
 
 }  // namespace
+
+// First in the file, while this process has no other thread, as fork wants.
+BOOST_AUTO_TEST_CASE(nodes_stop_when_the_process_that_started_them_dies) {
+  // orphans are adopted by this process instead of init, so it can wait for the node
+  BOOST_REQUIRE(::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+  int ready[2];
+  BOOST_REQUIRE(::pipe(ready) == 0);
+  const pid_t starter = ::fork();
+  BOOST_REQUIRE(starter >= 0);
+  if (starter == 0) {  // starts a node, says its pid, and waits to be killed: no destructor runs
+    ::close(ready[0]);
+    try {
+      test::node_processes nodes{1};
+      const pid_t node = nodes.pid(0);
+      if (::write(ready[1], &node, sizeof node) == sizeof node) ::pause();
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  ::close(ready[1]);
+  pid_t node = 0;
+  const auto got = ::read(ready[0], &node, sizeof node);
+  ::close(ready[0]);
+  ::kill(starter, SIGKILL);
+  ::waitpid(starter, nullptr, 0);
+  BOOST_REQUIRE_MESSAGE(got == sizeof node && node > 0, "the starter process did not start a node");
+
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  int status = 0;
+  pid_t ended = 0;
+  while (ended == 0 && std::chrono::steady_clock::now() < deadline) {
+    ended = ::waitpid(node, &status, WNOHANG);
+    if (ended == 0) std::this_thread::sleep_for(10ms);
+  }
+  if (ended != node) {  // still running (or not adopted): the test fails, and leaves nothing behind
+    ::kill(node, SIGKILL);
+    ::waitpid(node, nullptr, 0);
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  BOOST_REQUIRE_MESSAGE(ended == node, "the orphaned node did not stop within 20 s");
+  // the orderly stop, not the forced exit 10 s later
+  BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+}
 
 BOOST_AUTO_TEST_CASE(three_nodes_give_the_embedded_results) {
   test::node_processes nodes;

@@ -40,7 +40,10 @@ struct local_cluster_options {
 };
 
 /// Local node processes. Every process it started is stopped (SIGTERM, then waited for) when it
-/// is destroyed; a paused one is continued first.
+/// is destroyed; a paused one is continued first. When this process dies without destroying it
+/// (a crash, a test killed at its timeout), the nodes stop by themselves: each holds the read end
+/// of a pipe whose only writer is this process (tidemark-node --lifeline), except one paused at
+/// that moment, which stops when continued.
 struct local_cluster {
   /// Where keys (`keys/`), node data (`<id>/`) and the cluster file live.
   std::filesystem::path dir;
@@ -76,6 +79,8 @@ struct local_cluster {
   /// True while node i's process was started and has not been killed or stopped.
   bool running(std::size_t i) const;
   bool paused(std::size_t i) const;
+  /// Node i's process id; 0 while it is not running.
+  pid_t pid(std::size_t i) const { return pids_.at(i); }
   /// Node i's counters; throws std::runtime_error when it does not answer within 2 s.
   node_status status(std::size_t i) const;
   /// Writes a cluster file for these nodes (keys by absolute path) that `tidemark run --cluster`
@@ -91,6 +96,7 @@ struct local_cluster {
   bool owns_dir_ = false;
   std::vector<pid_t> pids_;
   std::vector<bool> paused_;
+  int lifeline_[2] = {-1, -1};  // read end inherited by the nodes, write end kept here
 };
 
 /// The node binary beside the running program (`tidemark-node` next to `tidemark`), or
