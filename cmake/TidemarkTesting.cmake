@@ -1,6 +1,11 @@
-# tidemark_add_test(NAME name SOURCES a.cpp... [LIBS lib...] [TIMEOUT seconds] [LABELS l...])
-# One Boost.Test executable, registered with ctest under a timeout (default 120 s). Tests run
-# with the repository's sample data directory in TIDEMARK_DATA_DIR.
+# tidemark_add_test(NAME name SOURCES a.cpp... [LIBS lib...] [TIMEOUT seconds] [LABELS l...]
+#                   [RUNS tidemark tidemark-node])
+# One Boost.Test executable, registered with ctest under a timeout (default 120 s). Paths reach
+# the test in its environment (tests/support/environment.hpp), never as compile definitions, so
+# its object files do not depend on where the checkout is and ccache serves every fresh clone:
+# TIDEMARK_DATA_DIR (the sample data), TIDEMARK_SOURCE_DIR (the repository), and for each program
+# in RUNS, which the test also depends on, TIDEMARK_BIN (tidemark) or TIDEMARK_NODE_BIN
+# (tidemark-node).
 find_package(Boost 1.74 REQUIRED COMPONENTS unit_test_framework)
 
 # The runtime tests: stage actors, channels and credit, checkpoints, the transport and the
@@ -17,7 +22,7 @@ set(TIDEMARK_RUNTIME_TESTS
 set(TIDEMARK_RUNTIME_NODE_TESTS cluster_test security_test exactly_once_cluster)
 
 function(tidemark_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;RUNS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
@@ -26,11 +31,20 @@ function(tidemark_add_test)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} Boost::unit_test_framework)
-  target_compile_definitions(${T_NAME} PRIVATE BOOST_TEST_DYN_LINK
-    TIDEMARK_DATA_DIR="${TIDEMARK_DATA_DIR}")
+  target_compile_definitions(${T_NAME} PRIVATE BOOST_TEST_DYN_LINK)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --log_level=test_suite)
-  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "TIDEMARK_DATA_DIR=${TIDEMARK_DATA_DIR}")
+  set(environment "TIDEMARK_DATA_DIR=${TIDEMARK_DATA_DIR}" "TIDEMARK_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  foreach(program ${T_RUNS})
+    if(program STREQUAL "tidemark")
+      list(APPEND environment "TIDEMARK_BIN=$<TARGET_FILE:tidemark>")
+    elseif(program STREQUAL "tidemark-node")
+      list(APPEND environment "TIDEMARK_NODE_BIN=$<TARGET_FILE:tidemark-node>")
+    else()
+      message(FATAL_ERROR "tidemark_add_test(${T_NAME}): RUNS knows tidemark and tidemark-node, not ${program}")
+    endif()
+    add_dependencies(${T_NAME} ${program})
+  endforeach()
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} ENVIRONMENT "${environment}")
   if(T_NAME IN_LIST TIDEMARK_RUNTIME_TESTS)
     list(APPEND T_LABELS runtime)
   elseif(T_NAME IN_LIST TIDEMARK_RUNTIME_NODE_TESTS)

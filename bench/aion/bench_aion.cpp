@@ -14,6 +14,7 @@
 #include <iostream>
 #include <thread>
 
+#include "support/bench_support.hpp"
 #include "tidemark/aion/workloads.hpp"
 
 using namespace tidemark;
@@ -116,7 +117,7 @@ json run_child(const std::string& self, const std::string& args) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Aion experiment: memory and throughput of the memory baseline and the tiered store"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/aion.json", one, state = "memory", variant = "full", only;
+  std::string out = tidemark::bench::out_dir() + "/aion.json", one, state = "memory", variant = "full", only;
   int k = 1, max_k = 10, windows = 14;
   double rate = 20000;
   std::uint64_t budget = 48ull << 20;

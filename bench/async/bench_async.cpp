@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/bench_support.hpp"
 #include "support/temp_dir.hpp"
 #include "tidemark/examples/figure1.hpp"
 #include "tidemark/runtime/runtime.hpp"
@@ -18,7 +19,7 @@ using namespace tidemark;
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_async: table lookup join throughput by concurrency, synchronizers on"};
-  std::string out_path = TIDEMARK_BENCH_OUT_DIR "/async.json";
+  std::string out_path = tidemark::bench::out_dir() + "/async.json";
   std::size_t elements = 2000;
   std::int64_t latency_us = 1000;
   int repeats = 3;

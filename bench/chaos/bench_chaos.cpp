@@ -16,6 +16,7 @@
 #include <fstream>
 #include <thread>
 
+#include "support/bench_support.hpp"
 #include "tidemark/chaos/fixture.hpp"
 #include "tidemark/chaos/schedule.hpp"
 #include "tidemark/examples/example_jobs.hpp"
@@ -34,7 +35,7 @@ double load_average() {
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_chaos: a job under a random fault schedule, checked"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/chaos.json";
+  std::string out = tidemark::bench::out_dir() + "/chaos.json";
   std::string duration = "5m";
   std::uint64_t seed = 1;
   std::int64_t rate = 5000;
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
       load_max = std::max(load_max, load);
       std::fprintf(stderr, "%s (load %.2f)\n", line.c_str(), load);
     };
-    chaos::cluster_fixture cluster{3, TIDEMARK_NODE_BIN};
+    chaos::cluster_fixture cluster{3, tidemark::bench::node_binary()};
     const auto r = cluster.run(spec, o, schedule, s);
     auto j = nlohmann::json::parse(r.to_json());
     j["bench"] = {{"job", "example-late-windows"},

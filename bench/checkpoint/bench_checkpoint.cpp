@@ -437,8 +437,8 @@ json measure_recovery(const std::string& self, const recovery_config& rc, const 
 
 int main(int argc, char** argv) {
   CLI::App app{"checkpoint benchmark: throughput cost of 1 s checkpoints, recovery after SIGKILL"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/checkpoint.json";
-  std::string work = TIDEMARK_BENCH_OUT_DIR "/checkpoint-work";
+  std::string out = tidemark::bench::out_dir() + "/checkpoint.json";
+  std::string work = tidemark::bench::out_dir() + "/checkpoint-work";
   int pairs = 3;
   std::uint64_t window_events = 400'000'000;
   std::uint64_t aion_events = 4'000'000;

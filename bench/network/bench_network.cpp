@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "support/bench_support.hpp"
 #include "net/security.hpp"
 #include "node_processes.hpp"
 
@@ -51,12 +52,14 @@ double raw_zmq_mb_per_s(std::size_t size, std::size_t count, int port) {
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_network: the window pipeline with its keyed stage on a second node"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/network.json";
+  std::string out = tidemark::bench::out_dir() + "/network.json";
   std::int64_t events = 4'000'000;
   app.add_option("--out", out, "JSON report");
   app.add_option("--events", events, "readings to generate");
   CLI11_PARSE(app, argc, argv);
 
+  // the tests' node fixture finds the node program in the environment, as ctest gives it to tests
+  ::setenv("TIDEMARK_NODE_BIN", tidemark::bench::node_binary().c_str(), 0);
   test::node_processes nodes{2};
   const auto& spec = nodes.registry.find("example-window-count");
   auto opts = spec.make_options();

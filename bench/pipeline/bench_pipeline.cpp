@@ -81,7 +81,7 @@ measurement run_plain_loop(std::uint64_t events) {
 
 int main(int argc, char** argv) {
   CLI::App app{"pipeline benchmark"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/pipeline.json";
+  std::string out = tidemark::bench::out_dir() + "/pipeline.json";
   std::uint64_t events = 20'000'000;
   std::uint64_t per_event_events = 2'000'000;
   std::size_t batch = run_options{}.batch_size;

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/bench_support.hpp"
 #include "tidemark/replication/experiment.hpp"
 
 using namespace tidemark::replication;
@@ -55,7 +56,7 @@ nlohmann::json time_planning(std::uint32_t target_operators) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Heuristic replication: the paper's simulation and planner timing"};
-  std::string out_path = TIDEMARK_BENCH_OUT_DIR "/replication.json";
+  std::string out_path = tidemark::bench::out_dir() + "/replication.json";
   experiment_options opts;
   app.add_option("--out", out_path, "JSON report");
   app.add_option("--runs", opts.runs, "runs per point (the paper: 1000)");

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/bench_support.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
 #include "tidemark/riot/io/local_broker.hpp"
@@ -46,7 +47,7 @@ bool stable(const json& r, double rate) {
 
 int main(int argc, char** argv) {
   CLI::App cli{"RIoTBench applications at the paper's rates and at the highest stable multiple"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/riot-apps.json";
+  std::string out = tidemark::bench::out_dir() + "/riot-apps.json";
   double seconds = 3, probe_seconds = 2;
   std::vector<double> multiples{2, 5, 10, 20};
   std::string only;

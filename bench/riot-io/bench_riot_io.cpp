@@ -11,7 +11,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/bench_support.hpp"
 #include "../../tests/support/mosquitto_broker.hpp"
+#include "tidemark/riot/dataset.hpp"
 #include "tidemark/riot/io/blob_tasks.hpp"
 #include "tidemark/riot/io/mqtt_tasks.hpp"
 #include "tidemark/riot/io/plot_task.hpp"
@@ -35,10 +37,10 @@ struct result {
 };
 
 std::vector<std::string> city_lines() {
-  std::ifstream in(std::string{TIDEMARK_DATA_DIR} + "/SYS_sample_data_senml.csv");
+  std::ifstream in(tidemark::riot::default_data_dir() + "/SYS_sample_data_senml.csv");
   std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  if (lines.empty()) throw std::runtime_error("no CITY sample in " TIDEMARK_DATA_DIR);
+  if (lines.empty()) throw std::runtime_error("no CITY sample in " + tidemark::riot::default_data_dir());
   return lines;
 }
 
@@ -60,7 +62,7 @@ std::string city_row(const std::vector<std::string>& lines, std::uint64_t i) {
 
 int main(int argc, char** argv) {
   CLI::App app{"RIoTBench I/O task benchmark"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/riot-io.json";
+  std::string out = tidemark::bench::out_dir() + "/riot-io.json";
   std::uint64_t scale = 1;
   app.add_option("--out", out, "JSON report path");
   app.add_option("--scale", scale, "multiplies every message count");
@@ -99,7 +101,7 @@ int main(int argc, char** argv) {
                        q, s2, 0, 1.0 / 60});
   }
 
-  const std::string model = std::string{TIDEMARK_DATA_DIR} + "/DecisionTreeClassify-SYS.arff";
+  const std::string model = tidemark::riot::default_data_dir() + "/DecisionTreeClassify-SYS.arff";
   struct blob_case {
     std::string where;
     std::string tag;

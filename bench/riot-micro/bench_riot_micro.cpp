@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "support/bench_support.hpp"
 #include "tidemark/riot/filter.hpp"
 #include "tidemark/riot/model_codec.hpp"
 #include "tidemark/riot/parse.hpp"
@@ -403,7 +404,7 @@ std::string cpu_model() {
 
 int main(int argc, char** argv) {
   CLI::App app{"RIoTBench micro-benchmark: each task's peak throughput and latency on one thread"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/riot-micro.json", only, dir = default_data_dir();
+  std::string out = tidemark::bench::out_dir() + "/riot-micro.json", only, dir = default_data_dir();
   double seconds = 1.0;
   bool runtime = false;
   std::uint64_t runtime_messages = 1'000'000;

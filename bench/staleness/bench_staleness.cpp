@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "support/bench_support.hpp"
 #include "tidemark/core/detail/flat_hash_map.hpp"
 #include "tidemark/core/staleness.hpp"
 #include "tidemark/core/window_operators.hpp"
@@ -227,7 +228,7 @@ nlohmann::json cleanup(const cleanup_options& o) {
 
 int main(int argc, char** argv) {
   CLI::App app{"staleness-bounded trigger (Aion figure 9) and predictive cleanup"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/staleness.json";
+  std::string out = tidemark::bench::out_dir() + "/staleness.json";
   double period = 10;
   std::size_t steps = 4000;
   cleanup_options o;

@@ -1,16 +1,35 @@
 // What several benchmarks share, so that they measure the same thing the same way: the process's
 // CPU time, the load average, percentiles, and the stateless map -> filter -> key_by prefix of the pipeline and window benchmarks
-// (the same stages, so their numbers compare).
+// (the same stages, so their numbers compare); and where a benchmark writes and what it runs.
 #pragma once
 
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <string>
 #include <vector>
 
 namespace tidemark::bench {
+
+/// The build folder of this benchmark, which runs as BUILD/bench/NAME/bench_NAME. Found at run
+/// time rather than compiled in, so no object file depends on the checkout's path and the compiler
+/// cache serves every fresh clone.
+inline std::filesystem::path build_dir() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path();
+}
+
+/// Where a benchmark writes its JSON unless told otherwise: BUILD/bench (never the working folder).
+inline std::string out_dir() { return (build_dir() / "bench").string(); }
+
+/// The tidemark-node program of the same build, or TIDEMARK_NODE_BIN when that is set.
+inline std::string node_binary() {
+  const char* env = std::getenv("TIDEMARK_NODE_BIN");  // NOLINT(concurrency-mt-unsafe): at start
+  return env && *env ? env : (build_dir() / "apps/tidemark/tidemark-node").string();
+}
 
 /// User + system CPU time of the whole process so far, in seconds.
 inline double process_cpu_seconds() {

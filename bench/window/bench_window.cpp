@@ -135,7 +135,7 @@ measurement run_plain_loop(std::uint64_t events) {
 
 int main(int argc, char** argv) {
   CLI::App app{"event-time window benchmark"};
-  std::string out = TIDEMARK_BENCH_OUT_DIR "/window.json";
+  std::string out = tidemark::bench::out_dir() + "/window.json";
   std::uint64_t events = 20'000'000;
   std::size_t batch = run_options{}.batch_size;
   int repeats = 3;

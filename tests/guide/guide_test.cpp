@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "../support/environment.hpp"
 #include "tidemark/observe/dashboard.hpp"
 #include "tidemark/runtime/live.hpp"
 #include "tidemark/tidemark.hpp"
@@ -28,7 +29,7 @@ BOOST_AUTO_TEST_CASE(first_job) {
 }
 
 BOOST_AUTO_TEST_CASE(files_and_bad_input) {
-  auto path = std::string{TIDEMARK_DATA_DIR} + "/SYS_sample_data_senml.csv";
+  auto path = tidemark::test::data_dir() + "/SYS_sample_data_senml.csv";
   //! [files_and_bad_input]
   tidemark::job job{"timestamps"};
   auto times = job.from_text_file(path, "lines")

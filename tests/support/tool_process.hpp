@@ -1,6 +1,6 @@
 // The `tidemark` tool as a child process, for the tests that kill, resume or fill the disk under a
 // real run: start it with its output into a log, wait for it, read the log.
-// Include after <boost/test/unit_test.hpp>; the test defines TIDEMARK_BIN.
+// Include after <boost/test/unit_test.hpp>; the test is declared with `RUNS tidemark`.
 #pragma once
 
 #include <fcntl.h>
@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "environment.hpp"
+
 extern char** environ;
 
 namespace tidemark::test {
@@ -21,7 +23,8 @@ namespace tidemark::test {
 /// `log`.
 inline pid_t start_tool(const std::vector<std::string>& tool_args, const std::string& job,
                         const std::vector<std::string>& job_args, const std::string& log) {
-  std::vector<std::string> args{TIDEMARK_BIN};
+  const auto tool = tool_binary();
+  std::vector<std::string> args{tool};
   args.insert(args.end(), tool_args.begin(), tool_args.end());
   args.push_back(job);
   args.insert(args.end(), job_args.begin(), job_args.end());
@@ -33,9 +36,9 @@ inline pid_t start_tool(const std::vector<std::string>& tool_args, const std::st
   posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&files, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, TIDEMARK_BIN, &files, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, tool.c_str(), &files, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&files);
-  BOOST_REQUIRE_MESSAGE(rc == 0, "cannot start " TIDEMARK_BIN);
+  BOOST_REQUIRE_MESSAGE(rc == 0, "cannot start " + tool);
   return pid;
 }
 

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../support/environment.hpp"
 #include "../../support/temp_dir.hpp"
 #include "tidemark/chaos/fixture.hpp"
 #include "tidemark/examples/example_jobs.hpp"
@@ -60,7 +61,7 @@ random: {kinds: [kill, pause, restart, partition, drop, delay, slow-disk], every
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(under_seeded_faults_with_checkpoints_nothing_is_lost_repeated_or_wrong) {
-  chaos::cluster_fixture cluster{3, TIDEMARK_NODE_BIN};
+  chaos::cluster_fixture cluster{3, test::node_binary()};
   chaos::run_settings s;
   s.seed = 17;
   s.duration = 28s;
@@ -100,14 +101,14 @@ BOOST_AUTO_TEST_CASE(without_checkpoints_a_lost_node_loses_results_and_the_tool_
   {
     // keys and a cluster file for the command line, which starts the nodes itself
     chaos::local_cluster_options o;
-    o.node_binary = TIDEMARK_NODE_BIN;
+    o.node_binary = test::node_binary();
     o.dir = dir.path() / "cluster";
     chaos::local_cluster keys_only{o};
     keys_only.write_cluster_file(dir / "cluster.yaml");
   }
   std::ofstream{dir / "schedule.yaml"}
       << "faults:\n  - {at: 2s, fault: kill, targets: [n2], duration: 1s}\n";
-  const auto command = std::string{TIDEMARK_BIN} + " chaos run --cluster " + dir / "cluster.yaml" +
+  const auto command = test::tool_binary() + " chaos run --cluster " + dir / "cluster.yaml" +
                        " --schedule " + dir / "schedule.yaml" + " --duration 10s --out " +
                        dir / "out" + " --checkpoint-interval 0 --start-nodes --keys " +
                        (dir.path() / "cluster" / "keys").string() +
@@ -124,14 +125,14 @@ BOOST_AUTO_TEST_CASE(without_checkpoints_a_lost_node_loses_results_and_the_tool_
   BOOST_TEST(j["run"]["error"].get<std::string>().find("n2") != std::string::npos);
   // `chaos check` reaches the same verdict from the recorded run
   const int again =
-      std::system((std::string{TIDEMARK_BIN} + " chaos check " + dir / "out" + " > /dev/null")
+      std::system((test::tool_binary() + " chaos check " + dir / "out" + " > /dev/null")
                       .c_str());  // NOLINT
   BOOST_REQUIRE(WIFEXITED(again));
   BOOST_TEST(WEXITSTATUS(again) == 3);
 }
 
 BOOST_AUTO_TEST_CASE(an_at_least_once_sink_repeats_results_after_a_recovery) {
-  chaos::cluster_fixture cluster{3, TIDEMARK_NODE_BIN};
+  chaos::cluster_fixture cluster{3, test::node_binary()};
   chaos::run_settings s;
   s.duration = 10s;
   s.checkpoint_interval = 250ms;

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../support/environment.hpp"
 #include "../../support/lines.hpp"
 #include "../../support/mosquitto_broker.hpp"
 #include "../../support/result_rows.hpp"
@@ -96,7 +97,7 @@ struct network_namespaces {
 
 chaos::local_cluster_options node_options(const network_namespaces& ns) {
   chaos::local_cluster_options o;
-  o.node_binary = TIDEMARK_NODE_BIN;
+  o.node_binary = tidemark::test::node_binary();
   o.nodes = 3;
   if (ns.made) {
     o.host = [](std::size_t i) { return network_namespaces::address(i); };

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../../support/environment.hpp"
 #include "tidemark/chaos/local_cluster.hpp"
 #include "tidemark/examples/example_jobs.hpp"
 
@@ -28,7 +29,7 @@ struct node_processes : chaos::local_cluster {
   static chaos::local_cluster_options options(
       std::size_t nodes, std::function<std::vector<std::string>(std::size_t)> extra) {
     chaos::local_cluster_options o;
-    o.node_binary = TIDEMARK_NODE_BIN;
+    o.node_binary = node_binary();
     o.nodes = nodes;
     o.extra_args = std::move(extra);
     return o;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../support/environment.hpp"
 #include "../../support/temp_dir.hpp"
 
 extern char** environ;
@@ -132,7 +133,7 @@ run_logs cluster_run(const std::string& tag, std::vector<std::string> node_args,
   const auto cluster_file = dir / "cluster.yaml";
   std::ofstream(cluster_file) << "insecure: true\nnodes:\n  - {id: n1, endpoint: \"" << endpoint
                               << "\"}\n";
-  node_args.insert(node_args.begin(), TIDEMARK_NODE_BIN);
+  node_args.insert(node_args.begin(), tidemark::test::node_binary());
   for (const auto& a : {"--id", "n1", "--listen", endpoint.c_str(), "--insecure", "--data-dir"})
     node_args.emplace_back(a);
   node_args.push_back(dir / "n1");
@@ -140,7 +141,7 @@ run_logs cluster_run(const std::string& tag, std::vector<std::string> node_args,
   // A warning at every level tested: the node is past its start-up checks and binding now, and
   // the coordinator's connection waits for the bind.
   node.await_stderr("runs with --insecure");
-  tool_args.insert(tool_args.begin(), TIDEMARK_BIN);
+  tool_args.insert(tool_args.begin(), tidemark::test::tool_binary());
   for (const auto& a : {"run", "--insecure", "--cluster", cluster_file.c_str(),
                         "example-window-count", "--events", "1000", "--parallelism", "1"})
     tool_args.emplace_back(a);
@@ -190,13 +191,13 @@ BOOST_AUTO_TEST_CASE(a_bad_level_stops_the_program_with_a_message_naming_it) {
   const std::string message =
       "--log-level: log level 'loud' is not one of trace, debug, info, "
       "warn, error, off";
-  process tool{dir, "tool", {TIDEMARK_BIN, "--log-level", "loud", "jobs"}};
+  process tool{dir, "tool", {tidemark::test::tool_binary(), "--log-level", "loud", "jobs"}};
   BOOST_TEST(tool.wait() != 0);
   BOOST_TEST(contains(tool.err(), message), tool.err());
   BOOST_TEST(!contains(tool.out(), "example-window-count"), tool.out());  // `jobs` did not run
   process node{dir,
                "node",
-               {TIDEMARK_NODE_BIN, "--log-level", "loud", "--id", "n1", "--listen",
+               {tidemark::test::node_binary(), "--log-level", "loud", "--id", "n1", "--listen",
                 "tcp://127.0.0.1:1", "--data-dir", dir / "n1", "--insecure"}};
   BOOST_TEST(node.wait() != 0);
   BOOST_TEST(contains(node.err(), message), node.err());

@@ -90,7 +90,8 @@ BOOST_AUTO_TEST_CASE(an_embedded_run_serves_growing_operator_series) {
 
 BOOST_AUTO_TEST_CASE(the_tool_serves_metrics_with_metrics_listen) {
   const auto port = test::free_port();
-  std::vector<std::string> args{TIDEMARK_BIN,
+  const auto tool = test::tool_binary();
+  std::vector<std::string> args{tool,
                                 "run",
                                 "--metrics-listen",
                                 "127.0.0.1:" + std::to_string(port),
@@ -114,7 +115,7 @@ BOOST_AUTO_TEST_CASE(the_tool_serves_metrics_with_metrics_listen) {
   posix_spawn_file_actions_init(&quiet);
   posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
   pid_t pid = 0;
-  const int failed = posix_spawn(&pid, TIDEMARK_BIN, &quiet, nullptr, argv.data(), environ);
+  const int failed = posix_spawn(&pid, tool.c_str(), &quiet, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&quiet);
   BOOST_REQUIRE_EQUAL(failed, 0);
   std::string text;

@@ -14,11 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../support/environment.hpp"
+
 namespace {
 
 // 8000 readings at 4000/s: about two seconds, four redraws of the line
 const std::vector<std::string> job_args = {
-    TIDEMARK_BIN, "run", "example-window-count", "--events", "8000", "--rate", "4000"};
+    tidemark::test::tool_binary(), "run", "example-window-count", "--events", "8000", "--rate", "4000"};
 
 [[noreturn]] void exec_tidemark() {
   std::vector<char*> argv;

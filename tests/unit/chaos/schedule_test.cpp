@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "../../support/environment.hpp"
 #include "../../support/thrown.hpp"
 #include "tidemark/chaos/schedule.hpp"
 
@@ -208,7 +209,7 @@ BOOST_AUTO_TEST_CASE(netem_faults_read_delay_jitter_and_loss) {
 }
 
 BOOST_AUTO_TEST_CASE(the_example_schedule_reads_and_expands) {
-  auto s = load_schedule(TIDEMARK_SOURCE_DIR "/examples/chaos/schedule.yaml");
+  auto s = load_schedule(tidemark::test::source_dir() + "/examples/chaos/schedule.yaml");
   BOOST_TEST(s.scripted.size() == 6u);
   BOOST_REQUIRE(s.random);
   auto faults = expand(s, 1, std::chrono::minutes{2}, nodes);

@@ -8,13 +8,11 @@
 #include <vector>
 
 #include "tidemark/riot/senml.hpp"
+#include "../../support/environment.hpp"
 
 namespace riot_test {
 
-inline std::string data_path(const std::string& file) {
-  const char* dir = std::getenv("TIDEMARK_DATA_DIR");  // NOLINT(concurrency-mt-unsafe)
-  return std::string(dir && *dir ? dir : TIDEMARK_DATA_DIR) + "/" + file;
-}
+inline std::string data_path(const std::string& file) { return tidemark::test::data_dir() + "/" + file; }
 
 /// The error message of a failed result, or "" (for BOOST_REQUIRE_MESSAGE, which always evaluates it).
 template <class R>
@@ -23,10 +21,7 @@ std::string why(const R& r) {
 }
 
 /// The data directory itself.
-inline std::string data_dir() {
-  auto p = data_path("");
-  return p.substr(0, p.size() - 1);
-}
+inline std::string data_dir() { return tidemark::test::data_dir(); }
 
 inline std::vector<std::string> lines(const std::string& file) {
   std::ifstream in(data_path(file));

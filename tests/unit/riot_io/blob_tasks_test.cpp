@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../../support/environment.hpp"
 #include "../../support/temp_dir.hpp"
 #include "tidemark/riot/io/blob_tasks.hpp"
 
@@ -15,7 +16,7 @@ using tidemark::test::temp_dir;
 
 namespace {
 
-const std::string data_dir = TIDEMARK_DATA_DIR;
+const std::string data_dir = tidemark::test::data_dir();
 
 std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

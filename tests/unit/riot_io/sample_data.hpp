@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "../../support/environment.hpp"
+
 namespace tidemark::test {
 
 struct city_event {
@@ -38,8 +40,8 @@ inline std::string value_of(const std::string& line, const std::string& field) {
 
 /// The first `n` events of SYS_sample_data_senml.csv.
 inline std::vector<city_event> city_events(std::size_t n) {
-  std::ifstream in(std::string{TIDEMARK_DATA_DIR} + "/SYS_sample_data_senml.csv");
-  if (!in) throw std::runtime_error("cannot open SYS_sample_data_senml.csv in " TIDEMARK_DATA_DIR);
+  std::ifstream in(data_dir() + "/SYS_sample_data_senml.csv");
+  if (!in) throw std::runtime_error("cannot open SYS_sample_data_senml.csv in " + data_dir());
   std::vector<city_event> events;
   std::string line;
   while (events.size() < n && std::getline(in, line)) {

@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_CASE(a_job_inserts_parsed_city_rows_into_the_table_store) {
   temp_dir dir;
   auto conn = wt_connection::open(dir / "", "log=(enabled=true)");
   job j{"city_to_table"};
-  auto rows = j.from_text_file(std::string{TIDEMARK_DATA_DIR} + "/SYS_sample_data_senml.csv")
+  auto rows = j.from_text_file(tidemark::test::data_dir() + "/SYS_sample_data_senml.csv")
                   .map(city_row_parser{}, "parse")
                   .parallelism(2);
   // 1000 rows over two instances in batches of 64: each instance ends with a partial batch that

@@ -85,8 +85,8 @@ BOOST_AUTO_TEST_CASE(local_zip_writes_an_archive_per_max_entries) {
 BOOST_AUTO_TEST_CASE(remote_zip_appears_complete_in_the_target_directory) {
   temp_dir dir;
   zip_batch zip{{dir / "mnt/node2", "remote", 2, dir / "staging"}};
-  BOOST_TEST(!zip.process_file(std::string{TIDEMARK_DATA_DIR} + "/city-metadata.txt").has_value());
-  auto path = zip.process_file(std::string{TIDEMARK_DATA_DIR} + "/linearregression.arff");
+  BOOST_TEST(!zip.process_file(tidemark::test::data_dir() + "/city-metadata.txt").has_value());
+  auto path = zip.process_file(tidemark::test::data_dir() + "/linearregression.arff");
   BOOST_TEST(path.value() == dir / "mnt/node2/remote-0.zip");
   auto contents = read_zip(*path);
   BOOST_TEST(contents.size() == 2u);

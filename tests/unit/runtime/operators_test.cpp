@@ -12,6 +12,7 @@
 #include <thread>
 #include <numeric>
 
+#include "../../support/environment.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
@@ -187,7 +188,7 @@ BOOST_AUTO_TEST_CASE(a_slow_generator_does_not_hold_its_actor_for_a_whole_batch)
 }
 
 BOOST_AUTO_TEST_CASE(text_file_in_and_out) {
-  auto in = std::string{TIDEMARK_DATA_DIR} + "/SYS_sample_data_senml.csv";
+  auto in = tidemark::test::data_dir() + "/SYS_sample_data_senml.csv";
   auto out_path = boost::unit_test::framework::current_test_case().p_name.get() + ".out";
   job j{"files"};
   auto lines = j.from_text_file(in).parallelism(2);
