@@ -4,9 +4,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "tidemark/runtime/cluster.hpp"
@@ -103,16 +105,73 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
     if (!known) throw job_error("pin '" + op + "': the job has no operator of that name");
     pinned[op] = *idx;
   }
+  // per stage: its pin, and its measured load per instance (nullopt: not measured)
+  std::vector<std::optional<std::uint32_t>> pin(p.stages.size());
+  std::vector<std::optional<double>> load(p.stages.size());
+  double measured = 0;
+  std::size_t measured_instances = 0;
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const auto& st = p.stages[s];
+    for (const auto& op : st.ops) {
+      const auto& name = g.node(op.node).name;
+      if (auto it = pinned.find(name); it != pinned.end()) pin[s] = it->second;
+      if (auto it = cluster.operator_load.find(name); it != cluster.operator_load.end())
+        load[s] = load[s].value_or(0) + it->second / st.parallelism;
+    }
+    if (load[s]) {
+      measured += *load[s] * st.parallelism;
+      measured_instances += st.parallelism;
+    }
+  }
+  if (!cluster.operator_load.empty() && measured_instances == 0)
+    throw job_error("placement load: it names no operator of this job (a report of another job?)");
+  const double unmeasured = measured_instances ? measured / measured_instances : 1.0;
+
   std::vector<std::uint32_t> placement;
+  std::vector<std::pair<double, std::size_t>> free;  // (load, instance) of the unpinned ones
+  std::vector<double> used(cluster.nodes.size());
+  std::vector<std::size_t> count(cluster.nodes.size());
   std::uint32_t next = 0;
-  for (const auto& st : p.stages) {
-    std::optional<std::uint32_t> pin;
-    for (const auto& op : st.ops)
-      if (auto it = pinned.find(g.node(op.node).name); it != pinned.end()) pin = it->second;
-    for (std::uint32_t i = 0; i < st.parallelism; ++i)
-      placement.push_back(pin ? *pin : next++ % cluster.nodes.size());
+  for (std::size_t s = 0; s < p.stages.size(); ++s)
+    for (std::uint32_t i = 0; i < p.stages[s].parallelism; ++i) {
+      const double l = load[s].value_or(unmeasured);
+      if (pin[s]) {
+        used[*pin[s]] += l;
+        ++count[*pin[s]];
+      } else if (!cluster.operator_load.empty()) {
+        free.emplace_back(l, placement.size());
+      }
+      placement.push_back(pin[s] ? *pin[s] : next++ % cluster.nodes.size());
+    }
+  std::stable_sort(free.begin(), free.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [l, instance] : free) {
+    std::uint32_t best = 0;
+    for (std::uint32_t n = 1; n < used.size(); ++n)
+      if (used[n] < used[best] || (used[n] == used[best] && count[n] < count[best])) best = n;
+    placement[instance] = best;
+    used[best] += l;
+    ++count[best];
   }
   return placement;
+}
+
+std::map<std::string, double> stage_busy_from_report(const std::string& json) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string{"the report is not JSON: "} + e.what());
+  }
+  if (!doc.contains("instances") || !doc["instances"].is_array())
+    throw std::runtime_error("the report has no 'instances' list (write it with tidemark run --report)");
+  std::map<std::string, double> busy;
+  for (const auto& inst : doc["instances"]) {
+    const auto& ops = inst.value("operators", nlohmann::json::array());
+    if (ops.empty() || !inst.contains("busy_ms"))
+      throw std::runtime_error("a report instance lacks 'operators' or 'busy_ms': " + inst.dump());
+    busy[ops.front().at("name").get<std::string>()] += inst["busy_ms"].get<double>() / 1e3;
+  }
+  return busy;
 }
 
 std::vector<std::vector<std::uint32_t>> place_replicas(const logical_graph& g,

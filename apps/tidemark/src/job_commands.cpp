@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -36,6 +38,27 @@ void list_jobs(const job_registry& registry) {
                   o.default_value.empty() ? "none" : o.default_value.c_str());
   }
 }
+
+/// The cluster file `path`, with the measured load of `report` (a previous run's --report; may be
+/// empty) for place().
+cluster_config load_cluster(const std::string& path, const std::string& report) {
+  auto cluster = cluster_config::load(path);
+  if (report.empty()) return cluster;
+  std::ifstream in{report};
+  if (!in) throw std::runtime_error("--placement-load: cannot read '" + report + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    cluster.operator_load = stage_busy_from_report(text.str());
+  } catch (const std::exception& e) {
+    throw std::runtime_error("--placement-load " + report + ": " + e.what());
+  }
+  return cluster;
+}
+
+constexpr const char* placement_load_help =
+    "with --cluster: place instances by the load measured in this report of an earlier run "
+    "(tidemark run --report), heaviest first on the least loaded node, instead of round robin";
 
 /// One line per completed checkpoint in the checkpoint database `dir`, oldest first.
 void list_checkpoints(const std::string& dir) {
@@ -119,6 +142,8 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
       "run", "run a registered job embedded in this process, or on the nodes of --cluster");
   run_cmd->add_option("--cluster", *cluster_file,
                       "cluster file (YAML, see docs/deploy.md): deploy on its nodes");
+  auto placement_load = std::make_shared<std::string>();
+  run_cmd->add_option("--placement-load", *placement_load, placement_load_help);
   run_cmd->add_flag("--insecure", *insecure,
                     "talk to the nodes in plain text without keys (prints a warning)");
   run_cmd->add_option("--report", opts->report_path, "write the JSON metrics report here");
@@ -159,7 +184,7 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "serve Prometheus metrics at http://HOST:PORT/metrics while the job runs");
   add_job_positional(*run_cmd, *run_inv);
   run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure,
-                     metrics_listen, dashboard, data_dir, checkpoint_ms] {
+                     metrics_listen, dashboard, data_dir, checkpoint_ms, placement_load] {
     opts->print_summary = true;
     opts->linger = std::chrono::milliseconds{*linger_ms};
     if (!data_dir->empty()) {
@@ -174,12 +199,14 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
     run_observers observers{{*metrics_listen, *dashboard}, *opts};
     const auto spec = observers.around(registered, *opts);
     if (cluster_file->empty()) {
+      if (!placement_load->empty())
+        throw std::runtime_error("--placement-load needs --cluster: it places instances on nodes");
       run_registered(spec, std::move(options), *opts);
       return;
     }
     // on a cluster, --data-dir holds the checkpoint database only: the coordinator stores every
     // node's pieces there; window state stays under each node's own --data-dir
-    auto cluster = cluster_config::load(*cluster_file);
+    auto cluster = load_cluster(*cluster_file, *placement_load);
     if (*insecure && !cluster.insecure)
       throw std::runtime_error("--insecure needs 'insecure: true' in the cluster file too: the "
                                "nodes must agree to run in plain text");
@@ -226,10 +253,15 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
 
   auto plan_inv = std::make_shared<job_invocation>();
   auto dot = std::make_shared<bool>(false);
+  auto plan_cluster = std::make_shared<std::string>();
+  auto plan_load = std::make_shared<std::string>();
   auto* plan_cmd = app.add_subcommand("plan", "print the physical plan of a registered job");
   plan_cmd->add_flag("--dot", *dot, "print Graphviz DOT instead of text");
+  plan_cmd->add_option("--cluster", *plan_cluster,
+                       "cluster file: also print the node of every stage instance");
+  plan_cmd->add_option("--placement-load", *plan_load, placement_load_help);
   add_job_positional(*plan_cmd, *plan_inv);
-  plan_cmd->callback([&registry, plan_inv, dot, plan_cmd] {
+  plan_cmd->callback([&registry, plan_inv, dot, plan_cmd, plan_cluster, plan_load] {
     const auto& spec = registry.find(plan_inv->name);
     auto options = parse_job_arguments(spec, plan_cmd->remaining());
     auto j = spec.build(options);
@@ -237,6 +269,19 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
     auto synced = synchronize(j.graph());
     auto plan = compile(synced.graph);
     std::cout << (*dot ? to_dot(synced, plan) : to_text(synced, plan));
+    if (plan_cluster->empty()) {
+      if (!plan_load->empty()) throw std::runtime_error("--placement-load needs --cluster");
+      return;
+    }
+    const auto cluster = load_cluster(*plan_cluster, *plan_load);
+    const auto placement = place(synced.graph, plan, cluster);
+    std::cout << "placement on " << cluster.nodes.size() << " nodes ("
+              << (cluster.operator_load.empty() ? "round robin" : "by measured load") << "):\n";
+    std::size_t at = 0;
+    for (std::size_t s = 0; s < plan.stages.size(); ++s)
+      for (std::uint32_t i = 0; i < plan.stages[s].parallelism; ++i, ++at)
+        std::cout << "  stage " << s << " (" << synced.graph.node(plan.stages[s].ops.front().node).name
+                  << ") instance " << i << " -> " << cluster.nodes[placement[at]].id << '\n';
   });
 }
 

@@ -1,5 +1,5 @@
-// The cluster file (YAML), placement (round robin over nodes, pins) and the placement check, with
-// errors that name the file, the field, the operator or the node.
+// The cluster file (YAML), placement (round robin over nodes, pins, or packed by a measured load)
+// and the placement check, with errors that name the file, the field, the operator or the node.
 #define BOOST_TEST_MODULE cluster_config
 #include <boost/test/unit_test.hpp>
 
@@ -127,6 +127,54 @@ BOOST_AUTO_TEST_CASE(placement_is_round_robin_with_pins) {
   BOOST_CHECK_EXCEPTION(place(j.graph(), plan, c), job_error, [](const job_error& e) {
     return std::string{e.what()} == "pin 'sum': no node 'n9' in the cluster";
   });
+}
+
+BOOST_AUTO_TEST_CASE(placement_by_measured_load_packs_the_heaviest_first) {
+  auto j = three_stage_job();
+  auto plan = compile(j.graph());
+  cluster_config c;
+  c.insecure = true;
+  c.nodes = {{"n1", "tcp://h:1", ""}, {"n2", "tcp://h:3", ""}, {"n3", "tcp://h:5", ""}};
+  // instances in order: numbers (0.3), sum x3 (1.0 each), gather (0.6). By hand: the three sums
+  // take a node each, gather the first of the equally loaded nodes, numbers the next.
+  c.operator_load = {{"numbers", 0.3}, {"sum", 3.0}, {"gather", 0.6}};
+  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{1, 0, 1, 2, 0}));
+  // a pinned instance's load counts on its node: with gather pinned on n3 (0.6), the sums go to
+  // n1, n2 and n3 (0.6 is the least), and numbers to n1 (1.0, tied with n2, first in order)
+  c.pins["gather"] = "n3";
+  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{0, 0, 1, 2, 2}));
+  c.pins.clear();
+  // a stage the report does not name counts as the mean measured instance: numbers (0.2) and the
+  // sums (1.0) measured, gather counts as 3.2 / 4 = 0.8
+  c.operator_load = {{"numbers", 0.2}, {"sum", 3.0}};
+  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{1, 0, 1, 2, 0}));
+  c.operator_load = {{"elsewhere", 1.0}};
+  BOOST_CHECK_EXCEPTION(place(j.graph(), plan, c), job_error, [](const job_error& e) {
+    return std::string{e.what()}.find("names no operator of this job") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_CASE(the_measured_load_comes_from_a_run_report) {
+  // the shape job_result::to_json writes: busy time per stage instance, its operators in order
+  const std::string report = R"({"job": "placed", "instances": [
+      {"stage": 1, "instance": 0, "busy_ms": 500, "operators": [{"name": "sum"}]},
+      {"stage": 1, "instance": 1, "busy_ms": 1500, "operators": [{"name": "sum"}]},
+      {"stage": 2, "instance": 0, "busy_ms": 250, "operators": [{"name": "gather"}, {"name": "sink"}]}]})";
+  const auto busy = stage_busy_from_report(report);
+  BOOST_TEST(busy.size() == 2u);
+  BOOST_TEST(busy.at("sum") == 2.0);
+  BOOST_TEST(busy.at("gather") == 0.25);
+  auto error = [](const std::string& text) {
+    try {
+      stage_busy_from_report(text);
+    } catch (const std::runtime_error& e) {
+      return std::string{e.what()};
+    }
+    return std::string{};
+  };
+  BOOST_TEST(error("{not json").find("not JSON") != std::string::npos);
+  BOOST_TEST(error(R"({"job": "x"})").find("no 'instances'") != std::string::npos);
+  BOOST_TEST(error(R"({"instances": [{"busy_ms": 1}]})").find("lacks 'operators'") != std::string::npos);
 }
 
 namespace {

@@ -53,6 +53,10 @@ struct cluster_config {
   std::int64_t max_message_bytes = 64 << 20;
   /// Operator name -> node id: every instance of the stage holding the operator runs there.
   std::map<std::string, std::string> pins;
+  /// Operator name -> measured load of its stage, in busy seconds summed over the stage's
+  /// instances (a previous run's report: `tidemark run --cluster C --placement-load REPORT.json`,
+  /// stage_busy_from_report). Not empty: place() packs instances by load. Empty: round robin.
+  std::map<std::string, double> operator_load;
   /// How long to wait for nodes to answer hello and deploy.
   std::chrono::milliseconds connect_timeout{5000};
   /// `faults: allow`: inject_faults may send fault commands to the nodes (tidemark/runtime/faults.hpp).
@@ -70,10 +74,20 @@ struct cluster_config {
 };
 
 /// Node index of every stage instance (stages in plan order, instances in order): instances of
-/// stages whose operators are pinned go to the pinned node, the others round robin over the
-/// nodes in instance order. Throws job_error for a pin naming an unknown operator or node.
+/// stages whose operators are pinned go to the pinned node. The others go round robin over the
+/// nodes in instance order, or, with `cluster.operator_load`, by load: heaviest first, each to the
+/// node with the least load so far, pinned instances included (the greedy bin packing of the
+/// replication planner's place_primaries). A stage's load is the sum of its operators' loads,
+/// shared equally by its instances; a stage the measurement does not name counts as the mean
+/// instance load of those it names. Throws job_error for a pin naming an unknown operator or node,
+/// and for loads that name no operator of the job (a report of another job).
 std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
                                  const cluster_config& cluster);
+
+/// The measured load of a job's stages from a report `tidemark run --report` wrote (JSON text):
+/// per stage, its instances' busy seconds summed, under the name of the stage's first operator
+/// (what cluster_config::operator_load holds). Throws std::runtime_error naming what is missing.
+std::map<std::string, double> stage_busy_from_report(const std::string& json);
 
 /// Per stage instance (as place() returns them), the nodes of the replicas `cluster.replicate`
 /// asks for: replica r of an instance whose primary runs on node n goes to node (n + r) mod the
