@@ -188,7 +188,8 @@ BOOST_AUTO_TEST_CASE(a_node_that_dies_is_reported_with_its_operators) {
     BOOST_TEST(what.find("window_3 (instance 0)") != std::string::npos);
   }
   // the default timeout is 1 s from the last heartbeat (sent every 250 ms); allow for the poll
-  // period and a loaded machine
+  // period and a loaded machine. No lower bound: on a loaded machine (a sanitizer build) the last
+  // heartbeat before the kill can be late, and the report comes less than 1 s after the kill; the
+  // message above says it was the heartbeat timeout.
   BOOST_TEST(std::chrono::duration<double>(reported).count() < 2.0);
-  BOOST_TEST(std::chrono::duration<double>(reported).count() >= 0.7);
 }
