@@ -1,0 +1,352 @@
+// Benchmark `latency`: event-to-result latency and throughput against the input rate, for fixed
+// batch sizes (1, 64, 4096, waiting up to the linger time) and adaptive batching (docs/guide.md,
+// "Batching"), on two pipelines fed by a paced source: `keyed` (map -> filter -> key_by ->
+// running sum per key -> sink: every event makes a result) and `window` (the window benchmark's
+// pipeline: one punctuated watermark per window closes it). Each run lasts a fixed wall time.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/bench_support.hpp"
+#include "support/window_pipeline.hpp"
+#include "tidemark/runtime/runtime.hpp"
+
+using namespace tidemark;
+
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// One input event of either pipeline: `emit_ns` is when the source emitted it (steady clock,
+/// read once per pull). A source that falls behind its rate shows in the throughput (`kept_up`),
+/// not in the latency: its own pacing (a sleep that wakes late on a loaded machine) is not the
+/// pipeline's latency.
+struct event {
+  std::uint32_t key;
+  event_time t;
+  std::int64_t value;
+  std::uint64_t seq;
+  std::int64_t emit_ns;
+};
+
+constexpr std::uint32_t keys = bench::window_keys;
+
+/// How the events of a run look: event `i` is `make(i)` with its due time.
+struct event_shape {
+  std::uint64_t events_per_window = 10'000;
+  event make(std::uint64_t i, std::int64_t emit_ns) const {
+    return {static_cast<std::uint32_t>(i % keys),
+            static_cast<event_time>(i * bench::window_size / events_per_window),
+            static_cast<std::int64_t>(i), i, emit_ns};
+  }
+};
+
+/// What a run's source did: the events it emitted (read after the run).
+struct source_log {
+  std::uint64_t emitted = 0;
+};
+
+/// Emits events at `rate` per second (0: as fast as it is pulled) until `seconds` of wall time
+/// passed since it opened: each pull emits the events due by now (at most `max`). With nothing
+/// due it sleeps until the next event is due (at most 1 ms).
+class paced_source final : public source_logic {
+ public:
+  paced_source(double rate, double seconds, event_shape shape, std::shared_ptr<source_log> log)
+      : rate_(rate), seconds_(seconds), shape_(shape), log_(std::move(log)) {}
+
+  void open() override {
+    start_ = now_ns();
+    end_ = start_ + static_cast<std::int64_t>(seconds_ * 1e9);
+  }
+
+  bool pull(std::size_t max, emitter& out) override {
+    const auto now = now_ns();
+    if (now >= end_) return false;
+    auto b = std::make_unique<batch<event>>();
+    auto& xs = b->values;
+    if (rate_ <= 0) {
+      xs.reserve(max);
+      for (std::size_t k = 0; k < max; ++k) xs.push_back(shape_.make(next_++, now));
+    } else {
+      while (xs.size() < max && due_of(next_) <= now) xs.push_back(shape_.make(next_++, now));
+      if (xs.empty()) {
+        const auto wait = std::min<std::int64_t>(due_of(next_) - now, 1'000'000);
+        std::this_thread::sleep_for(std::chrono::nanoseconds{wait});
+      }
+    }
+    log_->emitted = next_;
+    if (!xs.empty()) out.emit(std::move(b));
+    return true;
+  }
+
+ private:
+  std::int64_t due_of(std::uint64_t i) const {
+    return start_ + static_cast<std::int64_t>(static_cast<double>(i) * 1e9 / rate_);
+  }
+
+  double rate_;
+  double seconds_;
+  event_shape shape_;
+  std::shared_ptr<source_log> log_;
+  std::int64_t start_ = 0;
+  std::int64_t end_ = 0;
+  std::uint64_t next_ = 0;
+};
+
+/// A batching mode: a fixed batch size (sealed when full or after the 5 ms linger time), or
+/// adaptive batching with the default batch size.
+struct mode {
+  std::string name;
+  std::size_t batch_size;
+  bool adaptive;
+};
+
+struct measurement {
+  double seconds = 0;
+  std::uint64_t events = 0;
+  std::vector<double> latencies_ms;
+  bool results_ok = false;
+};
+
+run_options options_for(const mode& m) {
+  run_options o;
+  o.batch_size = m.batch_size;
+  o.adaptive_batching = m.adaptive;
+  return o;
+}
+
+/// Per event: the wall time from its emission at the source to its running sum at the sink,
+/// sampled every `stride` events.
+measurement run_keyed(const mode& m, double rate, double seconds, std::uint64_t stride) {
+  auto log = std::make_shared<source_log>();
+  struct sink_state {
+    std::uint64_t results = 0;
+    std::int64_t checksum = 0;
+    std::vector<double> latencies_ms;
+  };
+  auto sink = std::make_shared<sink_state>();
+  job j{"latency-keyed"};
+  auto source = j.from_source<event>([=](const instance_info&) {
+    return std::make_unique<paced_source>(rate, seconds, event_shape{}, log);
+  }, "source");
+  bench::doubled_even_keys<event>(std::move(source))
+      .reduce([](event acc, const event& e) {
+        acc.value += e.value;
+        acc.seq = e.seq;
+        acc.emit_ns = e.emit_ns;
+        return acc;
+      }, "running_sum")
+      .for_each([sink, stride](const event& e) {
+        ++sink->results;
+        sink->checksum += e.value;
+        if (e.seq % stride == 0) sink->latencies_ms.push_back((now_ns() - e.emit_ns) / 1e6);
+      }, "sink");
+  auto r = run(j, options_for(m));
+  // the reference: the same running sums in a plain loop over the events the source emitted
+  std::vector<std::int64_t> sums(keys, 0);
+  std::uint64_t results = 0;
+  std::int64_t checksum = 0;
+  for (std::uint64_t i = 0; i < log->emitted; ++i) {
+    const auto k = i % keys;
+    if (k % 2 != 0) continue;
+    sums[k] += 2 * static_cast<std::int64_t>(i);
+    checksum += sums[k];
+    ++results;
+  }
+  return {r.seconds, log->emitted, std::move(sink->latencies_ms),
+          sink->results == results && sink->checksum == checksum};
+}
+
+/// Per window: the wall time from the emission of the event that closes it (its punctuated
+/// watermark follows that event) to the window's first result at the sink.
+measurement run_window(const mode& m, double rate, double seconds, event_shape shape) {
+  auto log = std::make_shared<source_log>();
+  auto closed = std::make_shared<std::vector<std::int64_t>>();  // per window index, written by the source stage
+  struct sink_state {
+    std::uint64_t results = 0;
+    std::int64_t checksum = 0;
+    std::vector<std::int64_t> first_result;  // per window index
+  };
+  auto sink = std::make_shared<sink_state>();
+  job j{"latency-window"};
+  auto source = j.from_source<event>([=](const instance_info&) {
+    return std::make_unique<paced_source>(rate, seconds, shape, log);
+  }, "source");
+  auto windows = bench::window_sums_of(std::move(source), [closed](const event& e) {
+    const auto w = static_cast<std::size_t>(e.t / bench::window_size);
+    if (closed->size() <= w) closed->resize(w + 1, 0);
+    if ((*closed)[w] == 0) (*closed)[w] = e.emit_ns;
+  });
+  windows.results().for_each(
+      [sink, last = event_time{-1}](const window_result<std::uint32_t, std::int64_t>& r) mutable {
+        ++sink->results;
+        sink->checksum += r.value;
+        if (r.window.start == last) return;
+        last = r.window.start;
+        const auto w = static_cast<std::size_t>(r.window.end / bench::window_size);
+        if (sink->first_result.size() <= w) sink->first_result.resize(w + 1, 0);
+        sink->first_result[w] = now_ns();
+      }, "sink");
+  auto r = run(j, options_for(m));
+  measurement out{r.seconds, log->emitted, {}, false};
+  // the last window closes at the end of the stream, not by a watermark from the source
+  for (std::size_t w = 1; w < closed->size() && w < sink->first_result.size(); ++w)
+    if ((*closed)[w] && sink->first_result[w])
+      out.latencies_ms.push_back((sink->first_result[w] - (*closed)[w]) / 1e6);
+  // the reference: one result per (window, even key) seen, summing the doubled values
+  std::uint64_t results = 0;
+  std::int64_t checksum = 0;
+  std::vector<event_time> last_window(keys, -1);
+  for (std::uint64_t i = 0; i < log->emitted; ++i) {
+    const auto e = shape.make(i, 0);
+    if (e.key % 2 != 0) continue;
+    const auto w = e.t / bench::window_size;
+    if (last_window[e.key] != w) {
+      last_window[e.key] = w;
+      ++results;
+    }
+    checksum += 2 * e.value;
+  }
+  out.results_ok = sink->results == results && sink->checksum == checksum;
+  return out;
+}
+
+nlohmann::json spread(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  return {{"median", xs[xs.size() / 2]}, {"min", xs.front()}, {"max", xs.back()}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"latency against rate for fixed and adaptive batching"};
+  std::string out = TIDEMARK_BENCH_OUT_DIR "/latency.json";
+  std::vector<double> rates{1e3, 1e4, 1e5, 1e6, 1e7, 0};
+  std::vector<std::string> pipelines{"keyed", "window"};
+  double seconds = 1.0;
+  int repeats = 3;
+  app.add_option("--out", out, "JSON report");
+  app.add_option("--rates", rates, "input rates in events/s (0: as fast as the pipeline goes)")
+      ->delimiter(',');
+  app.add_option("--pipelines", pipelines, "keyed and/or window")->delimiter(',');
+  app.add_option("--seconds", seconds, "wall time of each run");
+  app.add_option("--repeats", repeats, "runs of each point (median and range reported)");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::vector<mode> modes{{"batch 1", 1, false},
+                                {"batch 64", 64, false},
+                                {"batch 4096", 4096, false},
+                                {"adaptive", run_options{}.batch_size, true}};
+  const double load_before = bench::load_average();
+  nlohmann::json doc{
+      {"benchmark", "latency"},
+      {"seconds_per_run", seconds},
+      {"repeats", repeats},
+      {"linger_ms", run_options{}.linger.count()},
+      {"latency_definition",
+       {{"keyed",
+         "per event (sampled): wall time from the paced source emitting the event (the steady clock "
+         "read at the start of the pull that emitted it) to the sink receiving its running sum"},
+        {"window",
+         "per window: wall time from the source emitting the event that closes the window (the "
+         "first event of the next window; its punctuated watermark follows it) to the sink "
+         "receiving the window's first result"}}},
+      {"load_average_before", load_before}};
+  bool all_ok = true;
+  double worst_p99_at_1k = 0;
+  double worst_ratio = 1e9;
+  for (const auto& pipeline : pipelines) {
+    nlohmann::json points = nlohmann::json::array();
+    double adaptive_max = 0, best_fixed_max = 0, adaptive_p99_1k = -1;
+    for (double rate : rates) {
+      for (const auto& m : modes) {
+        std::vector<double> p50, p99, eps;
+        std::uint64_t samples = 0;
+        for (int rep = 0; rep < repeats; ++rep) {
+          // ~100 windows per second at every rate; ~100 k latency samples per keyed run
+          event_shape shape{rate > 0 ? std::max<std::uint64_t>(10, static_cast<std::uint64_t>(rate / 100))
+                                     : 10'000};
+          const auto stride =
+              rate > 0 ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(rate * seconds / 1e5)) : 256;
+          auto r = pipeline == "keyed" ? run_keyed(m, rate, seconds, stride)
+                                       : run_window(m, rate, seconds, shape);
+          if (!r.results_ok) {
+            std::fprintf(stderr, "%s, %s, rate %g: results differ from the reference\n",
+                         pipeline.c_str(), m.name.c_str(), rate);
+            all_ok = false;
+          }
+          if (r.latencies_ms.empty()) {
+            std::fprintf(stderr, "%s, %s, rate %g: no latency sample\n", pipeline.c_str(),
+                         m.name.c_str(), rate);
+            return 1;
+          }
+          samples += r.latencies_ms.size();
+          p50.push_back(bench::percentile(r.latencies_ms, 0.5));
+          p99.push_back(bench::percentile(r.latencies_ms, 0.99));
+          eps.push_back(r.events / r.seconds);
+        }
+        auto point = nlohmann::json{{"rate", rate},
+                                    {"mode", m.name},
+                                    {"batch_size", m.batch_size},
+                                    {"adaptive", m.adaptive},
+                                    {"p50_ms", spread(p50)},
+                                    {"p99_ms", spread(p99)},
+                                    {"events_per_s", spread(eps)},
+                                    {"samples", samples}};
+        const double eps_median = point["events_per_s"]["median"];
+        const double p99_median = point["p99_ms"]["median"];
+        // a paced run kept up when it emitted its rate (within 5 %) over the run's wall time
+        point["kept_up"] = rate <= 0 || eps_median >= 0.95 * rate;
+        std::printf("%-6s %-10s rate %-9s p50 %8.3f ms  p99 %8.3f ms  %8.3f M events/s%s\n",
+                    pipeline.c_str(), m.name.c_str(),
+                    rate > 0 ? std::to_string(static_cast<long long>(rate)).c_str() : "max",
+                    static_cast<double>(point["p50_ms"]["median"]), p99_median, eps_median / 1e6,
+                    point["kept_up"] ? "" : "  (fell behind)");
+        std::fflush(stdout);
+        if (rate <= 0) {
+          if (m.adaptive)
+            adaptive_max = eps_median;
+          else
+            best_fixed_max = std::max(best_fixed_max, eps_median);
+        }
+        if (rate == 1e3 && m.adaptive) adaptive_p99_1k = p99_median;
+        points.push_back(point);
+      }
+    }
+    doc["pipelines"][pipeline] = points;
+    if (adaptive_p99_1k >= 0) {
+      doc["pipelines_summary"][pipeline]["adaptive_p99_ms_at_1k"] = adaptive_p99_1k;
+      worst_p99_at_1k = std::max(worst_p99_at_1k, adaptive_p99_1k);
+    }
+    if (best_fixed_max > 0) {
+      doc["pipelines_summary"][pipeline]["adaptive_throughput_ratio"] = adaptive_max / best_fixed_max;
+      worst_ratio = std::min(worst_ratio, adaptive_max / best_fixed_max);
+    }
+  }
+  // the headline figures are the worse of the pipelines measured
+  if (doc.contains("pipelines_summary")) {
+    if (worst_p99_at_1k > 0) doc["adaptive_p99_ms_at_1k"] = worst_p99_at_1k;
+    if (worst_ratio < 1e9) doc["adaptive_throughput_ratio"] = worst_ratio;
+  }
+  doc["results_checked"] = all_ok;
+  doc["load_average_after"] = bench::load_average();
+  doc["targets"] = {{"adaptive_p99_ms_at_1k", 1.0}, {"adaptive_throughput_ratio", 0.9}};
+  std::ofstream{out} << doc.dump(2) << '\n';
+  std::printf("adaptive p99 at 1 k/s %.3f ms, adaptive / best fixed at the maximum rate %.2f; "
+              "report %s\n",
+              doc.value("adaptive_p99_ms_at_1k", -1.0), doc.value("adaptive_throughput_ratio", -1.0),
+              out.c_str());
+  return all_ok ? 0 : 1;
+}
