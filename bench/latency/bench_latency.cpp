@@ -2,10 +2,12 @@
 // batch sizes (1, 64, 4096, waiting up to the linger time) and adaptive batching (docs/guide.md,
 // "Batching"), on two pipelines fed by a paced source: `keyed` (map -> filter -> key_by ->
 // running sum per key -> sink: every event makes a result) and `window` (the window benchmark's
-// pipeline: one punctuated watermark per window closes it). Each run lasts a fixed wall time.
+// pipeline: one punctuated watermark per window closes it), each run for a fixed wall time; and
+// on the RIoTBench ETL application (its registered job at a given rate, with its own latency).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -17,6 +19,9 @@
 
 #include "support/bench_support.hpp"
 #include "support/window_pipeline.hpp"
+#include "tidemark/riot/apps/jobs.hpp"
+#include "tidemark/riot/io/local_broker.hpp"
+#include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
@@ -114,11 +119,18 @@ struct mode {
 };
 
 struct measurement {
-  double seconds = 0;
-  std::uint64_t events = 0;
-  std::vector<double> latencies_ms;
+  double events_per_s = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  std::size_t samples = 0;
   bool results_ok = false;
 };
+
+measurement of(double seconds, std::uint64_t events, const std::vector<double>& latencies_ms,
+               bool results_ok) {
+  return {events / seconds, bench::percentile(latencies_ms, 0.5),
+          bench::percentile(latencies_ms, 0.99), latencies_ms.size(), results_ok};
+}
 
 run_options options_for(const mode& m) {
   run_options o;
@@ -165,8 +177,8 @@ measurement run_keyed(const mode& m, double rate, double seconds, std::uint64_t 
     checksum += sums[k];
     ++results;
   }
-  return {r.seconds, log->emitted, std::move(sink->latencies_ms),
-          sink->results == results && sink->checksum == checksum};
+  return of(r.seconds, log->emitted, sink->latencies_ms,
+            sink->results == results && sink->checksum == checksum);
 }
 
 /// Per window: the wall time from the emission of the event that closes it (its punctuated
@@ -200,11 +212,11 @@ measurement run_window(const mode& m, double rate, double seconds, event_shape s
         sink->first_result[w] = now_ns();
       }, "sink");
   auto r = run(j, options_for(m));
-  measurement out{r.seconds, log->emitted, {}, false};
+  std::vector<double> latencies_ms;
   // the last window closes at the end of the stream, not by a watermark from the source
   for (std::size_t w = 1; w < closed->size() && w < sink->first_result.size(); ++w)
     if ((*closed)[w] && sink->first_result[w])
-      out.latencies_ms.push_back((sink->first_result[w] - (*closed)[w]) / 1e6);
+      latencies_ms.push_back((sink->first_result[w] - (*closed)[w]) / 1e6);
   // the reference: one result per (window, even key) seen, summing the doubled values
   std::uint64_t results = 0;
   std::int64_t checksum = 0;
@@ -219,9 +231,45 @@ measurement run_window(const mode& m, double rate, double seconds, event_shape s
     }
     checksum += 2 * e.value;
   }
-  out.results_ok = sink->results == results && sink->checksum == checksum;
-  return out;
+  return of(r.seconds, log->emitted, latencies_ms, sink->results == results && sink->checksum == checksum);
 }
+
+/// The RIoTBench ETL application (CITY, 3 copies of the sample sensors, as bench riot-apps) as its
+/// registered job: its own latency, per message from the replay source emitting it to the MQTT
+/// publish sink receiving its SenML record (docs/riot-apps.md). Every message must come out on
+/// both outputs (the archive table and MQTT).
+struct etl_bench {
+  job_registry registry;
+  riot::io::local_mosquitto broker;
+  std::filesystem::path work = std::filesystem::temp_directory_path() / "tidemark-bench-latency";
+
+  etl_bench() {
+    riot::apps::register_jobs(registry);
+    std::filesystem::remove_all(work);
+  }
+  ~etl_bench() { std::filesystem::remove_all(work); }
+
+  measurement run(const mode& m, double rate, double seconds, std::uint64_t max_rate_messages) {
+    const auto& spec = registry.find("riot-etl");
+    const auto dir = work / "etl";
+    std::vector<std::string> args{"--dataset", "city", "--scale", "3", "--broker", broker.address(),
+                                  "--out", dir.string()};
+    if (rate > 0)
+      args.insert(args.end(), {"--rate", std::to_string(rate), "--messages",
+                               std::to_string(static_cast<std::uint64_t>(rate * seconds))});
+    else
+      args.insert(args.end(), {"--speed", "1e12", "--messages", std::to_string(max_rate_messages)});
+    run_registered(spec, parse_job_arguments(spec, args), options_for(m));
+    auto r = nlohmann::json::parse(std::ifstream(dir / "report.json"));
+    std::filesystem::remove_all(dir);
+    const auto& mqtt = r["outputs"]["mqtt"];
+    const std::uint64_t in = r["messages_in"];
+    // paced: the rate the source kept; as fast as it goes: messages over the time to the last output
+    const double eps = rate > 0 ? r["throughput_in"].get<double>() : r.value("throughput_end_to_end", 0.0);
+    return {eps, mqtt["latency_ms"]["p50"], mqtt["latency_ms"]["p99"], mqtt["messages"],
+            in > 0 && mqtt["messages"] == in && r["outputs"]["table"]["messages"] == in};
+  }
+};
 
 nlohmann::json spread(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
@@ -234,13 +282,18 @@ int main(int argc, char** argv) {
   CLI::App app{"latency against rate for fixed and adaptive batching"};
   std::string out = TIDEMARK_BENCH_OUT_DIR "/latency.json";
   std::vector<double> rates{1e3, 1e4, 1e5, 1e6, 1e7, 0};
-  std::vector<std::string> pipelines{"keyed", "window"};
+  std::vector<std::string> pipelines{"keyed", "window", "etl"};
+  std::vector<double> etl_rates{1e3, 1e4, 0};
+  std::uint64_t etl_max_messages = 50'000;
   double seconds = 1.0;
   int repeats = 3;
   app.add_option("--out", out, "JSON report");
   app.add_option("--rates", rates, "input rates in events/s (0: as fast as the pipeline goes)")
       ->delimiter(',');
-  app.add_option("--pipelines", pipelines, "keyed and/or window")->delimiter(',');
+  app.add_option("--pipelines", pipelines, "keyed, window and/or etl")->delimiter(',');
+  app.add_option("--etl-rates", etl_rates, "the ETL's input rates in messages/s (0: as fast as it goes)")
+      ->delimiter(',');
+  app.add_option("--etl-max-messages", etl_max_messages, "messages of the ETL's run as fast as it goes");
   app.add_option("--seconds", seconds, "wall time of each run");
   app.add_option("--repeats", repeats, "runs of each point (median and range reported)");
   CLI11_PARSE(app, argc, argv);
@@ -262,15 +315,20 @@ int main(int argc, char** argv) {
         {"window",
          "per window: wall time from the source emitting the event that closes the window (the "
          "first event of the next window; its punctuated watermark follows it) to the sink "
-         "receiving the window's first result"}}},
+         "receiving the window's first result"},
+        {"etl",
+         "per message: the ETL's own latency (docs/riot-apps.md), wall time from the replay source "
+         "emitting the message to the MQTT publish sink receiving its SenML record"}}},
       {"load_average_before", load_before}};
   bool all_ok = true;
   double worst_p99_at_1k = 0;
   double worst_ratio = 1e9;
+  std::unique_ptr<etl_bench> etl;
   for (const auto& pipeline : pipelines) {
+    if (pipeline == "etl") etl = std::make_unique<etl_bench>();
     nlohmann::json points = nlohmann::json::array();
     double adaptive_max = 0, best_fixed_max = 0, adaptive_p99_1k = -1;
-    for (double rate : rates) {
+    for (double rate : pipeline == "etl" ? etl_rates : rates) {
       for (const auto& m : modes) {
         std::vector<double> p50, p99, eps;
         std::uint64_t samples = 0;
@@ -280,22 +338,23 @@ int main(int argc, char** argv) {
                                      : 10'000};
           const auto stride =
               rate > 0 ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(rate * seconds / 1e5)) : 256;
-          auto r = pipeline == "keyed" ? run_keyed(m, rate, seconds, stride)
+          auto r = pipeline == "keyed"  ? run_keyed(m, rate, seconds, stride)
+                   : pipeline == "etl" ? etl->run(m, rate, seconds, etl_max_messages)
                                        : run_window(m, rate, seconds, shape);
           if (!r.results_ok) {
             std::fprintf(stderr, "%s, %s, rate %g: results differ from the reference\n",
                          pipeline.c_str(), m.name.c_str(), rate);
             all_ok = false;
           }
-          if (r.latencies_ms.empty()) {
+          if (r.samples == 0) {
             std::fprintf(stderr, "%s, %s, rate %g: no latency sample\n", pipeline.c_str(),
                          m.name.c_str(), rate);
             return 1;
           }
-          samples += r.latencies_ms.size();
-          p50.push_back(bench::percentile(r.latencies_ms, 0.5));
-          p99.push_back(bench::percentile(r.latencies_ms, 0.99));
-          eps.push_back(r.events / r.seconds);
+          samples += r.samples;
+          p50.push_back(r.p50_ms);
+          p99.push_back(r.p99_ms);
+          eps.push_back(r.events_per_s);
         }
         auto point = nlohmann::json{{"rate", rate},
                                     {"mode", m.name},
