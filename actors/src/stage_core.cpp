@@ -771,14 +771,17 @@ void stage_core::flush_outputs() {
   for (std::uint32_t o = 0; o < outs_.size(); ++o) seal(o);
 }
 
-/// Adaptive batching: the stage is idle, so partly filled batches go out where they can leave at
-/// once. An output still waiting for credit keeps filling its batch: sealing it would only queue a
-/// smaller batch behind the others (the receiver is busy), and it goes out at the next idle
-/// moment after the credit came back.
+/// Adaptive batching: the stage is idle, so partly filled batches go out where the receiver keeps
+/// up: fewer than `grant_` (credit/2) batches in flight, as Nagle's algorithm sends a small
+/// segment only while little is unacknowledged. Otherwise the batch keeps filling while the
+/// receiver works through what it has (natural batching), and goes out at the first idle moment
+/// after the receiver returned its credit, which it does once it took `grant_` batches, so nothing
+/// waits for the linger timer. Without that bound a fast source would send a stream of tiny
+/// batches, each paying the per-message cost, and fall behind at rates a full batch sustains.
 void stage_core::send_partial() {
   for (std::uint32_t k = 0; k < outs_.size(); ++k) {
     const auto& o = outs_[k];
-    if (o.buffer && o.ready.empty() && o.credit > 0) seal(k);
+    if (o.buffer && o.ready.empty() && o.credit + grant_ > cfg_.opts.credit) seal(k);
   }
 }
 

@@ -34,27 +34,29 @@ std::int64_t now_ns() {
       .count();
 }
 
-/// One input event of either pipeline: `emit_ns` is when the source emitted it (steady clock,
-/// read once per pull). A source that falls behind its rate shows in the throughput (`kept_up`),
-/// not in the latency: its own pacing (a sleep that wakes late on a loaded machine) is not the
-/// pipeline's latency.
+/// One input event of either pipeline, with two stamps (steady clock): `due_ns`, when it was to
+/// enter at the run's rate, and `emit_ns`, when the source emitted it (read once per pull). They
+/// differ when the source waits: for credit (the pipeline pushes back, the wait a user's events
+/// would see), or to wake from its pacing sleep (late on a loaded machine). Unpaced runs stamp
+/// both at emission.
 struct event {
   std::uint32_t key;
   event_time t;
   std::int64_t value;
   std::uint64_t seq;
+  std::int64_t due_ns;
   std::int64_t emit_ns;
 };
 
 constexpr std::uint32_t keys = bench::window_keys;
 
-/// How the events of a run look: event `i` is `make(i)` with its due time.
+/// How the events of a run look: event `i` is `make(i, due, emitted)`.
 struct event_shape {
   std::uint64_t events_per_window = 10'000;
-  event make(std::uint64_t i, std::int64_t emit_ns) const {
+  event make(std::uint64_t i, std::int64_t due_ns, std::int64_t emit_ns) const {
     return {static_cast<std::uint32_t>(i % keys),
             static_cast<event_time>(i * bench::window_size / events_per_window),
-            static_cast<std::int64_t>(i), i, emit_ns};
+            static_cast<std::int64_t>(i), i, due_ns, emit_ns};
   }
 };
 
@@ -83,9 +85,10 @@ class paced_source final : public source_logic {
     auto& xs = b->values;
     if (rate_ <= 0) {
       xs.reserve(max);
-      for (std::size_t k = 0; k < max; ++k) xs.push_back(shape_.make(next_++, now));
+      for (std::size_t k = 0; k < max; ++k) xs.push_back(shape_.make(next_++, now, now));
     } else {
-      while (xs.size() < max && due_of(next_) <= now) xs.push_back(shape_.make(next_++, now));
+      for (auto due = due_of(next_); xs.size() < max && due <= now; due = due_of(next_))
+        xs.push_back(shape_.make(next_++, due, now));
       if (xs.empty()) {
         const auto wait = std::min<std::int64_t>(due_of(next_) - now, 1'000'000);
         std::this_thread::sleep_for(std::chrono::nanoseconds{wait});
@@ -118,18 +121,34 @@ struct mode {
   bool adaptive;
 };
 
+/// Latency samples of a run (ms): from the due time and from the emission (event's stamps).
+struct latencies {
+  std::vector<double> from_due;
+  std::vector<double> from_emission;
+  void add(std::int64_t now, std::int64_t due_ns, std::int64_t emit_ns) {
+    from_due.push_back((now - due_ns) / 1e6);
+    from_emission.push_back((now - emit_ns) / 1e6);
+  }
+};
+
 struct measurement {
   double events_per_s = 0;
-  double p50_ms = 0;
+  double p50_ms = 0;  // from the due time
   double p99_ms = 0;
+  double p50_from_emission_ms = 0;
+  double p99_from_emission_ms = 0;
   std::size_t samples = 0;
   bool results_ok = false;
 };
 
-measurement of(double seconds, std::uint64_t events, const std::vector<double>& latencies_ms,
-               bool results_ok) {
-  return {events / seconds, bench::percentile(latencies_ms, 0.5),
-          bench::percentile(latencies_ms, 0.99), latencies_ms.size(), results_ok};
+measurement of(double seconds, std::uint64_t events, const latencies& l, bool results_ok) {
+  return {events / seconds,
+          bench::percentile(l.from_due, 0.5),
+          bench::percentile(l.from_due, 0.99),
+          bench::percentile(l.from_emission, 0.5),
+          bench::percentile(l.from_emission, 0.99),
+          l.from_due.size(),
+          results_ok};
 }
 
 run_options options_for(const mode& m) {
@@ -139,14 +158,14 @@ run_options options_for(const mode& m) {
   return o;
 }
 
-/// Per event: the wall time from its emission at the source to its running sum at the sink,
-/// sampled every `stride` events.
+/// Per event: the wall time from its due time (and from its emission) at the source to its
+/// running sum at the sink, sampled every `stride` events.
 measurement run_keyed(const mode& m, double rate, double seconds, std::uint64_t stride) {
   auto log = std::make_shared<source_log>();
   struct sink_state {
     std::uint64_t results = 0;
     std::int64_t checksum = 0;
-    std::vector<double> latencies_ms;
+    latencies sampled;
   };
   auto sink = std::make_shared<sink_state>();
   job j{"latency-keyed"};
@@ -157,13 +176,14 @@ measurement run_keyed(const mode& m, double rate, double seconds, std::uint64_t 
       .reduce([](event acc, const event& e) {
         acc.value += e.value;
         acc.seq = e.seq;
+        acc.due_ns = e.due_ns;
         acc.emit_ns = e.emit_ns;
         return acc;
       }, "running_sum")
       .for_each([sink, stride](const event& e) {
         ++sink->results;
         sink->checksum += e.value;
-        if (e.seq % stride == 0) sink->latencies_ms.push_back((now_ns() - e.emit_ns) / 1e6);
+        if (e.seq % stride == 0) sink->sampled.add(now_ns(), e.due_ns, e.emit_ns);
       }, "sink");
   auto r = run(j, options_for(m));
   // the reference: the same running sums in a plain loop over the events the source emitted
@@ -177,15 +197,16 @@ measurement run_keyed(const mode& m, double rate, double seconds, std::uint64_t 
     checksum += sums[k];
     ++results;
   }
-  return of(r.seconds, log->emitted, sink->latencies_ms,
+  return of(r.seconds, log->emitted, sink->sampled,
             sink->results == results && sink->checksum == checksum);
 }
 
-/// Per window: the wall time from the emission of the event that closes it (its punctuated
-/// watermark follows that event) to the window's first result at the sink.
+/// Per window: the wall time from the due time (and from the emission) of the event that closes
+/// it (its punctuated watermark follows that event) to the window's first result at the sink.
 measurement run_window(const mode& m, double rate, double seconds, event_shape shape) {
   auto log = std::make_shared<source_log>();
-  auto closed = std::make_shared<std::vector<std::int64_t>>();  // per window index, written by the source stage
+  // per window index: the event that closed it (written by the source stage)
+  auto closed = std::make_shared<std::vector<event>>();
   struct sink_state {
     std::uint64_t results = 0;
     std::int64_t checksum = 0;
@@ -198,8 +219,8 @@ measurement run_window(const mode& m, double rate, double seconds, event_shape s
   }, "source");
   auto windows = bench::window_sums_of(std::move(source), [closed](const event& e) {
     const auto w = static_cast<std::size_t>(e.t / bench::window_size);
-    if (closed->size() <= w) closed->resize(w + 1, 0);
-    if ((*closed)[w] == 0) (*closed)[w] = e.emit_ns;
+    if (closed->size() <= w) closed->resize(w + 1, event{});
+    if ((*closed)[w].emit_ns == 0) (*closed)[w] = e;
   });
   windows.results().for_each(
       [sink, last = event_time{-1}](const window_result<std::uint32_t, std::int64_t>& r) mutable {
@@ -212,17 +233,17 @@ measurement run_window(const mode& m, double rate, double seconds, event_shape s
         sink->first_result[w] = now_ns();
       }, "sink");
   auto r = run(j, options_for(m));
-  std::vector<double> latencies_ms;
+  latencies per_window;
   // the last window closes at the end of the stream, not by a watermark from the source
   for (std::size_t w = 1; w < closed->size() && w < sink->first_result.size(); ++w)
-    if ((*closed)[w] && sink->first_result[w])
-      latencies_ms.push_back((sink->first_result[w] - (*closed)[w]) / 1e6);
+    if (const auto& e = (*closed)[w]; e.emit_ns && sink->first_result[w])
+      per_window.add(sink->first_result[w], e.due_ns, e.emit_ns);
   // the reference: one result per (window, even key) seen, summing the doubled values
   std::uint64_t results = 0;
   std::int64_t checksum = 0;
   std::vector<event_time> last_window(keys, -1);
   for (std::uint64_t i = 0; i < log->emitted; ++i) {
-    const auto e = shape.make(i, 0);
+    const auto e = shape.make(i, 0, 0);
     if (e.key % 2 != 0) continue;
     const auto w = e.t / bench::window_size;
     if (last_window[e.key] != w) {
@@ -231,7 +252,8 @@ measurement run_window(const mode& m, double rate, double seconds, event_shape s
     }
     checksum += 2 * e.value;
   }
-  return of(r.seconds, log->emitted, latencies_ms, sink->results == results && sink->checksum == checksum);
+  return of(r.seconds, log->emitted, per_window,
+            sink->results == results && sink->checksum == checksum);
 }
 
 /// The RIoTBench ETL application (CITY, 3 copies of the sample sensors, as bench riot-apps) as its
@@ -266,7 +288,9 @@ struct etl_bench {
     const std::uint64_t in = r["messages_in"];
     // paced: the rate the source kept; as fast as it goes: messages over the time to the last output
     const double eps = rate > 0 ? r["throughput_in"].get<double>() : r.value("throughput_end_to_end", 0.0);
-    return {eps, mqtt["latency_ms"]["p50"], mqtt["latency_ms"]["p99"], mqtt["messages"],
+    // the ETL measures from the emission only: both latencies are that one
+    const double p50 = mqtt["latency_ms"]["p50"], p99 = mqtt["latency_ms"]["p99"];
+    return {eps, p50, p99, p50, p99, mqtt["messages"],
             in > 0 && mqtt["messages"] == in && r["outputs"]["table"]["messages"] == in};
   }
 };
@@ -310,15 +334,20 @@ int main(int argc, char** argv) {
       {"linger_ms", run_options{}.linger.count()},
       {"latency_definition",
        {{"keyed",
-         "per event (sampled): wall time from the paced source emitting the event (the steady clock "
-         "read at the start of the pull that emitted it) to the sink receiving its running sum"},
+         "per event (sampled every rate x seconds / 100,000 events, every 256th at the maximum "
+         "rate): wall time from the event's due time at the paced source (start + i / rate: when it "
+         "was to enter, so a wait at the source for credit counts) to the sink receiving its running "
+         "sum; *_from_emission_ms: from the start of the pull that emitted it. Unpaced runs: both "
+         "from the emission"},
         {"window",
-         "per window: wall time from the source emitting the event that closes the window (the "
-         "first event of the next window; its punctuated watermark follows it) to the sink "
-         "receiving the window's first result"},
+         "per window: the same two stamps of the event that closes the window (the first event of "
+         "the next window; its punctuated watermark follows it) to the sink receiving the window's "
+         "first result"},
         {"etl",
          "per message: the ETL's own latency (docs/riot-apps.md), wall time from the replay source "
-         "emitting the message to the MQTT publish sink receiving its SenML record"}}},
+         "emitting the message to the MQTT publish sink receiving its SenML record; from the "
+         "emission only (p50_ms = p50_from_emission_ms), so a source slowed by backpressure shows "
+         "in events_per_s and kept_up, not in the latency"}}},
       {"load_average_before", load_before}};
   bool all_ok = true;
   double worst_p99_at_1k = 0;
@@ -330,7 +359,7 @@ int main(int argc, char** argv) {
     double adaptive_max = 0, best_fixed_max = 0, adaptive_p99_1k = -1;
     for (double rate : pipeline == "etl" ? etl_rates : rates) {
       for (const auto& m : modes) {
-        std::vector<double> p50, p99, eps;
+        std::vector<double> p50, p99, emitted_p50, emitted_p99, eps;
         std::uint64_t samples = 0;
         for (int rep = 0; rep < repeats; ++rep) {
           // ~100 windows per second at every rate; ~100 k latency samples per keyed run
@@ -354,6 +383,8 @@ int main(int argc, char** argv) {
           samples += r.samples;
           p50.push_back(r.p50_ms);
           p99.push_back(r.p99_ms);
+          emitted_p50.push_back(r.p50_from_emission_ms);
+          emitted_p99.push_back(r.p99_from_emission_ms);
           eps.push_back(r.events_per_s);
         }
         auto point = nlohmann::json{{"rate", rate},
@@ -362,6 +393,8 @@ int main(int argc, char** argv) {
                                     {"adaptive", m.adaptive},
                                     {"p50_ms", spread(p50)},
                                     {"p99_ms", spread(p99)},
+                                    {"p50_from_emission_ms", spread(emitted_p50)},
+                                    {"p99_from_emission_ms", spread(emitted_p99)},
                                     {"events_per_s", spread(eps)},
                                     {"samples", samples}};
         const double eps_median = point["events_per_s"]["median"];
