@@ -245,6 +245,20 @@ BOOST_AUTO_TEST_CASE(full_pulls_fill_whole_batches_under_adaptive_batching) {
   BOOST_TEST(s.io.take() == (lines{"out 0: [8 10]"}));
 }
 
+BOOST_AUTO_TEST_CASE(adaptive_batching_sends_early_only_while_fewer_than_half_the_credit_is_out) {
+  // credit 8: up to 4 partly filled batches in flight, then the batch fills until credit returns
+  source_stage s{1, 100, true};
+  s.core->start();
+  for (int i = 0; i < 11; ++i) s.core->on_pump();  // elements 0..11, the filter keeps the even ones
+  BOOST_TEST(s.io.take() == (lines{"out 0: [0]", "out 0: [2]", "out 0: [4]", "out 0: [6]"}));
+  s.core->on_idle();
+  BOOST_TEST(s.io.take().empty());
+  // the receiver took the 4 batches and returned their credit; the next idle moment sends the rest
+  s.core->on_credit(0, 4);
+  s.core->on_idle();
+  BOOST_TEST(s.io.take() == (lines{"out 0: [8 10]"}));
+}
+
 BOOST_AUTO_TEST_CASE(an_idle_stage_sends_partly_filled_batches_only_under_adaptive_batching) {
   one_operator_stage s{1, 1, partitioning::forward, 100, 8};
   s.core->on_data(0, ints({1, 2}));
