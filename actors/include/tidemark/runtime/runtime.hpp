@@ -54,9 +54,9 @@ struct run_options {
   std::chrono::milliseconds linger{5};
   /// Adaptive batching: a partly filled output batch goes out as soon as its stage has nothing
   /// more to do right now (its mailbox is empty, or its source's pull emitted fewer than
-  /// `batch_size` elements) and its channel has credit, instead of waiting for `linger`. Under
-  /// load a stage always has more input waiting, so batches still fill up to `batch_size`; a
-  /// trickle of elements goes on one by one, at once. `linger` still bounds the wait of a stage
+  /// `batch_size`) while fewer than `credit/2` batches of its channel are in flight, instead of
+  /// waiting for `linger`. Under load a stage has more input waiting or its receiver is busy, so
+  /// batches fill; a trickle goes on element by element, at once. `linger` still bounds a stage
   /// that is never idle (a source whose filter drops most of each full pull). false: fixed
   /// batching, a batch is sent at `batch_size`, after `linger` or in front of a signal.
   bool adaptive_batching = true;
