@@ -1,5 +1,6 @@
-"""Plots the latency benchmark: p99 (solid) and p50 (dotted) latency against the input rate, one
-line per batching mode, one panel per pipeline; the range over the repeats as a band."""
+"""Plots the latency benchmark: p99 (solid, with the range over the repeats as a band) and p50
+(dotted) latency against the input rate, one line per batching mode, one panel per pipeline; the
+run as fast as it goes is a star at the throughput it reached."""
 import json
 import os
 import sys
@@ -18,27 +19,29 @@ for ax, name in zip(axes[0], pipelines):
     points = doc["pipelines"][name]
     modes = list(dict.fromkeys(p["mode"] for p in points))
     for i, mode in enumerate(modes):
-        mine = [p for p in points if p["mode"] == mode]
-        # the maximum rate (rate 0) is plotted at the throughput the mode reached
-        xs = [p["rate"] if p["rate"] > 0 else p["events_per_s"]["median"] for p in mine]
-        order = sorted(range(len(xs)), key=lambda k: xs[k])
-        xs = [xs[k] for k in order]
-        mine = [mine[k] for k in order]
         color = f"C{i}"
-        p99 = [p["p99_ms"]["median"] for p in mine]
+        paced = sorted((p for p in points if p["mode"] == mode and p["rate"] > 0),
+                       key=lambda p: p["rate"])
+        xs = [p["rate"] for p in paced]
+        p99 = [p["p99_ms"]["median"] for p in paced]
         ax.plot(xs, p99, marker="o", color=color, label=f"{mode} p99")
-        ax.fill_between(xs, [p["p99_ms"]["min"] for p in mine], [p["p99_ms"]["max"] for p in mine],
-                        color=color, alpha=0.15)
-        ax.plot(xs, [p["p50_ms"]["median"] for p in mine], linestyle=":", color=color,
+        ax.fill_between(xs, [p["p99_ms"]["min"] for p in paced],
+                        [p["p99_ms"]["max"] for p in paced], color=color, alpha=0.12)
+        ax.plot(xs, [p["p50_ms"]["median"] for p in paced], linestyle=":", color=color,
                 label=f"{mode} p50")
-        behind = [(x, y) for x, y, p in zip(xs, p99, mine) if not p["kept_up"]]
+        behind = [(x, y) for x, y, p in zip(xs, p99, paced) if not p["kept_up"]]
         if behind:
             ax.scatter(*zip(*behind), marker="x", s=60, color=color)
+        # as fast as it goes: a star at the throughput the mode reached (p99), not joined
+        for p in points:
+            if p["mode"] == mode and p["rate"] <= 0:
+                ax.scatter([p["events_per_s"]["median"]], [p["p99_ms"]["median"]], marker="*",
+                           s=120, color=color, edgecolor="black", linewidth=0.5)
     ax.axhline(doc["targets"]["adaptive_p99_ms_at_1k"], color="red", linestyle="--", linewidth=0.8,
                label="1 ms")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("input rate (events/s; last point: as fast as it goes)")
+    ax.set_xlabel("input rate (events/s); star: as fast as it goes, at its throughput")
     ax.set_ylabel("latency (ms)")
     ax.set_title(f"{name} pipeline (x: fell behind its rate)")
     ax.legend(fontsize=7, ncol=2)
