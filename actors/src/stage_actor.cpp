@@ -18,6 +18,7 @@ class stage_actor final : public annotated_actor, private stage_io {
         outputs_(std::move(setup.outputs)),
         driver_(std::move(setup.driver)),
         senders_(setup.core.input_ports.size()),
+        adaptive_(setup.core.opts.adaptive_batching),
         core_(std::make_unique<stage_core>(std::move(setup.core), static_cast<stage_io&>(*this))) {}
 
   /// Neighbours hold handles to each other; dropping them (and the operators) here breaks the
@@ -37,19 +38,41 @@ class stage_actor final : public annotated_actor, private stage_io {
     });
     core_->restore();
     return {
-        [this](start_atom) { core_->start(); },
-        [this](pump_atom) { core_->on_pump(); },
+        [this](start_atom) {
+          core_->start();
+          after_message();
+        },
+        [this](pump_atom) {
+          core_->on_pump();
+          after_message();
+        },
         [this](data_msg& m) {
           auto& s = senders_[m.in];
           if (!s.actor) s = {caf::actor_cast<caf::actor>(current_sender()), m.out};
           core_->on_data(m.in, std::move(m.batch.ptr));
+          after_message();
         },
-        [this](signal_msg& m) { core_->on_signal(m.in, m.kind, m.wm); },
-        [this](credit_msg& m) { core_->on_credit(m.out, m.n); },
-        [this](copies_lost_msg& m) { core_->on_copies_lost(m.outs, m.ins); },
+        [this](signal_msg& m) {
+          core_->on_signal(m.in, m.kind, m.wm);
+          after_message();
+        },
+        [this](credit_msg& m) {
+          core_->on_credit(m.out, m.n);
+          after_message();
+        },
+        [this](copies_lost_msg& m) {
+          core_->on_copies_lost(m.outs, m.ins);
+          after_message();
+        },
         [this](flush_atom) { core_->on_flush(); },
-        [this](wake_atom) { core_->on_wakeup(); },
-        [this](checkpoint_atom, std::uint64_t id) { core_->on_checkpoint(id); },
+        [this](wake_atom) {
+          core_->on_wakeup();
+          after_message();
+        },
+        [this](checkpoint_atom, std::uint64_t id) {
+          core_->on_checkpoint(id);
+          after_message();
+        },
         [this](commit_atom, std::uint64_t id) { core_->on_checkpoint_complete(id); },
         [this](live_atom) {
           send(caf::actor_cast<caf::actor>(current_sender()), live_metrics_msg{core_->snapshot()});
@@ -60,6 +83,7 @@ class stage_actor final : public annotated_actor, private stage_io {
                               std::chrono::system_clock::now().time_since_epoch())
                               .count());
           schedule_timer();
+          after_message();
         },
     };
   }
@@ -103,6 +127,12 @@ class stage_actor final : public annotated_actor, private stage_io {
     send(driver_, copy_dropped_msg{core_->stage(), core_->instance(), out});
   }
 
+  /// Adaptive batching seals partly filled batches when the stage has nothing more to do: one
+  /// check of the mailbox per message, which under load always holds more (so batches fill).
+  void after_message() {
+    if (adaptive_ && core_ && !core_->over() && mailbox().empty()) core_->on_idle();
+  }
+
   void schedule_timer() {
     delayed_send(this, std::chrono::milliseconds(core_->timer_period_ms()), timer_atom::value);
   }
@@ -110,6 +140,7 @@ class stage_actor final : public annotated_actor, private stage_io {
   std::vector<output_channel> outputs_;
   caf::actor driver_;
   std::vector<sender> senders_;
+  bool adaptive_;
   std::unique_ptr<stage_core> core_;
 };
 

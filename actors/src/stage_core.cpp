@@ -142,6 +142,10 @@ void stage_core::on_flush() {
   });
 }
 
+void stage_core::on_idle() {
+  if (cfg_.opts.adaptive_batching && !failed_ && !done_) send_partial();
+}
+
 void stage_core::on_wakeup() {
   guarded([&] {
     for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p)
@@ -355,12 +359,17 @@ void stage_core::acknowledge(std::uint32_t slot) {
 void stage_core::pump() {
   if (finished_ || !cfg_.source || blocked() || held()) return;
   bool more = true;
+  const auto before = metrics_.operators[0].events_out;
   call(0, [&] { more = cfg_.source->pull(cfg_.opts.batch_size, *links_[0]); });
   if (!more) {
     watermark_from(0, end_of_time);
     finish();
     return;
   }
+  // A short pull means the source has nothing more right now: under adaptive batching what it
+  // emitted goes out now instead of waiting for the next pulls (the pump keeps the mailbox busy).
+  if (cfg_.opts.adaptive_batching && metrics_.operators[0].events_out - before < cfg_.opts.batch_size)
+    send_partial();
   after_work();
   if (!blocked() && !held() && !pump_scheduled_) {
     pump_scheduled_ = true;
@@ -760,6 +769,20 @@ const std::vector<std::uint32_t>& stage_core::copies_of(std::uint32_t out) const
 /// A partly filled output batch goes out now (after a synchronizer admitted a slice).
 void stage_core::flush_outputs() {
   for (std::uint32_t o = 0; o < outs_.size(); ++o) seal(o);
+}
+
+/// Adaptive batching: the stage is idle, so partly filled batches go out where the receiver keeps
+/// up: fewer than `grant_` (credit/2) batches in flight, as Nagle's algorithm sends a small
+/// segment only while little is unacknowledged. Otherwise the batch keeps filling while the
+/// receiver works through what it has (natural batching), and goes out at the first idle moment
+/// after the receiver returned its credit, which it does once it took `grant_` batches, so nothing
+/// waits for the linger timer. Without that bound a fast source would send a stream of tiny
+/// batches, each paying the per-message cost, and fall behind at rates a full batch sustains.
+void stage_core::send_partial() {
+  for (std::uint32_t k = 0; k < outs_.size(); ++k) {
+    const auto& o = outs_[k];
+    if (o.buffer && o.ready.empty() && o.credit + grant_ > cfg_.opts.credit) seal(k);
+  }
 }
 
 /// A signal seals the partly filled batch in front of it: no element emitted after a watermark may

@@ -112,6 +112,9 @@ class stage_core {
                       const std::vector<std::uint32_t>& ins);
   /// The linger time of a partly filled batch passed.
   void on_flush();
+  /// Nothing more waits for this stage right now (its mailbox is empty). Under adaptive batching
+  /// (run_options::adaptive_batching) partly filled batches go out on every output with credit.
+  void on_idle();
   /// An operator has asynchronous completions (operator_logic::on_wakeup).
   void on_wakeup();
   /// The operators' timer ticked at `now_ms` (wall clock).
@@ -217,6 +220,7 @@ class stage_core {
   void seal(std::uint32_t out);
   const std::vector<std::uint32_t>& copies_of(std::uint32_t out) const;
   void flush_outputs();
+  void send_partial();
   void signal(std::uint32_t out, signal_kind kind, event_time wm);
   void signal_all(signal_kind kind, event_time wm);
   void try_send(std::uint32_t out);

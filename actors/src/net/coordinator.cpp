@@ -261,7 +261,7 @@ zmq::message_t deploy_message(const deploy_args& a) {
       o.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.live_period.count())) : 0u,
       a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes),
       static_cast<std::uint32_t>(a.fence.count()), o.deterministic_merge, replica_counts,
-      replica_nodes, o.replica_lag);
+      replica_nodes, o.replica_lag, o.adaptive_batching);
   return net::control_message(b, body);
 }
 

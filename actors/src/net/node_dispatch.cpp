@@ -49,6 +49,7 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   x.opts.batch_size = d.batch_size();
   x.opts.credit = d.credit();
   x.opts.linger = std::chrono::milliseconds{d.linger_ms()};
+  x.opts.adaptive_batching = d.adaptive_batching();
   x.opts.fuse = d.fuse();
   x.opts.deterministic_merge = d.deterministic_merge();
   x.opts.replica_lag = d.replica_lag();

@@ -152,6 +152,10 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   auto linger_ms = std::make_shared<std::int64_t>(opts->linger.count());
   run_cmd->add_option("--linger-ms", *linger_ms,
                       "how long a partly filled batch waits before it is sent (latency vs. batching)");
+  run_cmd->add_option("--adaptive-batching", opts->adaptive_batching,
+                      "true (default): send a partly filled batch as soon as its stage is idle, so a "
+                      "trickle is not delayed and a flood still fills batches; false: wait for "
+                      "--batch-size or --linger-ms");
   auto data_dir = std::make_shared<std::string>();
   run_cmd->add_option("--data-dir", *data_dir,
                       "durable state of the job: tiered window state (DIR/window_state) and "

@@ -1,7 +1,8 @@
 // Batching is transparent: event-time results (window results, revisions, late events) do not
-// depend on batch size, linger, parallelism or thread timing, because no element overtakes a
-// watermark that was emitted before it. Checked on random out-of-order streams against the
-// batch-1, parallelism-1 run and against a sequential reference simulation written here.
+// depend on batch size, linger, adaptive batching, parallelism or thread timing, because no
+// element overtakes a watermark that was emitted before it. Checked on random out-of-order streams
+// against the batch-1, parallelism-1 run and against a sequential reference simulation written
+// here.
 #define BOOST_TEST_MODULE batching_transparency
 #include <boost/test/unit_test.hpp>
 
@@ -281,10 +282,11 @@ std::vector<ev> out_of_order_stream(std::uint32_t seed, int n, int keys) {
   return events;
 }
 
-run_options options(std::size_t batch_size, int linger_ms) {
+run_options options(std::size_t batch_size, int linger_ms, bool adaptive = false) {
   run_options o;
   o.batch_size = batch_size;
   o.linger = std::chrono::milliseconds{linger_ms};
+  o.adaptive_batching = adaptive;
   o.print_summary = false;
   return o;
 }
@@ -336,13 +338,17 @@ BOOST_AUTO_TEST_CASE(results_do_not_depend_on_batching_parallelism_or_timing) {
       auto diff = difference(baseline, expected);
       BOOST_TEST(diff.empty(), diff);
     }
+    // fixed batching with linger 0 and 5 ms, and adaptive batching (batches cut wherever a
+    // stage happens to be idle)
+    const std::pair<int, bool> batchings[] = {{0, false}, {5, false}, {5, true}};
     for (std::size_t batch_size : {1, 7, 64, 4096})
-      for (int linger : {0, 5})
+      for (auto [linger, adaptive] : batchings)
         for (std::uint32_t parallelism = 1; parallelism <= 4; ++parallelism) {
           if (batch_size == 1 && linger == 0 && parallelism == 1) continue;  // the baseline
-          auto got = run_windows(events, parallelism, options(batch_size, linger));
+          auto got = run_windows(events, parallelism, options(batch_size, linger, adaptive));
           BOOST_TEST_CONTEXT("stream " << rep << ", batch " << batch_size << ", linger " << linger
-                                       << " ms, parallelism " << parallelism) {
+                                       << " ms" << (adaptive ? ", adaptive" : "")
+                                       << ", parallelism " << parallelism) {
             auto diff = difference(got, baseline);
             BOOST_TEST(diff.empty(), diff);
           }

@@ -5,6 +5,7 @@
 #define BOOST_TEST_MODULE stage_core
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <random>
 #include <sstream>
 
@@ -129,6 +130,56 @@ struct one_operator_stage {
 
 using lines = std::vector<std::string>;
 
+/// Emits `per_pull` consecutive integers per pull (at most `max`), forever.
+struct counting_source final : source_logic {
+  explicit counting_source(int per_pull) : per_pull_(per_pull) {}
+  bool pull(std::size_t max, emitter& out) override {
+    auto b = std::make_unique<batch<int>>();
+    for (int i = 0; i < per_pull_ && b->values.size() < max; ++i) b->values.push_back(next_++);
+    out.emit(std::move(b));
+    return true;
+  }
+
+ private:
+  int per_pull_;
+  int next_ = 0;
+};
+
+/// Keeps the even elements.
+struct keep_even final : operator_logic {
+  void process(std::size_t, batch_ptr in, emitter& out) override {
+    auto& xs = static_cast<batch<int>&>(*in).values;
+    xs.erase(std::remove_if(xs.begin(), xs.end(), [](int x) { return x % 2 != 0; }), xs.end());
+    out.emit(std::move(in));
+  }
+};
+
+/// counting_source -> keep_even, one output slot with credit 8.
+struct source_stage {
+  source_stage(int per_pull, std::size_t batch_size, bool adaptive) {
+    source_node.name = "count";
+    source_node.op = "source";
+    filter_node.name = "even";
+    filter_node.op = "filter";
+    stage_config cfg;
+    cfg.nodes = {&source_node, &filter_node};
+    cfg.tree = {{0, 0, 0}, {1, 0, 0}};
+    cfg.source = std::make_unique<counting_source>(per_pull);
+    cfg.ops.push_back(std::make_unique<keep_even>());
+    cfg.outputs = 1;
+    cfg.edges = {output_edge{partitioning::forward, 1, 0, {0}}};
+    cfg.opts.batch_size = batch_size;
+    cfg.opts.credit = 8;
+    cfg.opts.adaptive_batching = adaptive;
+    core = std::make_unique<stage_core>(std::move(cfg), io);
+  }
+
+  logical_node source_node;
+  logical_node filter_node;
+  recording_io io;
+  std::unique_ptr<stage_core> core;
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(exhausted_credit_stops_draining_until_credit_returns) {
@@ -161,6 +212,62 @@ BOOST_AUTO_TEST_CASE(a_watermark_seals_the_batch_in_front_of_it) {
                                    "out 0: watermark 7", "out 0: watermark 9"}));
   s.core->on_flush();
   BOOST_TEST(s.io.take() == (lines{"out 0: [4]"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_short_pull_goes_out_at_once_under_adaptive_batching) {
+  // the source has one element now: adaptive batching sends it without the linger timer
+  source_stage adaptive{1, 100, true};
+  adaptive.core->start();
+  BOOST_TEST(adaptive.io.take() == (lines{"out 0: [0]"}));
+  adaptive.core->on_pump();
+  adaptive.core->on_pump();
+  BOOST_TEST(adaptive.io.take() == (lines{"out 0: [2]"}));
+  // fixed batching keeps the lone element until the batch is full or the linger timer fires
+  source_stage fixed{1, 100, false};
+  fixed.core->start();
+  BOOST_TEST(fixed.io.take().empty());
+  BOOST_TEST(fixed.io.flushes == 1);
+  fixed.core->on_flush();
+  BOOST_TEST(fixed.io.take() == (lines{"out 0: [0]"}));
+}
+
+BOOST_AUTO_TEST_CASE(full_pulls_fill_whole_batches_under_adaptive_batching) {
+  // each full pull of 4 leaves 2 after the filter: the stage is busy, so the batch fills up
+  source_stage s{4, 4, true};
+  s.core->start();
+  BOOST_TEST(s.io.take().empty());
+  BOOST_TEST(s.io.pumps == 1);
+  s.core->on_pump();
+  BOOST_TEST(s.io.take() == (lines{"out 0: [0 2 4 6]"}));
+  // an idle moment (the shell found its mailbox empty) sends what is there
+  s.core->on_pump();
+  s.core->on_idle();
+  BOOST_TEST(s.io.take() == (lines{"out 0: [8 10]"}));
+}
+
+BOOST_AUTO_TEST_CASE(adaptive_batching_sends_early_only_while_fewer_than_half_the_credit_is_out) {
+  // credit 8: up to 4 partly filled batches in flight, then the batch fills until credit returns
+  source_stage s{1, 100, true};
+  s.core->start();
+  for (int i = 0; i < 11; ++i) s.core->on_pump();  // elements 0..11, the filter keeps the even ones
+  BOOST_TEST(s.io.take() == (lines{"out 0: [0]", "out 0: [2]", "out 0: [4]", "out 0: [6]"}));
+  s.core->on_idle();
+  BOOST_TEST(s.io.take().empty());
+  // the receiver took the 4 batches and returned their credit; the next idle moment sends the rest
+  s.core->on_credit(0, 4);
+  s.core->on_idle();
+  BOOST_TEST(s.io.take() == (lines{"out 0: [8 10]"}));
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_stage_sends_partly_filled_batches_only_under_adaptive_batching) {
+  one_operator_stage s{1, 1, partitioning::forward, 100, 8};
+  s.core->on_data(0, ints({1, 2}));
+  s.core->on_idle();  // run_options' default is adaptive
+  BOOST_TEST(s.io.take() == (lines{"out 0: [1 2]"}));
+  source_stage fixed{4, 8, false};
+  fixed.core->start();
+  fixed.core->on_idle();
+  BOOST_TEST(fixed.io.take().empty());
 }
 
 BOOST_AUTO_TEST_CASE(signals_wait_behind_batches_that_wait_for_credit) {

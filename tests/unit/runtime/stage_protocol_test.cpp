@@ -82,8 +82,9 @@ struct fixture {
   caf::actor stage;
 
   /// The stage reads `copies` slots that carry copies of one upstream instance (the first from
-  /// `upstream`, the others from `replica`).
-  void spawn(std::size_t batch_size, std::uint32_t credit, std::uint32_t copies = 1) {
+  /// `upstream`, the others from `replica`). Batching is fixed unless `adaptive`.
+  void spawn(std::size_t batch_size, std::uint32_t credit, std::uint32_t copies = 1,
+             bool adaptive = false) {
     node.name = "pass";
     node.op = "pass_through";
     stage_setup setup;
@@ -97,6 +98,7 @@ struct fixture {
     c.edges = {output_edge{partitioning::forward, 0, 0, {0}}};
     c.opts.batch_size = batch_size;
     c.opts.credit = credit;
+    c.opts.adaptive_batching = adaptive;
     setup.outputs = {{downstream, 0}};
     setup.driver = driver;
     stage = spawn_stage(sys, std::move(setup));
@@ -206,4 +208,32 @@ BOOST_FIXTURE_TEST_CASE(copies_of_an_upstream_instance_reach_the_operators_once,
   sched.run();
   BOOST_TEST(*driver_log == (lines{"done"}));
   BOOST_TEST(downstream_log->size() == 5u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_lone_element_does_not_wait_for_the_linger_timer_under_adaptive_batching,
+                        fixture) {
+  spawn(100, 8, 1, true);
+  data({1});
+  sched.run();  // no timeout is triggered: the linger timer never fires in this test
+  BOOST_TEST(*downstream_log == (lines{"data [1]"}));
+  // fixed batching keeps it until the timer (no_element_overtakes_a_watermark)
+}
+
+BOOST_FIXTURE_TEST_CASE(queued_input_fills_one_batch_under_adaptive_batching, fixture) {
+  spawn(100, 1, 1, true);
+  // three batches wait in the mailbox: the stage seals only once it has taken them all
+  data({1, 2});
+  data({3});
+  data({4, 5});
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [1 2 3 4 5]"}));
+  // no credit left: what arrives keeps filling the batch until credit returns
+  data({6});
+  sched.run();
+  data({7});
+  sched.run();
+  BOOST_TEST(downstream_log->size() == 1u);
+  credit(1);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [1 2 3 4 5]", "data [6 7]"}));
 }

@@ -47,10 +47,19 @@ struct checkpoint_options {
 
 struct run_options {
   /// Elements per batch on channels between actors (4096 moved 40 % more events per second than
-  /// 1024 in the pipeline and window benchmarks; the linger time bounds the latency cost).
+  /// 1024 in the pipeline and window benchmarks; adaptive batching and the linger time bound the
+  /// latency cost).
   std::size_t batch_size = 4096;
   /// How long a partly filled output batch may wait before it is sent anyway.
   std::chrono::milliseconds linger{5};
+  /// Adaptive batching: a partly filled output batch goes out as soon as its stage has nothing
+  /// more to do right now (its mailbox is empty, or its source's pull emitted fewer than
+  /// `batch_size`) while fewer than `credit/2` batches of its channel are in flight, instead of
+  /// waiting for `linger`. Under load a stage has more input waiting or its receiver is busy, so
+  /// batches fill; a trickle goes on element by element, at once. `linger` still bounds a stage
+  /// that is never idle (a source whose filter drops most of each full pull). false: fixed
+  /// batching, a batch is sent at `batch_size`, after `linger` or in front of a signal.
+  bool adaptive_batching = true;
   /// Batches in flight per channel (sent, not yet processed by the receiver).
   std::uint32_t credit = 8;
   /// Fuse forward chains of equal parallelism into one actor per instance.
