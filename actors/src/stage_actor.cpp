@@ -47,6 +47,14 @@ class stage_actor final : public annotated_actor, private stage_io {
         [this](signal_msg& m) { core_->on_signal(m.in, m.kind, m.wm); },
         [this](credit_msg& m) { core_->on_credit(m.out, m.n); },
         [this](copies_lost_msg& m) { core_->on_copies_lost(m.outs, m.ins); },
+        [this](output_restored_msg& m) {
+          outputs_.at(m.out) = {std::move(m.target), m.in};
+          core_->on_output_restored(m.out, m.checkpoint);
+        },
+        [this](input_restored_msg& m) {
+          senders_.at(m.in) = {};  // learnt again from the restored copy's first batch
+          core_->on_input_restored(m.in, m.checkpoint);
+        },
         [this](flush_atom) { core_->on_flush(); },
         [this](wake_atom) { core_->on_wakeup(); },
         [this](checkpoint_atom, std::uint64_t id) { core_->on_checkpoint(id); },
@@ -101,6 +109,10 @@ class stage_actor final : public annotated_actor, private stage_io {
 
   void copy_dropped(std::uint32_t out) override {
     send(driver_, copy_dropped_msg{core_->stage(), core_->instance(), out});
+  }
+
+  void copy_caught_up(std::uint32_t in) override {
+    send(driver_, copy_caught_up_msg{core_->stage(), core_->instance(), in});
   }
 
   void schedule_timer() {
