@@ -509,6 +509,9 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       }
       for (auto member : members) links.send(member, net::commit_frame(id));
     };
+    auto release_commits = [&] {
+      for (auto id : std::exchange(held_commits, {})) commit(id);
+    };
     auto on_piece = [&](std::uint32_t n, const wire::StatePiece& chunk) {
       std::optional<net::state_piece> piece;
       try {
@@ -571,6 +574,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       auto leaves = [&](const restoring& r) { return r.node == m; };
       // a copy lost again while it was being restored is planned again below
       restores.erase(std::remove_if(restores.begin(), restores.end(), leaves), restores.end());
+      release_commits();  // the copy being readied may have been one of them
       catching_up.erase(std::remove_if(catching_up.begin(), catching_up.end(), leaves),
                         catching_up.end());
       for (std::uint32_t s = 0; s < plan.stages.size(); ++s)
@@ -664,7 +668,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       for (auto r = catching_up.begin(); r != catching_up.end();)
         if (now >= r->deadline) {
           give_up(*r, "it did not catch up within " +
-                          std::to_string(std::chrono::seconds{restore_timeout}.count()) + " s");
+                          std::to_string(restore_timeout.count()) + " s");
           r = catching_up.erase(r);
         } else {
           ++r;
@@ -681,7 +685,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         links.send(member, net::restore_copy_frame(r.copy.stage, r.copy.instance, r.copy.copy,
                                                    r.node, r.checkpoint, true));
       r.readying = false;
-      for (auto id : std::exchange(held_commits, {})) commit(id);
+      release_commits();
       // its receivers: every copy of every instance it sends to that is still there
       for (const auto& out : copies_wiring.outputs[r.copy.stage][r.copy.instance]) {
         const auto k = offsets[out.to.stage] + out.to.instance;
@@ -705,12 +709,12 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       }
       give_up(r, "node '" + cluster.nodes[n].id + "': " + str(a.error()));
       restores.pop_front();
-      for (auto id : std::exchange(held_commits, {})) commit(id);
+      release_commits();
     };
     // A receiver on node `n` says which of its input slots caught up: the copy behind it is found
-    // from the wiring (a receiver has one slot per copy of each sender, side by side).
-    // A receiver's slot may be caught up already when it is readied (nothing passed since the
-    // barrier): the copy being readied counts such reports too.
+    // from the wiring (a receiver has one slot per copy of each sender, side by side). A slot may
+    // be caught up already when it is readied (nothing passed since the barrier): the copy being
+    // readied counts such reports too.
     auto on_caught_up = [&](std::uint32_t n, const wire::CopyCaughtUp& a) {
       auto behind = [&](const restoring& r) {
         for (const auto& out : copies_wiring.outputs[r.copy.stage][r.copy.instance])
@@ -773,12 +777,12 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       }
       const auto to = copies_wiring.outputs[r.stage()][r.instance()][r.out_slot()].to;
       const auto k = offsets[to.stage] + to.instance;
-      auto restoring_it = std::find_if(catching_up.begin(), catching_up.end(), [&](auto& c) {
-        return c.copy.stage == to.stage && c.copy.instance == to.instance && c.copy.copy == to.copy;
+      auto restoring = std::find_if(catching_up.begin(), catching_up.end(), [&](auto& r) {
+        return r.copy.stage == to.stage && r.copy.instance == to.instance && r.copy.copy == to.copy;
       });
-      if (restoring_it != catching_up.end()) {  // its sender could not replay to it
-        const auto restore = *restoring_it;
-        catching_up.erase(restoring_it);
+      if (restoring != catching_up.end()) {  // its sender could not replay to it
+        const auto restore = *restoring;
+        catching_up.erase(restoring);
         give_up(restore, "a sender no longer holds what it sent since checkpoint " +
                              std::to_string(restore.checkpoint) +
                              " (more than replay_limit elements), or it fell too far behind");
