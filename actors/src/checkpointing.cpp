@@ -113,6 +113,15 @@ restore_point checkpoint_driver::recover() {
   return from;
 }
 
+restore_point checkpoint_driver::latest() {
+  restore_point from;
+  if (!enabled_) return from;
+  auto loaded = store().latest(job_, plan_);
+  from.checkpoint = loaded.record.id;
+  from.pieces = std::move(loaded.pieces);
+  return from;
+}
+
 void checkpoint_driver::warn_unreplayable(const std::vector<std::string>& sources,
                                           job_result& result) const {
   if (!enabled_) return;

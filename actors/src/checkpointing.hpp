@@ -56,6 +56,10 @@ class checkpoint_driver {
   /// progress; checkpoints start again (the restarted instances have not finished).
   restore_point recover();
 
+  /// The newest completed checkpoint with its pieces, without abandoning anything (a copy
+  /// restored after a takeover starts from it); checkpoint 0 when none completed.
+  restore_point latest();
+
   /// Starts the next checkpoint when it is due: `inject(id)` sends its barrier to the sources.
   /// Returns how long until the next one is due. Throws job_error when too many checkpoints
   /// failed in a row (as on_piece).

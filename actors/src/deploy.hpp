@@ -62,7 +62,7 @@ class deployment_actors {
  public:
   /// Spawns the local stage instances, receivers before senders, each connected to its local
   /// receivers or to an outbound proxy, then the inbound proxies; every stage reports done or
-  /// failed to `driver`. With `from`, each instance (every copy of it) starts from its piece of
+  /// failed to `driver`. Keeps references to `g`, `p` and `w`, which must outlive it. With `from`, each instance (every copy of it) starts from its piece of
   /// that checkpoint (a missing piece throws job_error). On failure (an operator cannot be
   /// created) stops what it spawned and rethrows.
   deployment_actors(caf::actor_system& sys, const logical_graph& g, const physical_plan& p,
@@ -83,6 +83,19 @@ class deployment_actors {
   /// Copy `copy` of flat stage instance `k` is gone (it fell too far behind): as lose_node for
   /// that copy; when it runs here, it is stopped and returned (null otherwise).
   caf::actor lose_copy(std::uint32_t k, std::uint32_t copy);
+  /// Copy `e`, lost with its node, runs again on node `node` from `from` (docs/replication.md,
+  /// "Restoring the replication level"), the first of two steps: the local receivers of its
+  /// output put its slots at the barrier of `from.checkpoint` (stage_core::on_input_restored) and
+  /// get inbound proxies from `node`; when `node` is this one, the copy is spawned from its
+  /// instance's piece of `from`, with inbound proxies from the senders elsewhere and its slots to
+  /// and from copies that are gone (`lost(flat instance, copy)`) closed, and returned (null
+  /// otherwise). Nothing reaches it before connect_copy.
+  caf::actor restore_copy(wiring::endpoint e, std::uint32_t node, const restore_point& from,
+                          const remote_channels& remote,
+                          const std::function<bool(std::uint32_t, std::uint32_t)>& lost);
+  /// The second step: the local senders of restored copy `e` send it what they sent since the
+  /// barrier of `checkpoint`, then everything new (stage_core::on_output_restored).
+  void connect_copy(wiring::endpoint e, std::uint64_t checkpoint, const remote_channels& remote);
 
   /// The local stage actors (not the proxies).
   const std::vector<caf::actor>& stages() const noexcept { return stages_; }
@@ -117,6 +130,29 @@ class deployment_actors {
   /// Tells each local stage which of its slots lead to a copy for which `gone` is true.
   template <class Gone>
   void lose(Gone gone);
+
+  std::uint32_t node_of(wiring::endpoint e) const;
+  bool local(wiring::endpoint e) const { return node_of(e) == where_.self; }
+  caf::actor spawn_copy(wiring::endpoint e, const remote_channels* remote,
+                        const restore_point* from);
+  caf::actor outbound(wiring::endpoint from, std::uint32_t k, std::uint32_t peer,
+                      const remote_channels& remote);
+  void connect_inbound(wiring::endpoint from, std::uint32_t k, const remote_channels* remote);
+  /// Calls f(sender copy, its output slot) for every channel into copy `e`.
+  template <class F>
+  void for_each_sender_of(wiring::endpoint e, F&& f) const;
+
+  caf::actor_system& sys_;
+  const logical_graph& g_;
+  const physical_plan& p_;
+  const wiring& w_;
+  placement where_;  // updated as copies are restored elsewhere
+  run_options opts_;
+  caf::actor driver_;
+  std::vector<std::uint32_t> offset_;  // per stage: flat index of its first instance
+  std::vector<std::vector<std::vector<std::uint32_t>>> first_channel_;  // per stage, instance, copy
+  std::vector<std::vector<std::vector<caf::actor>>> actor_of_;          // local copies
+  std::vector<std::vector<std::vector<std::size_t>>> index_of_;         // in stages_
 };
 
 }  // namespace tidemark::detail

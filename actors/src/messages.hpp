@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/actor.hpp>
 #include <caf/atom.hpp>
 
 #include "stage_core.hpp"
@@ -68,6 +69,30 @@ struct copy_dropped_msg {
   std::uint32_t out;
 };
 
+/// The copy of a receiver behind output slot `out` was restored from checkpoint `checkpoint`
+/// (stage_core::on_output_restored); it is reached through `target`, at its input slot `in`.
+struct output_restored_msg {
+  std::uint32_t out;
+  caf::actor target;
+  std::uint32_t in;
+  std::uint64_t checkpoint;
+};
+
+/// The copy of a sender behind input slot `in` was restored from checkpoint `checkpoint`
+/// (stage_core::on_input_restored); its channel reaches the stage through a new proxy.
+struct input_restored_msg {
+  std::uint32_t in;
+  std::uint64_t checkpoint;
+};
+
+/// The copy restored behind input slot `in` of stage instance (stage, instance) caught up
+/// (stage_io::copy_caught_up).
+struct copy_caught_up_msg {
+  std::uint32_t stage;
+  std::uint32_t instance;
+  std::uint32_t in;
+};
+
 struct done_msg {
   instance_metrics metrics;
 };
@@ -111,6 +136,9 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::credit_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::done_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copies_lost_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copy_dropped_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::output_restored_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::input_restored_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copy_caught_up_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::failed_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::checkpointed_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::live_metrics_msg)

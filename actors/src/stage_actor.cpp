@@ -64,6 +64,16 @@ class stage_actor final : public annotated_actor, private stage_io {
           core_->on_copies_lost(m.outs, m.ins);
           after_message();
         },
+        [this](output_restored_msg& m) {
+          outputs_.at(m.out) = {std::move(m.target), m.in};
+          core_->on_output_restored(m.out, m.checkpoint);
+          after_message();
+        },
+        [this](input_restored_msg& m) {
+          senders_.at(m.in) = {};  // learnt again from the restored copy's first batch
+          core_->on_input_restored(m.in, m.checkpoint);
+          after_message();
+        },
         [this](flush_atom) { core_->on_flush(); },
         [this](wake_atom) {
           core_->on_wakeup();
@@ -125,6 +135,10 @@ class stage_actor final : public annotated_actor, private stage_io {
 
   void copy_dropped(std::uint32_t out) override {
     send(driver_, copy_dropped_msg{core_->stage(), core_->instance(), out});
+  }
+
+  void copy_caught_up(std::uint32_t in) override {
+    send(driver_, copy_caught_up_msg{core_->stage(), core_->instance(), in});
   }
 
   /// Adaptive batching seals partly filled batches when the stage has nothing more to do: one

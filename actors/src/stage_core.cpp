@@ -54,8 +54,19 @@ stage_core::stage_core(stage_config cfg, stage_io& io) : cfg_(std::move(cfg)), i
   outs_.resize(cfg_.outputs);
   for (auto& o : outs_) o.credit = cfg_.opts.credit;
   copy_slot_.assign(outs_.size(), false);
-  for (const auto& copies : cfg_.output_copies)
-    for (auto c : copies) copy_slot_.at(c) = true;
+  primary_of_.resize(outs_.size());
+  for (std::uint32_t k = 0; k < outs_.size(); ++k) primary_of_[k] = k;
+  for (std::uint32_t k = 0; k < cfg_.output_copies.size(); ++k)
+    for (auto c : cfg_.output_copies[k]) {
+      copy_slot_.at(c) = true;
+      primary_of_[c] = k;
+    }
+  // towards a replicated receiver, what was sent since the last completed checkpoint is kept for a
+  // copy restored from it; the channels start at the checkpoint the stage starts from
+  if (cfg_.opts.replay_limit > 0 && !cfg_.output_copies.empty()) {
+    logs_ = std::vector<replay_log>(outs_.size());  // never relocated: deque copies
+    for (auto& log : logs_) log.since = cfg_.restore_checkpoint;
+  }
   set_up_inputs();
   grant_ = std::max<std::uint32_t>(1, cfg_.opts.credit / 2);
   // one timer per stage, ticking at the shortest period of its operators
@@ -127,10 +138,64 @@ void stage_core::on_copies_lost(const std::vector<std::uint32_t>& outs,
       auto& o = outs_.at(k);
       o.lost = true;
       o.ready.clear();
+      o.waits_for = 0;
+      o.replay = 0;
     }
     for (auto k : ins)
       if (copies_ && k < slot_closed_.size()) close_slot(k);
     resume();
+  });
+}
+
+void stage_core::on_output_restored(std::uint32_t out, std::uint64_t checkpoint) {
+  guarded([&] {
+    auto& o = outs_.at(out);
+    o.ready.clear();
+    o.credit = cfg_.opts.credit;
+    o.restored = true;
+    o.lost = true;  // until it is known what it gets
+    o.waits_for = 0;
+    o.replay = 0;
+    const auto p = primary_of_[out];
+    if (p >= logs_.size() || copies_of(p).empty() || !logs_[p].complete) {
+      io_.copy_dropped(out);
+      return;
+    }
+    const auto& log = logs_[p];
+    auto from = log.items.begin();
+    if (log.since != checkpoint) {
+      from = std::find_if(log.items.begin(), log.items.end(), [&](const ready_item& i) {
+        return !i.batch && i.kind == signal_kind::barrier &&
+               static_cast<std::uint64_t>(i.wm) == checkpoint;
+      });
+      if (from == log.items.end()) {
+        // a lagging copy of this stage has not sent that barrier yet: the slot starts behind it
+        if (log.since < checkpoint && !eos_sent_)
+          o.waits_for = checkpoint;
+        else
+          io_.copy_dropped(out);
+        return;
+      }
+      ++from;
+    }
+    o.lost = false;
+    for (auto i = from; i != log.items.end(); ++i)
+      o.ready.push_back({i->batch ? i->batch->clone() : nullptr, i->kind, i->wm});
+    o.replay = o.ready.size();
+    try_send(out);
+  });
+}
+
+void stage_core::on_input_restored(std::uint32_t in, std::uint64_t checkpoint) {
+  guarded([&] {
+    if (!copies_ || in >= slot_closed_.size()) return;
+    // an unknown place (or an ended input) leaves the slot closed, and the filter drops its items
+    if (!copies_->restart(in, checkpoint)) return;
+    if (slot_closed_[in]) {
+      slot_closed_[in] = false;
+      ++slots_open_;
+    }
+    if (copies_->caught_up(in)) io_.copy_caught_up(in);
   });
 }
 
@@ -305,7 +370,7 @@ void stage_core::set_up_inputs() {
                       std::to_string(i) + " feed another operator input than its other copies");
   }
   if (ins_.size() < slots) {
-    copies_ = std::make_unique<copy_filter>(input_of_, ins_.size());
+    copies_ = std::make_unique<copy_filter>(input_of_, ins_.size(), cfg_.restore_checkpoint);
     slots_open_ = slots;
     slot_closed_.assign(slots, false);
   }
@@ -317,14 +382,14 @@ void stage_core::set_up_inputs() {
 void stage_core::receive(input_item item) {
   if (copies_) {
     if (!item.batch && item.kind == signal_kind::eos) close_slot(item.slot);
-    if (item.batch) {
+    const bool data = item.batch != nullptr;
+    if (data)
       item.batch = copies_->accept(item.slot, std::move(item.batch));
-      if (!item.batch) {
-        // another copy delivered all of it; its sender must never wait for the receiver
-        acknowledge(item.slot);
-        return;
-      }
-    } else if (!copies_->accept(item.slot, item.kind, item.wm)) {
+    const bool fresh = data ? item.batch != nullptr : copies_->accept(item.slot, item.kind, item.wm);
+    if (copies_->caught_up(item.slot)) io_.copy_caught_up(item.slot);
+    if (!fresh) {
+      // another copy delivered all of it; its sender must never wait for the receiver
+      if (data) acknowledge(item.slot);
       return;
     }
   }
@@ -480,6 +545,8 @@ void stage_core::on_checkpoint(std::uint64_t id) {
 
 void stage_core::on_checkpoint_complete(std::uint64_t id) {
   guarded([&] {
+    trim_logs(id);
+    if (copies_) copies_->trim(id);
     if (cfg_.source) call(0, [&] { cfg_.source->on_checkpoint_complete(id); });
     for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p)
       call(p, [&] { op(p).on_checkpoint_complete(id); });
@@ -664,7 +731,7 @@ instance_metrics stage_core::snapshot() const {
 /// blocks (the primary keeps its pace); check_lag bounds what waits there.
 bool stage_core::blocked() const {
   for (std::size_t k = 0; k < outs_.size(); ++k)
-    if (!outs_[k].ready.empty() && !copy_slot_[k]) return true;
+    if (!outs_[k].ready.empty() && !trails(k)) return true;
   return false;
 }
 
@@ -675,10 +742,11 @@ bool stage_core::sending() const {
   return false;
 }
 
-/// A replica's slot with more than `replica_lag` items waiting is dropped for good.
+/// A replica's slot with more than `replica_lag` items waiting (besides what a restored copy's
+/// replay put there) is dropped for good.
 void stage_core::check_lag(std::uint32_t out) {
   auto& o = outs_[out];
-  if (o.ready.size() <= cfg_.opts.replica_lag) return;
+  if (o.ready.size() <= cfg_.opts.replica_lag + o.replay) return;
   o.lost = true;
   o.ready.clear();
   io_.copy_dropped(out);
@@ -748,6 +816,7 @@ void stage_core::append(std::uint32_t out, batch_ptr b) {
 void stage_core::seal(std::uint32_t out) {
   auto& o = outs_[out];
   if (o.buffer && !o.buffer->empty()) {
+    if (!logs_.empty() && !copies_of(out).empty()) record(out, {o.buffer->clone()});
     // the receiver's replicas get the same batch, cut at the same place
     for (auto c : copies_of(out))
       if (!outs_[c].lost) {
@@ -759,6 +828,7 @@ void stage_core::seal(std::uint32_t out) {
   }
   o.buffer.reset();
   try_send(out);
+  if (o.restored && !o.lost) check_lag(out);
 }
 
 const std::vector<std::uint32_t>& stage_core::copies_of(std::uint32_t out) const {
@@ -792,15 +862,66 @@ void stage_core::send_partial() {
 void stage_core::signal(std::uint32_t out, signal_kind kind, event_time wm) {
   if (kind == signal_kind::watermark) output_wm_ = std::max(output_wm_, wm);
   seal(out);
+  if (!logs_.empty()) record(out, {nullptr, kind, wm});
   for (auto c : copies_of(out))
     if (!outs_[c].lost) {
       outs_[c].ready.push_back({nullptr, kind, wm});
       try_send(c);
       check_lag(c);
     }
-  if (outs_[out].lost) return;
-  outs_[out].ready.push_back({nullptr, kind, wm});
-  try_send(out);
+  auto& o = outs_[out];
+  if (!o.lost) {
+    o.ready.push_back({nullptr, kind, wm});
+    try_send(out);
+    if (o.restored) check_lag(out);
+  }
+  if (kind != signal_kind::barrier) return;
+  // a copy restored from this checkpoint before this copy of the stage got there starts now
+  auto revive = [&](std::uint32_t k) {
+    auto& r = outs_[k];
+    if (r.waits_for == 0 || r.waits_for != static_cast<std::uint64_t>(wm)) return;
+    r.waits_for = 0;
+    r.lost = false;
+  };
+  revive(out);
+  for (auto c : copies_of(out)) revive(c);
+}
+
+/// Keeps what output slot `out` sends (a sealed batch or a signal) for a copy of its receiver
+/// restored later; past replay_limit elements the log is dropped until the next barrier.
+void stage_core::record(std::uint32_t out, ready_item item) {
+  if (copies_of(out).empty()) return;  // an unreplicated receiver is never restored
+  auto& log = logs_[out];
+  const bool barrier = !item.batch && item.kind == signal_kind::barrier;
+  if (!log.complete) {
+    if (barrier) {
+      log.since = static_cast<std::uint64_t>(item.wm);
+      log.complete = true;
+    }
+    return;
+  }
+  if (item.batch) log.elements += item.batch->size();
+  log.items.push_back(std::move(item));
+  if (log.elements <= cfg_.opts.replay_limit) return;
+  log.complete = false;
+  log.items.clear();
+  log.elements = 0;
+}
+
+/// Checkpoint `id` completed: no copy will be restored from an older one, so the logs start at
+/// its barrier.
+void stage_core::trim_logs(std::uint64_t id) {
+  for (auto& log : logs_) {
+    if (!log.complete || log.since >= id) continue;
+    auto at = std::find_if(log.items.begin(), log.items.end(), [&](const ready_item& i) {
+      return !i.batch && i.kind == signal_kind::barrier && static_cast<std::uint64_t>(i.wm) == id;
+    });
+    if (at == log.items.end()) continue;  // this copy has not sent that barrier yet
+    for (auto i = log.items.begin(); i != at; ++i)
+      if (i->batch) log.elements -= i->batch->size();
+    log.items.erase(log.items.begin(), std::next(at));
+    log.since = id;
+  }
 }
 
 /// A signal on every output; a replica's slot gets it through its primary's (signal()).
@@ -821,6 +942,7 @@ void stage_core::try_send(std::uint32_t out) {
       io_.send_signal(out, item.kind, item.wm);
     }
     o.ready.pop_front();
+    if (o.replay > 0) --o.replay;
   }
 }
 

@@ -79,8 +79,12 @@ class stage_io {
   /// The stage took its part of checkpoint `id` (its barrier went out behind the state it saw).
   virtual void checkpointed(std::uint64_t id, std::string state, double alignment_ms) = 0;
   /// Output slot `out` leads to a replica that fell more than run_options::replica_lag items
-  /// behind: the stage sends it nothing more (the replica is gone for good).
+  /// behind: the stage sends it nothing more (the replica is gone for good). Also when a copy
+  /// restored behind `out` cannot be caught up (on_output_restored).
   virtual void copy_dropped(std::uint32_t out) = 0;
+  /// The copy restored behind input slot `in` delivered again everything its logical input had
+  /// received when it was restored (on_input_restored): it has caught up.
+  virtual void copy_caught_up(std::uint32_t in) = 0;
 };
 
 class stage_core {
@@ -110,6 +114,18 @@ class stage_core {
   /// ending their logical input (another copy of the sender carries it).
   void on_copies_lost(const std::vector<std::uint32_t>& outs,
                       const std::vector<std::uint32_t>& ins);
+  /// The copy of a receiver behind output slot `out` was restored from completed checkpoint
+  /// `checkpoint` (0: the state the channels started from) after its host died
+  /// (docs/replication.md, "Restoring the replication level"): the slot gets everything the stage
+  /// sent towards that receiver since that checkpoint's barrier, then what follows, with fresh
+  /// credit. Like a replica's slot it never blocks the stage and is dropped past replica_lag items
+  /// beyond the replayed ones. When the replay log does not reach back to that barrier (past
+  /// run_options::replay_limit), the slot stays lost and copy_dropped reports it.
+  void on_output_restored(std::uint32_t out, std::uint64_t checkpoint);
+  /// The copy of a sender behind input slot `in` was restored from checkpoint `checkpoint`: its
+  /// elements count from where the slot's logical input stood right after that barrier, and the
+  /// stage waits for its end-of-stream again. copy_caught_up reports when it caught up.
+  void on_input_restored(std::uint32_t in, std::uint64_t checkpoint);
   /// The linger time of a partly filled batch passed.
   void on_flush();
   /// Nothing more waits for this stage right now (its mailbox is empty). Under adaptive batching
@@ -156,6 +172,17 @@ class stage_core {
     batch_ptr buffer;              // partly filled batch
     std::deque<ready_item> ready;  // sealed, waiting for credit
     bool lost = false;             // its receiver (a copy) is gone: nothing goes out
+    bool restored = false;         // leads to a copy restored mid-run: never blocks the stage
+    std::uint64_t waits_for = 0;   // restored before it sent barrier n: revived behind it
+    std::size_t replay = 0;        // replayed items still waiting (not counted as lag)
+  };
+  /// What an output slot towards a replicated receiver sent since the barrier of checkpoint
+  /// `since`, for a copy of the receiver restored from that checkpoint (on_output_restored).
+  struct replay_log {
+    std::uint64_t since = 0;
+    bool complete = true;  // false: dropped past replay_limit, until the next barrier
+    std::uint64_t elements = 0;
+    std::deque<ready_item> items;
   };
   /// A logical input (one slot, or the slots of an upstream instance's copies).
   struct in_state {
@@ -224,6 +251,9 @@ class stage_core {
   void signal(std::uint32_t out, signal_kind kind, event_time wm);
   void signal_all(signal_kind kind, event_time wm);
   void try_send(std::uint32_t out);
+  bool trails(std::uint32_t out) const { return copy_slot_[out] || outs_[out].restored; }
+  void record(std::uint32_t out, ready_item item);
+  void trim_logs(std::uint64_t id);
 
   stage_config cfg_;
   stage_io& io_;
@@ -235,6 +265,8 @@ class stage_core {
   std::vector<std::vector<std::uint32_t>> idle_outs_;    // per position: output slots below it
   std::vector<out_state> outs_;
   std::vector<bool> copy_slot_;              // per output slot: it leads to a replica
+  std::vector<std::uint32_t> primary_of_;    // per output slot: the slot whose stream it gets
+  std::vector<replay_log> logs_;             // per output slot (empty: no replay logs)
   std::vector<in_state> ins_;                // per logical input
   std::vector<std::uint32_t> unacked_;       // per input slot: batches taken, credit not returned
   std::vector<std::uint32_t> input_of_;      // per input slot: its logical input

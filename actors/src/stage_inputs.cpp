@@ -6,15 +6,25 @@
 
 namespace tidemark::detail {
 
-copy_filter::copy_filter(const std::vector<std::uint32_t>& logical_input, std::size_t inputs)
-    : input_of_(logical_input), at_(logical_input.size()), inputs_(inputs) {}
+copy_filter::copy_filter(const std::vector<std::uint32_t>& logical_input, std::size_t inputs,
+                         std::uint64_t start)
+    : input_of_(logical_input),
+      at_(logical_input.size()),
+      deaf_(logical_input.size(), false),
+      restarted_(logical_input.size()),
+      inputs_(inputs) {
+  // a copy restored from the checkpoint the channels started at starts where they did
+  for (auto& in : inputs_) in.barriers.push_back({start, {}});
+}
 
 batch_ptr copy_filter::accept(std::uint32_t slot, batch_ptr b) {
+  if (deaf_[slot]) return nullptr;
   auto& at = at_[slot];
   auto& in = inputs_[input_of_[slot]];
   const auto start = at.elements;
   const auto n = b->size();
   at = {start + n, 0};
+  reached(slot);
   if (in.ended) return nullptr;
   // the frontier is the furthest copy, so it is never behind this one's start
   const auto seen = in.frontier.elements - std::min(start, in.frontier.elements);
@@ -32,10 +42,12 @@ batch_ptr copy_filter::accept(std::uint32_t slot, batch_ptr b) {
 }
 
 bool copy_filter::accept(std::uint32_t slot, signal_kind kind, event_time wm) {
+  if (deaf_[slot]) return false;
   auto& at = at_[slot];
   auto& in = inputs_[input_of_[slot]];
   const bool leading = at == in.frontier;
   ++at.signals;
+  reached(slot);
   if (in.frontier < at) in.frontier = at;
   if (in.ended) return false;
   switch (kind) {
@@ -47,6 +59,8 @@ bool copy_filter::accept(std::uint32_t slot, signal_kind kind, event_time wm) {
       const auto id = static_cast<std::uint64_t>(wm);
       if (id <= in.barrier) return false;
       in.barrier = id;
+      // every copy sends the barrier at the same place: a copy restored from it starts here
+      in.barriers.push_back({id, at});
       return true;
     }
     case signal_kind::eos:
@@ -61,6 +75,38 @@ bool copy_filter::accept(std::uint32_t slot, signal_kind kind, event_time wm) {
     }
   }
   return false;
+}
+
+bool copy_filter::restart(std::uint32_t slot, std::uint64_t checkpoint) {
+  auto& in = inputs_[input_of_[slot]];
+  restarted_[slot] = {};
+  for (const auto& [id, after] : in.barriers)
+    if (id == checkpoint && !in.ended) {
+      at_[slot] = after;
+      deaf_[slot] = false;
+      restarted_[slot] = {in.frontier, true, false};
+      reached(slot);
+      return true;
+    }
+  deaf_[slot] = true;
+  return false;
+}
+
+/// A restored slot's catch-up ends once it got as far as its input was at the restart.
+void copy_filter::reached(std::uint32_t slot) {
+  auto& r = restarted_[slot];
+  if (!r.waiting || at_[slot] < r.owed) return;
+  r.waiting = false;
+  r.reached = true;
+}
+
+bool copy_filter::caught_up(std::uint32_t slot) {
+  return std::exchange(restarted_[slot].reached, false);
+}
+
+void copy_filter::trim(std::uint64_t id) {
+  for (auto& in : inputs_)
+    while (in.barriers.size() > 1 && in.barriers[1].first <= id) in.barriers.pop_front();
 }
 
 void input_merge::push(input_item item) {

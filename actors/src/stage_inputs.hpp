@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "tidemark/core/batch.hpp"
@@ -36,15 +37,30 @@ struct input_item {
 /// - idle/active pass only from the copy at the frontier (counting the signals since its last
 ///   element), and only when they change the input's state: a lagging copy's repeated idle would
 ///   otherwise mark an active input idle again.
+/// A copy restored mid-run from a checkpoint (docs/replication.md, "Restoring the replication
+/// level") sends the sequence from that checkpoint's barrier on: the filter keeps, per logical
+/// input, the position right after each barrier not yet trimmed, and restart() puts the slot there.
 class copy_filter {
  public:
-  /// `logical_input[s]` is the logical input slot s feeds (values below `inputs`).
-  copy_filter(const std::vector<std::uint32_t>& logical_input, std::size_t inputs);
+  /// `logical_input[s]` is the logical input slot s feeds (values below `inputs`); the channels
+  /// start at the state of checkpoint `start` (0: the beginning).
+  copy_filter(const std::vector<std::uint32_t>& logical_input, std::size_t inputs,
+              std::uint64_t start = 0);
 
   /// The part of `b` (arrived on `slot`) that no copy delivered before; null when there is none.
   batch_ptr accept(std::uint32_t slot, batch_ptr b);
   /// Whether a signal that arrived on `slot` is new for its logical input.
   bool accept(std::uint32_t slot, signal_kind kind, event_time wm);
+
+  /// `slot` now carries a copy restored from checkpoint `checkpoint`: its sequence starts where
+  /// its logical input stood right after that checkpoint's barrier. False when that place is not
+  /// known (trimmed, or the input ended): then everything on the slot is dropped.
+  bool restart(std::uint32_t slot, std::uint64_t checkpoint);
+  /// Once per restart: the restored copy on `slot` reached where its logical input stood at the
+  /// restart (it delivered again everything the input had then).
+  bool caught_up(std::uint32_t slot);
+  /// Checkpoint `id` completed: no copy will be restored from an older one.
+  void trim(std::uint64_t id);
 
  private:
   /// A place in a stream: elements before it, then signals since the last of them.
@@ -64,9 +80,20 @@ class copy_filter {
     std::uint64_t barrier = 0;  // the last barrier id passed
     bool idle = false;
     bool ended = false;
+    // the position right after each barrier passed that a copy may still be restored from
+    std::deque<std::pair<std::uint64_t, position>> barriers;
   };
+  /// A restored slot's catch-up: where its input stood at the restart.
+  struct catch_up {
+    position owed;
+    bool waiting = false;  // not reached yet
+    bool reached = false;  // reached, not reported yet
+  };
+  void reached(std::uint32_t slot);
   std::vector<std::uint32_t> input_of_;  // per slot
   std::vector<position> at_;             // per slot: how far that copy got
+  std::vector<bool> deaf_;               // per slot: a restart failed, everything is dropped
+  std::vector<catch_up> restarted_;      // per slot
   std::vector<logical_state> inputs_;
   std::vector<std::uint32_t> targets_;  // scratch for trimming
 };

@@ -2,6 +2,7 @@
 #include "tidemark/core/metrics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -54,6 +55,11 @@ std::string job_result::summary() const {
   }
   if (restored_from) out << "resumed from checkpoint " << restored_from << '\n';
   if (recoveries) out << "recovered from " << recoveries << " lost node(s)\n";
+  if (!restores.empty())
+    out << "restored " << restores.size() << " replica cop" << (restores.size() == 1 ? "y" : "ies")
+        << ", the slowest caught up "
+        << std::lround(1000 * *std::max_element(restores.begin(), restores.end()))
+        << " ms after its node was lost\n";
   if (!checkpoints.empty()) {
     std::vector<double> durations;
     std::uint64_t bytes = 0;
@@ -102,6 +108,7 @@ std::string job_result::to_json() const {
   }
   doc["restored_from"] = restored_from;
   doc["recoveries"] = recoveries;
+  doc["restore_seconds"] = restores;
   auto& cps = doc["checkpoints"] = nlohmann::json::array();
   for (const auto& c : checkpoints)
     cps.push_back({{"id", c.id},

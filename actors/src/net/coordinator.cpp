@@ -1,6 +1,8 @@
 // The coordinator: deploys a registered job's physical plan on the nodes of a cluster file,
 // starts it, watches heartbeats, collects metrics and reports the result (see cluster.hpp).
 #include <algorithm>
+#include <deque>
+#include <tuple>
 #include <fstream>
 #include <memory>
 #include <numeric>
@@ -22,6 +24,10 @@ namespace tidemark {
 
 using clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+
+/// A copy restored after a takeover that has not caught up by then is given up with a warning (its
+/// senders or receivers may have finished meanwhile).
+constexpr std::chrono::seconds restore_timeout{10};
 
 namespace {
 
@@ -261,7 +267,8 @@ zmq::message_t deploy_message(const deploy_args& a) {
       o.live ? static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.live_period.count())) : 0u,
       a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes),
       static_cast<std::uint32_t>(a.fence.count()), o.deterministic_merge, replica_counts,
-      replica_nodes, o.replica_lag, o.adaptive_batching);
+      replica_nodes, o.replica_lag, o.adaptive_batching,
+      o.checkpoints.enabled() ? o.replay_limit : 0);
   return net::control_message(b, body);
 }
 
@@ -388,7 +395,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       result.warnings.push_back("recovered without replicas: " + std::string{e.what()});
     }
     check_placement(g, plan, placement, on, replicas);
-    const detail::placement where{placement, 0, replicas};
+    // copies restored after a takeover move (docs/replication.md)
+    detail::placement where{placement, 0, replicas};
     std::vector<std::string> ids;
     for (const auto& n : on.nodes) ids.push_back(n.id);
     const auto job_nodes = static_cast<std::uint32_t>(members.size());
@@ -477,6 +485,34 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         }
       for (auto& m : reported) live.update(std::move(m));
     };
+    // Restoring the replication level (docs/replication.md): lost copies wait in `restores`; the
+    // front one is readied on every node, then connected, then waits in `catching_up` until every
+    // receiver of it reports it caught up. While one is readied, commits wait: no sender or
+    // receiver may trim the place it restarts from.
+    struct restoring {
+      detail::wiring::endpoint copy;
+      std::uint32_t node = 0;  // member index
+      clock::time_point lost_at;
+      std::uint64_t checkpoint = 0;
+      bool readying = false;
+      std::set<std::uint32_t> answered;  // cluster indices
+      std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>> reports;
+      std::size_t receivers = 0;
+      clock::time_point deadline;
+    };
+    std::deque<restoring> restores;
+    std::vector<restoring> catching_up;
+    std::vector<std::uint64_t> held_commits;
+    auto commit = [&](std::uint64_t id) {
+      if (!restores.empty() && restores.front().readying) {
+        held_commits.push_back(id);
+        return;
+      }
+      for (auto member : members) links.send(member, net::commit_frame(id));
+    };
+    auto release_commits = [&] {
+      for (auto id : std::exchange(held_commits, {})) commit(id);
+    };
     auto on_piece = [&](std::uint32_t n, const wire::StatePiece& chunk) {
       std::optional<net::state_piece> piece;
       try {
@@ -499,8 +535,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         stop_all("checkpoints failed");
         throw job_error("job '" + j.name() + "' failed: " + e.what());
       }
-      if (complete)
-        for (auto member : members) links.send(member, net::commit_frame(piece->checkpoint));
+      if (complete) commit(piece->checkpoint);
     };
 
     for (auto& a : assemblers) a.clear();
@@ -522,6 +557,188 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     const auto copies_wiring = detail::wire(plan, where.replica_counts());
     const bool replicated =
         std::any_of(replicas.begin(), replicas.end(), [](auto& r) { return !r.empty(); });
+    auto copy_name = [&](const detail::wiring::endpoint& e) {
+      return (e.copy == 0 ? std::string{"the primary"} : "replica " + std::to_string(e.copy)) +
+             " of " + g.node(plan.stages[e.stage].ops.front().node).name + " instance " +
+             std::to_string(e.instance);
+    };
+    auto live_members = [&] {
+      std::vector<std::uint32_t> out;
+      for (auto member : members)
+        if (!gone[*member_of[member]]) out.push_back(member);
+      return out;
+    };
+    // The copies that member `m` ran are lost: each is restored on the next node after `m` that
+    // still runs and holds no copy of its instance, or the job warns that its level stays lower.
+    auto plan_restores = [&](std::uint32_t m) {
+      const auto now = clock::now();
+      auto leaves = [&](const restoring& r) { return r.node == m; };
+      // a copy lost again while it was being restored is planned again below
+      restores.erase(std::remove_if(restores.begin(), restores.end(), leaves), restores.end());
+      release_commits();  // the copy being readied may have been one of them
+      catching_up.erase(std::remove_if(catching_up.begin(), catching_up.end(), leaves),
+                        catching_up.end());
+      for (std::uint32_t s = 0; s < plan.stages.size(); ++s)
+        for (std::uint32_t i = 0; i < plan.stages[s].parallelism; ++i) {
+          const auto k = offsets[s] + i;
+          for (std::uint32_t c = 0; c <= where.replicas_of(k); ++c) {
+            if (where.node(k, c) != m || dropped.count({k, c})) continue;
+            const detail::wiring::endpoint e{s, i, c};
+            std::string why;
+            if (!checkpoints.enabled())
+              why = "restoring a copy needs checkpoints (its state comes from the latest one)";
+            std::optional<std::uint32_t> to;
+            for (std::uint32_t step = 1; why.empty() && !to && step < job_nodes; ++step) {
+              const auto t = (m + step) % job_nodes;
+              bool holds = gone[t];
+              for (std::uint32_t o = 0; o <= where.replicas_of(k); ++o)
+                holds |= o != c && where.node(k, o) == t && !dropped.count({k, o});
+              for (const auto& r : restores)
+                holds |= r.node == t && offsets[r.copy.stage] + r.copy.instance == k;
+              if (!holds) to = t;
+            }
+            if (why.empty() && !to)
+              why = "every node still in the job holds a copy of it";
+            if (!why.empty()) {
+              const auto text = "the replication level is not restored: " + copy_name(e) +
+                                " was lost with node '" + on.nodes[m].id + "' and " + why;
+              spdlog::warn("coordinator: {}", text);
+              result.warnings.push_back(text);
+              continue;
+            }
+            restores.push_back({e, *to, now});
+          }
+        }
+    };
+    // Restore `r` is given up; when no copy of its instance is left, the job recovers.
+    auto give_up = [&](const restoring& r, const std::string& why) {
+      const auto k = offsets[r.copy.stage] + r.copy.instance;
+      dropped.insert({k, r.copy.copy});
+      for (auto member : live_members())
+        links.send(member, net::copy_lost_frame(r.copy.stage, r.copy.instance, r.copy.copy));
+      const auto text = "the replication level is not restored: " + copy_name(r.copy) +
+                        " could not be restored on node '" + on.nodes[r.node].id + "': " + why;
+      spdlog::warn("coordinator: {}", text);
+      result.warnings.push_back(text);
+      // the copies it was to back up may have been lost meanwhile: then the job recovers
+      bool left = false;
+      for (std::uint32_t c = 0; c <= where.replicas_of(k); ++c)
+        left |= !gone[where.node(k, c)] && !dropped.count({k, c});
+      if (!left && !lost) {
+        lost = members[r.node];
+        lost_why = text + ", and no other copy of it is left";
+      }
+    };
+    auto start_restore = [&](restoring& r) {
+      const auto state = checkpoints.latest();
+      r.checkpoint = state.checkpoint;
+      r.readying = true;
+      const auto k = offsets[r.copy.stage] + r.copy.instance;
+      (r.copy.copy == 0 ? where.node_of[k] : where.replicas[k][r.copy.copy - 1]) = r.node;
+      const auto target = members[r.node];
+      if (auto piece = state.pieces.find({r.copy.stage, r.copy.instance});
+          piece != state.pieces.end())
+        for (auto& f : net::piece_frames(state.checkpoint, r.copy.stage, r.copy.instance,
+                                         piece->second, 0, chunk))
+          links.send(target, std::move(f));
+      if (done[target]) {  // it has something to do again, and says Done once more
+        done[target] = false;
+        --finished;
+      }
+      for (auto member : live_members())
+        links.send(member, net::restore_copy_frame(r.copy.stage, r.copy.instance, r.copy.copy,
+                                                   r.node, r.checkpoint, false));
+      spdlog::info("coordinator: restoring {} on node '{}' from {}", copy_name(r.copy),
+                   on.nodes[r.node].id,
+                   r.checkpoint ? "checkpoint " + std::to_string(r.checkpoint)
+                                : std::string{"the start of the deployment"});
+    };
+    // Every receiver copy still there reported restored copy `r` caught up: the level is back.
+    auto finish_restore = [&](const restoring& r) {
+      const auto seconds = std::chrono::duration<double>(clock::now() - r.lost_at).count();
+      result.restores.push_back(seconds);
+      spdlog::warn("coordinator: {} runs again on node '{}' from {} and caught up {:.0f} ms after "
+                   "its node was lost: the replication level is restored",
+                   copy_name(r.copy), on.nodes[r.node].id,
+                   r.checkpoint ? "checkpoint " + std::to_string(r.checkpoint)
+                                : std::string{"the start of the deployment"},
+                   seconds * 1000);
+    };
+    auto step_restores = [&] {
+      const auto now = clock::now();
+      for (auto r = catching_up.begin(); r != catching_up.end();)
+        if (now >= r->deadline) {
+          give_up(*r, "it did not catch up within " +
+                          std::to_string(restore_timeout.count()) + " s");
+          r = catching_up.erase(r);
+        } else {
+          ++r;
+        }
+      if (restores.empty()) return;
+      auto& r = restores.front();
+      if (!r.readying) {
+        start_restore(r);
+        return;
+      }
+      for (auto member : live_members())
+        if (!r.answered.count(member)) return;
+      for (auto member : live_members())
+        links.send(member, net::restore_copy_frame(r.copy.stage, r.copy.instance, r.copy.copy,
+                                                   r.node, r.checkpoint, true));
+      r.readying = false;
+      release_commits();
+      // its receivers: every copy of every instance it sends to that is still there
+      for (const auto& out : copies_wiring.outputs[r.copy.stage][r.copy.instance]) {
+        const auto k = offsets[out.to.stage] + out.to.instance;
+        r.receivers += !gone[where.node(k, out.to.copy)] && !dropped.count({k, out.to.copy});
+      }
+      r.deadline = now + restore_timeout;
+      if (r.reports.size() >= r.receivers)  // nothing had passed its barrier since
+        finish_restore(r);
+      else
+        catching_up.push_back(std::move(r));
+      restores.pop_front();
+    };
+    auto on_copy_restored = [&](std::uint32_t n, const wire::CopyRestored& a) {
+      if (restores.empty() || !restores.front().readying) return;
+      auto& r = restores.front();
+      if (a.stage() != r.copy.stage || a.instance() != r.copy.instance || a.copy() != r.copy.copy)
+        return;
+      if (a.ok()) {
+        r.answered.insert(n);
+        return;
+      }
+      give_up(r, "node '" + cluster.nodes[n].id + "': " + str(a.error()));
+      restores.pop_front();
+      release_commits();
+    };
+    // A receiver on node `n` says which of its input slots caught up: the copy behind it is found
+    // from the wiring (a receiver has one slot per copy of each sender, side by side). A slot may
+    // be caught up already when it is readied (nothing passed since the barrier): the copy being
+    // readied counts such reports too.
+    auto on_caught_up = [&](std::uint32_t n, const wire::CopyCaughtUp& a) {
+      auto behind = [&](const restoring& r) {
+        for (const auto& out : copies_wiring.outputs[r.copy.stage][r.copy.instance])
+          if (out.to.stage == a.stage() && out.to.instance == a.instance() &&
+              out.slot + r.copy.copy == a.in_slot())
+            return true;
+        return false;
+      };
+      const std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t> report{
+          n, a.stage(), a.instance(), a.in_slot()};
+      if (!restores.empty() && restores.front().readying && behind(restores.front())) {
+        restores.front().reports.insert(report);
+        return;
+      }
+      for (auto r = catching_up.begin(); r != catching_up.end(); ++r)
+        if (behind(*r)) {
+          r->reports.insert(report);
+          if (r->reports.size() < r->receivers) return;
+          finish_restore(*r);
+          catching_up.erase(r);
+          return;
+        }
+    };
     auto take_over = [&](std::uint32_t n, const std::string& why) {
       const auto m = *member_of[n];
       bool hosted_any = false;
@@ -547,6 +764,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       const auto text = why + "; its replicas took over";
       spdlog::warn("coordinator: {} (job '{}' goes on)", text, j.name());
       result.warnings.push_back(text);
+      plan_restores(m);
       return true;
     };
     // A sender dropped a replica that fell too far behind: it is gone for good, everyone is told.
@@ -560,7 +778,20 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       }
       const auto to = copies_wiring.outputs[r.stage()][r.instance()][r.out_slot()].to;
       const auto k = offsets[to.stage] + to.instance;
-      if (to.copy == 0 || !dropped.insert({k, to.copy}).second) return;
+      auto restoring = std::find_if(catching_up.begin(), catching_up.end(), [&](auto& r) {
+        return r.copy.stage == to.stage && r.copy.instance == to.instance && r.copy.copy == to.copy;
+      });
+      if (restoring != catching_up.end()) {  // its sender could not replay to it
+        const auto restore = *restoring;
+        catching_up.erase(restoring);
+        give_up(restore, "a sender no longer holds what it sent since checkpoint " +
+                             std::to_string(restore.checkpoint) +
+                             " (more than replay_limit elements), or it fell too far behind");
+        return;
+      }
+      // the primary slot leads to a copy 0 only once that copy was restored elsewhere
+      if (to.copy == 0 && where.node(k, 0) == placement[k]) return;
+      if (!dropped.insert({k, to.copy}).second) return;
       for (auto member : members)
         if (!gone[*member_of[member]])
           links.send(member, net::copy_lost_frame(to.stage, to.instance, to.copy));
@@ -607,6 +838,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         if (f.body_type() == wire::Body::StatePiece) on_piece(n, *f.body_as_StatePiece());
         if (f.body_type() == wire::Body::ReplicaLagging)
           drop_replica(n, *f.body_as_ReplicaLagging());
+        if (f.body_type() == wire::Body::CopyRestored) on_copy_restored(n, *f.body_as_CopyRestored());
+        if (f.body_type() == wire::Body::CopyCaughtUp) on_caught_up(n, *f.body_as_CopyCaughtUp());
         if (f.body_type() == wire::Body::Failure) {
           stop_all("job failed");
           throw job_error("job '" + j.name() + "' failed on node '" + cluster.nodes[n].id +
@@ -633,6 +866,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         live.update(links.status());
         live.publish(false);
       }
+      step_restores();
       // with checkpoints or replicas a broken connection starts the recovery or the takeover at
       // once; without, the failure is reported as it always was, when the heartbeats are overdue
       for (auto n : links.disconnected())

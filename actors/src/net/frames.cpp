@@ -195,6 +195,27 @@ zmq::message_t copy_lost_frame(std::uint32_t stage, std::uint32_t instance, std:
   return control_message(b, wire::CreateCopyLost(b, stage, instance, copy));
 }
 
+zmq::message_t restore_copy_frame(std::uint32_t stage, std::uint32_t instance, std::uint32_t copy,
+                                  std::uint32_t node, std::uint64_t checkpoint, bool connect) {
+  flatbuffers::FlatBufferBuilder b{64};
+  return control_message(
+      b, wire::CreateRestoreCopy(b, stage, instance, copy, node, checkpoint, connect));
+}
+
+zmq::message_t copy_restored_frame(std::uint32_t stage, std::uint32_t instance,
+                                   std::uint32_t copy, const std::string& error) {
+  flatbuffers::FlatBufferBuilder b{64};
+  const auto text = b.CreateString(error);
+  return control_message(
+      b, wire::CreateCopyRestored(b, stage, instance, copy, error.empty(), text));
+}
+
+zmq::message_t copy_caught_up_frame(std::uint32_t stage, std::uint32_t instance,
+                                    std::uint32_t in_slot) {
+  flatbuffers::FlatBufferBuilder b{64};
+  return control_message(b, wire::CreateCopyCaughtUp(b, stage, instance, in_slot));
+}
+
 std::optional<state_piece> piece_assembler::add(const wire::StatePiece& c) {
   const auto key = std::make_tuple(c.checkpoint(), c.stage(), c.instance());
   const auto size = c.bytes() ? c.bytes()->size() : 0;

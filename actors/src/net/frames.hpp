@@ -86,6 +86,14 @@ zmq::message_t node_lost_frame(std::uint32_t node);
 zmq::message_t replica_lagging_frame(std::uint32_t stage, std::uint32_t instance,
                                      std::uint32_t out_slot);
 zmq::message_t copy_lost_frame(std::uint32_t stage, std::uint32_t instance, std::uint32_t copy);
+/// A RestoreCopy frame (coordinator -> nodes), its CopyRestored answer and a CopyCaughtUp frame
+/// (node -> coordinator).
+zmq::message_t restore_copy_frame(std::uint32_t stage, std::uint32_t instance, std::uint32_t copy,
+                                  std::uint32_t node, std::uint64_t checkpoint, bool connect);
+zmq::message_t copy_restored_frame(std::uint32_t stage, std::uint32_t instance,
+                                   std::uint32_t copy, const std::string& error);
+zmq::message_t copy_caught_up_frame(std::uint32_t stage, std::uint32_t instance,
+                                    std::uint32_t in_slot);
 
 /// A state piece put back together from its StatePiece frames.
 struct state_piece {

@@ -47,6 +47,7 @@ struct launched {
   caf::actor driver;
   std::unique_ptr<detail::deployment_actors> stages;  // stage actors and channel proxies
   std::map<std::uint32_t, std::unique_ptr<zmq::socket_t>> dealers;
+  std::uint32_t deployment = 0;  ///< Deploy.deployment, which tags its data frames
   std::function<std::string()> node_report;  ///< the deployment's, for a Done without stages
 
   ~launched() {
@@ -77,6 +78,11 @@ struct forget_stage_msg {
   caf::actor_addr stage;
 };
 
+/// A lost copy was restored here (RestoreCopy): its Done is waited for, its counters polled.
+struct added_stage_msg {
+  caf::actor stage;
+};
+
 using live_tick_atom = caf::atom_constant<caf::atom("livetick")>;
 
 }  // namespace
@@ -84,6 +90,7 @@ using live_tick_atom = caf::atom_constant<caf::atom("livetick")>;
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::local_stages_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::forget_stage_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::added_stage_msg)
 
 namespace tidemark {
 namespace {
@@ -159,6 +166,16 @@ caf::behavior node_driver(driver_actor* self, std::shared_ptr<net::outbox> out,
         if (st.live) st.live->update(m.metrics);
         st.done.push_back(std::move(m.metrics));
         report_done(self, out, node, node_report);
+      },
+      [=](added_stage_msg& m) {
+        auto& st = self->state;
+        ++st.expected;
+        st.reported = false;  // a node without stages said Done at the start
+        st.stages.push_back(std::move(m.stage));
+      },
+      [=](detail::copy_caught_up_msg& m) {
+        out->push({net::outgoing::coordinator,
+                   net::copy_caught_up_frame(m.stage, m.instance, m.in)});
       },
       [=](forget_stage_msg& m) {
         auto& st = self->state;
@@ -388,13 +405,8 @@ struct node_server::impl final : net::node_port {
     fresh->driver = sys.spawn(node_driver, out, opts.id, where.local_instances(), live_of(x),
                               x.chunk_bytes, x.node_report);
     fresh->node_report = x.node_report;
-    detail::remote_channels remote;
-    remote.outbound = [&](std::uint32_t c, std::uint32_t peer, const batch_codec* codec) {
-      return net::spawn_outbound(sys, out, c, peer, codec, x.id);
-    };
-    remote.inbound = [&](std::uint32_t c, std::uint32_t peer, caf::actor receiver) {
-      return net::spawn_inbound(sys, out, c, peer, std::move(receiver));
-    };
+    fresh->deployment = x.id;
+    const auto remote = remote_of(*fresh);
     fresh->stages = std::make_unique<detail::deployment_actors>(
         sys, g, x.plan, x.wiring, where, x.opts, fresh->driver, &remote, &from);
     caf::anon_send(fresh->driver, local_stages_msg{fresh->stages->stages()});
@@ -430,6 +442,32 @@ struct node_server::impl final : net::node_port {
     if (!actors) return;
     if (auto stopped = actors->stages->lose_copy(k, copy))
       caf::anon_send(actors->driver, forget_stage_msg{stopped.address()});
+  }
+
+  void restore_copy(const net::deployment& d, detail::wiring::endpoint e, std::uint32_t node,
+                    const detail::restore_point& from) override {
+    if (!actors) return;
+    auto& x = *actors;
+    auto spawned = x.stages->restore_copy(
+        e, node, from, remote_of(x), [&d](std::uint32_t k, std::uint32_t c) { return d.lost(k, c); });
+    if (spawned) caf::anon_send(x.driver, added_stage_msg{std::move(spawned)});
+  }
+
+  void connect_copy(const net::deployment&, detail::wiring::endpoint e,
+                    std::uint64_t checkpoint) override {
+    if (actors) actors->stages->connect_copy(e, checkpoint, remote_of(*actors));
+  }
+
+  /// Proxies for the channels of the deployment `l` runs that cross to other nodes.
+  detail::remote_channels remote_of(launched& l) {
+    detail::remote_channels remote;
+    remote.outbound = [this, &l](std::uint32_t c, std::uint32_t peer, const batch_codec* codec) {
+      return net::spawn_outbound(*l.sys, out, c, peer, codec, l.deployment);
+    };
+    remote.inbound = [this, &l](std::uint32_t c, std::uint32_t peer, caf::actor receiver) {
+      return net::spawn_inbound(*l.sys, out, c, peer, std::move(receiver));
+    };
+    return remote;
   }
 
   void checkpoint(std::uint64_t id) override {

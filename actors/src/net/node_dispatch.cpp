@@ -53,6 +53,7 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   x.opts.fuse = d.fuse();
   x.opts.deterministic_merge = d.deterministic_merge();
   x.opts.replica_lag = d.replica_lag();
+  x.opts.replay_limit = d.replay_limit();
   x.synced = detail::executable_graph(x.built, x.opts);
   const auto& g = x.synced.graph;
   x.heartbeat = std::chrono::milliseconds{std::max<std::uint32_t>(1, d.heartbeat_ms())};
@@ -262,6 +263,9 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
     case wire::Body::CopyLost:
       if (dep_) lose_copy(*f.body_as_CopyLost());
       break;
+    case wire::Body::RestoreCopy:
+      if (dep_) restore_copy(from, *f.body_as_RestoreCopy());
+      break;
     case wire::Body::CheckpointStart:
       if (dep_) port_.checkpoint(f.body_as_CheckpointStart()->id());
       break;
@@ -337,6 +341,7 @@ void node_dispatch::lose_node(std::uint32_t node) {
     if (x.receiver_node(x.channels[c]) == node) x.senders[c].reset();
     if (x.sender_node(x.channels[c]) == node) x.receivers[c].reset();
   }
+  x.gone.insert(node);
   port_.lose_node(node);
   spdlog::warn("node '{}': node '{}' is gone; its replicas go on", opts_.id, x.nodes[node].id);
 }
@@ -345,16 +350,83 @@ void node_dispatch::lose_node(std::uint32_t node) {
 void node_dispatch::lose_copy(const wire::CopyLost& m) {
   auto& x = *dep_;
   if (m.stage() >= x.plan.stages.size() || m.instance() >= x.plan.stages[m.stage()].parallelism ||
-      m.copy() == 0 || m.copy() >= x.wiring.copies[m.stage()][m.instance()]) {
+      m.copy() >= x.wiring.copies[m.stage()][m.instance()]) {
     ++status_.bad_frames;
-    spdlog::warn("node '{}': told that copy {} of stage {} instance {} is gone, which is no "
-                 "replica",
+    spdlog::warn("node '{}': told that copy {} of stage {} instance {} is gone, which does not "
+                 "exist",
                  opts_.id, m.copy(), m.stage(), m.instance());
     return;
   }
+  x.dropped.insert({x.offsets[m.stage()] + m.instance(), m.copy()});
   port_.lose_copy(x.offsets[m.stage()] + m.instance(), m.copy());
   spdlog::warn("node '{}': replica {} of stage {} instance {} is gone", opts_.id, m.copy(),
                m.stage(), m.instance());
+}
+
+/// A copy lost with its node runs again elsewhere (docs/replication.md, "Restoring the
+/// replication level"). First step: the reliable ends of its channels on this node are made
+/// afresh, the stages ready (the copy spawned where it runs) and the coordinator answered; second
+/// step (`connect`), once every node answered: the local senders replay to it.
+void node_dispatch::restore_copy(std::string_view from, const wire::RestoreCopy& m) {
+  auto& x = *dep_;
+  const detail::wiring::endpoint e{m.stage(), m.instance(), m.copy()};
+  if (m.stage() >= x.plan.stages.size() || m.instance() >= x.plan.stages[m.stage()].parallelism ||
+      m.copy() >= x.wiring.copies[m.stage()][m.instance()] || m.node() >= x.nodes.size() ||
+      x.gone.count(m.node())) {
+    ++status_.bad_frames;
+    spdlog::warn("node '{}': told to restore copy {} of stage {} instance {} on node {}, which "
+                 "does not exist",
+                 opts_.id, m.copy(), m.stage(), m.instance(), m.node());
+    return;
+  }
+  if (m.connect()) {
+    port_.connect_copy(x, e, m.checkpoint());
+    return;
+  }
+  std::string error;
+  try {
+    const auto k = x.offsets[e.stage] + e.instance;
+    detail::restore_point state{m.checkpoint(), {}};
+    if (m.node() == x.self && m.checkpoint() != 0) {
+      auto piece = incoming_.pieces.find({e.stage, e.instance});
+      if (incoming_.checkpoint != m.checkpoint() || piece == incoming_.pieces.end())
+        throw job_error("no state of checkpoint " + std::to_string(m.checkpoint()) +
+                        " for stage " + std::to_string(e.stage) + " instance " +
+                        std::to_string(e.instance) + " arrived");
+      state.pieces.insert(incoming_.pieces.extract(piece));
+    }
+    (e.copy == 0 ? x.where.node_of[k] : x.where.replicas[k][e.copy - 1]) = m.node();
+    x.dropped.erase({k, e.copy});
+    for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
+      const auto& ch = x.channels[c];
+      const bool out = ch.from_stage == e.stage && ch.from_instance == e.instance &&
+                       ch.from_copy == e.copy;
+      const bool in =
+          ch.to_stage == e.stage && ch.to_instance == e.instance && ch.to_copy == e.copy;
+      if (!out && !in) continue;
+      const auto sender = x.sender_node(ch);
+      const auto receiver = x.receiver_node(ch);
+      const bool other_gone = x.gone.count(sender == x.self ? receiver : sender) > 0;
+      x.senders[c].reset();
+      x.receivers[c].reset();
+      if (other_gone) continue;
+      if (sender == x.self && receiver != x.self)
+        x.senders[c] = std::make_unique<reliable_sender<zmq::message_t>>(x.opts.credit,
+                                                                         reliability_options{});
+      if (receiver == x.self && sender != x.self)
+        x.receivers[c] = std::make_unique<reliable_receiver<zmq::message_t>>(reliability_options{});
+    }
+    port_.restore_copy(x, e, m.node(), state);
+    spdlog::info("node '{}': copy {} of stage {} instance {} restored on node '{}' from {}",
+                 opts_.id, e.copy, e.stage, e.instance, x.nodes[m.node()].id,
+                 m.checkpoint() ? "checkpoint " + std::to_string(m.checkpoint())
+                                : std::string{"the start"});
+  } catch (const std::exception& ex) {
+    error = ex.what();
+    spdlog::error("node '{}': restoring copy {} of stage {} instance {} failed: {}", opts_.id,
+                  e.copy, e.stage, e.instance, error);
+  }
+  port_.reply(from, copy_restored_frame(e.stage, e.instance, e.copy, error));
 }
 
 void node_dispatch::on_faults(std::string_view from, const wire::Faults& body) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,10 @@ struct deployment {
   std::vector<std::unique_ptr<reliable_sender<zmq::message_t>>> senders;
   std::vector<std::unique_ptr<reliable_receiver<zmq::message_t>>> receivers;
   bool started = false;
+  /// Nodes gone (NodeLost) and copies dropped (CopyLost, flat instance and copy): nothing is sent
+  /// to them or waited for; a copy restored elsewhere (RestoreCopy) is no longer dropped.
+  std::set<std::uint32_t> gone;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> dropped;
   std::shared_ptr<void> prepared;            ///< job_spec::prepare_node's handle
   std::function<std::string()> node_report;  ///< job_spec::node_report with the options
 
@@ -64,6 +69,10 @@ struct deployment {
   }
   std::uint32_t receiver_node(const channel& c) const {
     return node_of(c.to_stage, c.to_instance, c.to_copy);
+  }
+  /// Copy `copy` of flat stage instance `k` is gone (its node, or itself).
+  bool lost(std::uint32_t k, std::uint32_t copy) const {
+    return gone.count(where.node(k, copy)) > 0 || dropped.count({k, copy}) > 0;
   }
 };
 
@@ -94,6 +103,12 @@ class node_port {
   virtual void lose_node(std::uint32_t node) = 0;
   /// Copy `copy` of flat stage instance `k` is gone (detail::deployment_actors::lose_copy).
   virtual void lose_copy(std::uint32_t k, std::uint32_t copy) = 0;
+  /// The two steps of restoring a lost copy on node `node` of `d`
+  /// (detail::deployment_actors::restore_copy and connect_copy); `d.where` names `node` already.
+  virtual void restore_copy(const deployment& d, detail::wiring::endpoint e, std::uint32_t node,
+                            const detail::restore_point& from) = 0;
+  virtual void connect_copy(const deployment& d, detail::wiring::endpoint e,
+                            std::uint64_t checkpoint) = 0;
   /// Tells the sources to take checkpoint `id` / every stage that checkpoint `id` is complete.
   virtual void checkpoint(std::uint64_t id) = 0;
   virtual void commit(std::uint64_t id) = 0;
@@ -162,6 +177,7 @@ class node_dispatch {
   void on_faults(std::string_view from, const wire::Faults& body);
   void lose_node(std::uint32_t node);
   void lose_copy(const wire::CopyLost& m);
+  void restore_copy(std::string_view from, const wire::RestoreCopy& m);
   void deliver(std::uint32_t c, zmq::message_t& payload);
   void transmit(std::uint32_t peer, zmq::message_t msg, clock::time_point now);
   auto resend_to(std::uint32_t peer, clock::time_point now);

@@ -1,7 +1,8 @@
 // stage_core step by step, without threads or actors: credit, signal order, watermark alignment
 // over several inputs, idleness, end-of-stream behind blocked outputs, key_hash scatter, the
 // alignment of checkpoint barriers with the state they capture, duplicate suppression over
-// replica copies of an input, and the deterministic merge of several inputs.
+// replica copies of an input, the deterministic merge of several inputs, and what restores a copy
+// mid-run: the sender's replay log since a checkpoint and the receiver's place for the copy.
 #define BOOST_TEST_MODULE stage_core
 #include <boost/test/unit_test.hpp>
 
@@ -27,6 +28,7 @@ struct recording_io final : stage_io {
   std::string failure;
   std::vector<std::pair<std::uint64_t, std::string>> checkpoints;  ///< (id, state)
   std::vector<std::uint32_t> dropped;  ///< output slots of replicas dropped for lagging
+  std::vector<std::uint32_t> caught_up;  ///< input slots whose restored copy caught up
 
   void send_batch(std::uint32_t out, batch_ptr b) override {
     std::ostringstream line;
@@ -53,6 +55,7 @@ struct recording_io final : stage_io {
     checkpoints.emplace_back(id, std::move(state));
   }
   void copy_dropped(std::uint32_t out) override { dropped.push_back(out); }
+  void copy_caught_up(std::uint32_t in) override { caught_up.push_back(in); }
 
   /// The lines sent since the last call.
   std::vector<std::string> take() { return std::exchange(sent, {}); }
@@ -619,7 +622,8 @@ namespace {
 /// One pass_through operator with one input and one receiver that has a replica: output slot 0
 /// goes to the receiver's primary, slot 1 to its replica; credit 1 on each.
 struct sending_to_a_replica {
-  explicit sending_to_a_replica(std::uint32_t replica_lag = 256) {
+  explicit sending_to_a_replica(std::uint32_t replica_lag = 256,
+                                std::uint64_t replay_limit = 1000) {
     node.name = "pass";
     node.op = "pass_through";
     stage_config cfg;
@@ -635,6 +639,7 @@ struct sending_to_a_replica {
     cfg.opts.batch_size = 1;
     cfg.opts.credit = 1;
     cfg.opts.replica_lag = replica_lag;
+    cfg.opts.replay_limit = replay_limit;
     core = std::make_unique<stage_core>(std::move(cfg), io);
   }
 
@@ -714,6 +719,110 @@ BOOST_AUTO_TEST_CASE(an_input_copy_whose_sender_is_lost_counts_as_ended) {
   t.core->on_signal(1, signal_kind::eos, end_of_time);
   BOOST_TEST(t.io.take() == (lines{"out 0: [1]", "out 0: [2]",
                                    "out 0: watermark " + std::to_string(end_of_time),
+                                   "out 0: eos"}));
+  BOOST_TEST(t.io.is_done);
+}
+
+// ---- restoring a copy mid-run (docs/replication.md, "Restoring the replication level") ---------
+
+BOOST_AUTO_TEST_CASE(a_restored_copy_gets_what_was_sent_since_the_checkpoint_then_what_follows) {
+  sending_to_a_replica s{2};
+  s.core->on_credit(0, 100);
+  s.core->on_credit(1, 100);
+  s.core->on_data(0, ints({1}));
+  s.core->on_signal(0, signal_kind::barrier, 1);
+  s.core->on_data(0, ints({2}));
+  s.core->on_signal(0, signal_kind::barrier, 2);
+  s.core->on_data(0, ints({3}));
+  s.core->on_checkpoint_complete(1);  // the log starts behind barrier 1
+  s.core->on_copies_lost({1}, {});    // the replica's host died
+  s.core->on_data(0, ints({4}));
+  s.io.take();
+  // restored from checkpoint 2: what followed barrier 2, with fresh credit (1), not counted as lag
+  s.core->on_output_restored(1, 2);
+  BOOST_TEST(s.io.take() == (lines{"out 1: [3]"}));
+  // the primary's slot never waits for the restored copy
+  s.core->on_data(0, ints({5}));
+  s.core->on_data(0, ints({6}));
+  BOOST_TEST(s.io.take() == (lines{"out 0: [5]", "out 0: [6]"}));
+  BOOST_TEST(s.io.dropped.empty());
+  s.core->on_credit(1, 10);
+  BOOST_TEST(s.io.take() == (lines{"out 1: [4]", "out 1: [5]", "out 1: [6]"}));
+  // restored again from checkpoint 1 (still in the log): from behind barrier 1
+  s.core->on_output_restored(1, 1);
+  s.core->on_credit(1, 10);
+  BOOST_TEST(s.io.take() ==
+             (lines{"out 1: [2]", "out 1: barrier 2", "out 1: [3]", "out 1: [4]", "out 1: [5]",
+                    "out 1: [6]"}));
+  // checkpoint 2 completed: checkpoint 1 is gone from the log, that restore is given up
+  s.core->on_checkpoint_complete(2);
+  s.core->on_output_restored(1, 1);
+  BOOST_TEST(s.io.dropped == (std::vector<std::uint32_t>{1}));
+  s.core->on_data(0, ints({7}));
+  BOOST_TEST(s.io.take() == (lines{"out 0: [7]"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_restored_before_its_barrier_passed_here_starts_behind_it) {
+  sending_to_a_replica s;
+  s.core->on_credit(0, 100);
+  s.core->on_credit(1, 100);
+  s.core->on_data(0, ints({1}));
+  s.core->on_copies_lost({1}, {});
+  // checkpoint 1 completed from another copy of this stage; this one has not sent its barrier yet
+  s.core->on_output_restored(1, 1);
+  s.core->on_data(0, ints({2}));
+  s.core->on_signal(0, signal_kind::barrier, 1);
+  s.core->on_data(0, ints({3}));
+  BOOST_TEST(s.io.take() ==
+             (lines{"out 1: [1]", "out 0: [1]", "out 0: [2]", "out 0: barrier 1", "out 1: [3]",
+                    "out 0: [3]"}));
+  BOOST_TEST(s.io.dropped.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_replay_log_past_its_bound_is_dropped_until_the_next_barrier) {
+  sending_to_a_replica s{256, 2};  // two elements
+  s.core->on_credit(0, 100);
+  s.core->on_credit(1, 100);
+  for (int i = 1; i <= 3; ++i) s.core->on_data(0, ints({i}));
+  s.core->on_copies_lost({1}, {});
+  s.core->on_output_restored(1, 0);  // the log since the start is gone
+  BOOST_TEST(s.io.dropped == (std::vector<std::uint32_t>{1}));
+  s.core->on_signal(0, signal_kind::barrier, 1);
+  s.core->on_data(0, ints({4}));
+  s.io.take();
+  s.core->on_output_restored(1, 1);  // complete again from barrier 1
+  BOOST_TEST(s.io.take() == (lines{"out 1: [4]"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_restored_input_copy_counts_from_the_checkpoints_barrier_and_catches_up) {
+  two_copies s;
+  s.core->on_data(0, ints({1, 2, 3}));
+  s.core->on_data(1, ints({1, 2}));
+  s.core->on_signal(0, signal_kind::barrier, 1);  // after 3 elements
+  s.core->on_data(0, ints({4, 5}));
+  s.core->on_copies_lost({}, {1});
+  s.io.take();
+  // the copy behind slot 1 is restored from checkpoint 1: its first element is element 4
+  s.core->on_input_restored(1, 1);
+  s.core->on_data(1, ints({4}));
+  BOOST_TEST(s.io.take().empty());
+  BOOST_TEST(s.io.caught_up.empty());
+  s.core->on_data(1, ints({5, 6}));  // caught up with the 5 the input had, and [6] is new
+  BOOST_TEST(s.io.take() == (lines{"out 0: [6]"}));
+  BOOST_TEST(s.io.caught_up == (std::vector<std::uint32_t>{1}));
+  // the stage waits for the restored copy's end-of-stream again
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  BOOST_TEST(!s.io.is_done);
+  s.core->on_signal(1, signal_kind::eos, end_of_time);
+  BOOST_TEST(s.io.is_done);
+  // a checkpoint the receiver no longer knows: the slot stays closed, everything on it dropped
+  two_copies t;
+  t.core->on_data(0, ints({1}));
+  t.core->on_copies_lost({}, {1});
+  t.core->on_input_restored(1, 7);
+  t.core->on_data(1, ints({1, 2}));
+  t.core->on_signal(0, signal_kind::eos, end_of_time);
+  BOOST_TEST(t.io.take() == (lines{"out 0: [1]", "out 0: watermark " + std::to_string(end_of_time),
                                    "out 0: eos"}));
   BOOST_TEST(t.io.is_done);
 }

@@ -73,6 +73,12 @@ struct run_options {
   /// has no credit left. The sender never waits for a replica: one that falls further behind is
   /// dropped for good, named in the log and the result's warnings (docs/replication.md).
   std::uint32_t replica_lag = 256;
+  /// Elements a sender keeps, per output slot towards a replicated receiver, of what it sent since
+  /// the last completed checkpoint's barrier, to catch up a copy of the receiver restored from
+  /// that checkpoint after a takeover (docs/replication.md, "Restoring the replication level").
+  /// Kept only on a cluster run with checkpoints. Past the bound the slot's log is dropped until
+  /// its next barrier: a restore from before then is given up with a warning.
+  std::uint64_t replay_limit = 1'000'000;
   /// Scheduler threads; 0 means one per core.
   std::size_t threads = 0;
   /// Raise glibc's mmap and trim thresholds (process-wide, once) so that batch buffers freed on

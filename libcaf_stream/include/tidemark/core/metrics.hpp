@@ -59,6 +59,10 @@ struct job_result {
   std::uint64_t restored_from = 0;
   /// Times a cluster run restarted from its latest checkpoint after losing a node.
   std::uint32_t recoveries = 0;
+  /// Per replica copy a cluster run restored after a takeover (docs/replication.md, "Restoring
+  /// the replication level"): seconds from noticing the node loss to the new copy having caught
+  /// up at every receiver.
+  std::vector<double> restores;
   /// Checkpoints completed during the run, in order.
   std::vector<checkpoint_metrics> checkpoints;
   /// Checkpoints that failed because their state could not be written (a full or failing disk),
