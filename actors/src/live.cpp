@@ -11,7 +11,8 @@
 namespace tidemark {
 
 live_plan live_plan::of(const std::string& job, const logical_graph& g, const physical_plan& p,
-                        const std::vector<std::string>& node_of) {
+                        const std::vector<std::string>& node_of,
+                        const std::vector<std::vector<std::string>>& replicas_of) {
   live_plan out;
   out.job = job;
   std::size_t flat = 0;
@@ -22,8 +23,11 @@ live_plan live_plan::of(const std::string& job, const logical_graph& g, const ph
       st.kinds.push_back(g.node(op.node).op);
     }
     st.parallelism = s.parallelism;
-    for (std::uint32_t i = 0; i < s.parallelism; ++i, ++flat)
+    for (std::uint32_t i = 0; i < s.parallelism; ++i, ++flat) {
       st.nodes.push_back(flat < node_of.size() ? node_of[flat] : "local");
+      st.replicas.push_back(flat < replicas_of.size() ? replicas_of[flat]
+                                                      : std::vector<std::string>{});
+    }
   }
   for (const auto& e : p.edges) out.edges.push_back({e.from, e.to, to_string(e.part)});
   return out;

@@ -578,9 +578,11 @@ void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
   io_.checkpointed(id, std::move(state), alignment_ms);
 }
 
-/// The layout: format, per input its watermark and flags, the stage watermarks, per output its
-/// idle flag, the round-robin positions, then one length-prefixed section per operator (the
-/// source first), each written by the operator itself.
+/// The layout: format, per logical input its watermark and flags, the stage watermarks, per
+/// receiver (its copies share the flag) its idle flag, the round-robin positions, then one
+/// length-prefixed section per operator (the source first), each written by the operator itself.
+/// Nothing in it depends on how many copies the stage or its neighbours run, so a job can move
+/// to other replicas through a checkpoint.
 std::string stage_core::write_state(std::uint64_t id) {
   std::vector<std::uint8_t> bytes;
   state_writer out{id, bytes};
@@ -593,8 +595,10 @@ std::string stage_core::write_state(std::uint64_t id) {
   }
   out.write(input_wm_);
   out.write(output_wm_);
-  out.write(static_cast<std::uint32_t>(outs_.size()));
-  for (const auto& o : outs_) out.write(o.idle);
+  // per receiver, not per receiver copy: a restore may run with other replicas
+  out.write(static_cast<std::uint32_t>(std::count(copy_slot_.begin(), copy_slot_.end(), false)));
+  for (std::size_t k = 0; k < outs_.size(); ++k)
+    if (!copy_slot_[k]) out.write(outs_[k].idle);
   out.write(rr_);
   std::vector<std::uint8_t> section;
   for (std::size_t p = 0; p < cfg_.nodes.size(); ++p) {
@@ -635,8 +639,14 @@ void stage_core::restore() {
     }
     in.read(input_wm_);
     in.read(output_wm_);
-    expect(in.read<std::uint32_t>(), outs_.size(), "outputs");
-    for (auto& o : outs_) in.read(o.idle);
+    expect(in.read<std::uint32_t>(),
+           static_cast<std::size_t>(std::count(copy_slot_.begin(), copy_slot_.end(), false)),
+           "outputs");
+    for (std::uint32_t k = 0; k < outs_.size(); ++k)
+      if (!copy_slot_[k]) {
+        in.read(outs_[k].idle);
+        for (auto c : copies_of(k)) outs_[c].idle = outs_[k].idle;
+      }
     in.read(rr_);
     for (std::size_t p = 0; p < cfg_.nodes.size(); ++p) {
       auto section = in.read<std::vector<std::uint8_t>>();

@@ -140,8 +140,20 @@ std::string job_json(const live_snapshot& now, const live_snapshot* before) {
                             : json(nullptr);
   out["late_events"] = detail::late_events(now);
   out["watermark"] = watermark_json(detail::lowest_watermark(now, sinks));
-  // places for what the runtime does not have yet; the page shows them once they are filled
-  out["replicas"] = nullptr;
+  // the replicas as deployed: per replicated stage instance, its primary's node and theirs
+  json replicas = json::array();
+  for (std::uint32_t st = 0; st < plan.stages.size(); ++st) {
+    const auto& stage = plan.stages[st];
+    for (std::uint32_t i = 0; i < stage.replicas.size() && i < stage.nodes.size(); ++i)
+      if (!stage.replicas[i].empty())
+        replicas.push_back({{"stage", st},
+                            {"operator", stage.operators.front()},
+                            {"instance", i},
+                            {"node", stage.nodes[i]},
+                            {"replicas", stage.replicas[i]}});
+  }
+  out["replicas"] = std::move(replicas);
+  // a place for what the runtime does not report yet; the page shows it once it is filled
   out["checkpoints"] = nullptr;
   return out.dump();
 }

@@ -206,6 +206,60 @@ live_model model_from_live(const logical_graph& g, const live_measurement& m,
   return result;
 }
 
+replication_model model_from_plan(const logical_graph& g, const physical_plan& p,
+                                  const std::vector<double>& instance_load,
+                                  std::vector<host_info> hosts,
+                                  const std::vector<host_index>& primary) {
+  std::vector<op_index> first;  // flat index of each stage's first instance
+  std::size_t instances = 0;
+  for (const auto& st : p.stages) {
+    first.push_back(static_cast<op_index>(instances));
+    instances += st.parallelism;
+  }
+  if (instance_load.size() != instances || primary.size() != instances)
+    throw model_error("the plan has " + std::to_string(instances) + " stage instances, given " +
+                      std::to_string(instance_load.size()) + " loads and " +
+                      std::to_string(primary.size()) + " primary hosts");
+  replication_model m;
+  m.hosts = std::move(hosts);
+  m.primary = primary;
+  for (std::uint32_t s = 0; s < p.stages.size(); ++s) {
+    const auto& st = p.stages[s];
+    const auto& head = g.node(st.ops.front().node);
+    bool replicable = true;
+    for (const auto& op : st.ops) {
+      const auto kind = g.node(op.node).kind;
+      replicable = replicable && kind != node_kind::source && kind != node_kind::sink;
+    }
+    for (std::uint32_t i = 0; i < st.parallelism; ++i) {
+      operator_info op;
+      op.name = st.parallelism == 1 ? head.name : head.name + "[" + std::to_string(i) + "]";
+      op.measured_load = instance_load[first[s] + i];
+      op.replicable = replicable;
+      for (const auto& e : p.edges) {
+        if (e.to != s) continue;
+        const auto senders = p.stages[e.from].parallelism;
+        const bool paired = pointwise(e, p);
+        const double share = e.part == partitioning::broadcast ? 1.0 : 1.0 / st.parallelism;
+        for (std::uint32_t j = 0; j < senders; ++j)
+          if (!paired || j == i) op.inputs.push_back({first[e.from] + j, paired ? 1.0 : share});
+      }
+      m.operators.push_back(std::move(op));
+    }
+  }
+  for (std::uint32_t s = 0; s < p.stages.size(); ++s)
+    for (const auto& op : p.stages[s].ops) {
+      const auto& n = g.node(op.node);
+      if (n.kind != node_kind::sink) continue;
+      std::vector<op_index> sinks;
+      for (std::uint32_t i = 0; i < p.stages[s].parallelism; ++i) sinks.push_back(first[s] + i);
+      m.queries.push_back(upstream_query(m.operators, sinks, n.name));
+    }
+  apply_load_model(m);
+  if (auto problem = validate(m)) throw model_error(*problem);
+  return m;
+}
+
 namespace {
 
 using nlohmann::json;

@@ -2,6 +2,8 @@
 #include "tidemark/replication/planner.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <string>
 
 namespace tidemark::replication {
 
@@ -22,6 +24,20 @@ double spare_capacity(const replication_model& m) {
   double sum = 0;
   for (auto f : free) sum += std::max(0.0, f);
   return sum;
+}
+
+std::optional<double> parse_spare(std::string_view text, double total_load) {
+  const std::string t{text};
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(t, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const bool percent = used + 1 == t.size() && t.back() == '%';
+  if ((used != t.size() && !percent) || !(value >= 0)) return std::nullopt;
+  return percent ? total_load * value / 100 : value;
 }
 
 std::vector<planner_options> all_strategies(std::uint32_t max_level) {

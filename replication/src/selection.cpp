@@ -57,7 +57,8 @@ class selector {
   double extra(const group& g, std::uint32_t level) const {
     double sum = 0;
     for (auto i : g.ops)
-      if (level_[i] < level) sum += (level - level_[i]) * m_.operators[i].load;
+      if (m_.operators[i].replicable && level_[i] < level)
+        sum += (level - level_[i]) * m_.operators[i].load;
     return sum;
   }
 
@@ -81,17 +82,20 @@ class selector {
       if (opts_.packer) {
         std::vector<op_index> replicas;
         for (auto i : g.ops)
-          for (auto l = level_[i]; l < level; ++l) replicas.push_back(i);
+          for (auto l = level_[i]; l < level && m_.operators[i].replicable; ++l)
+            replicas.push_back(i);
         if (!opts_.packer->place(replicas)) continue;
       }
       budget_ -= w;
-      for (auto i : g.ops) level_[i] = std::max(level_[i], level);
+      for (auto i : g.ops)
+        if (m_.operators[i].replicable) level_[i] = std::max(level_[i], level);
     }
   }
 
   std::vector<std::uint32_t> run(const std::vector<double>& op_importance) {
     std::vector<group> singles;
-    for (op_index i = 0; i < m_.operators.size(); ++i) singles.push_back({{i}, op_importance[i]});
+    for (op_index i = 0; i < m_.operators.size(); ++i)
+      if (m_.operators[i].replicable) singles.push_back({{i}, op_importance[i]});
     std::vector<group> queries;
     if (opts_.query_level) {
       auto q_imp = query_importance(m_, op_importance);

@@ -13,6 +13,9 @@
 
 #include "tidemark/runtime/cluster.hpp"
 
+#include "tidemark/replication/availability.hpp"
+#include "tidemark/replication/graph_adapter.hpp"
+
 #include "channels.hpp"
 
 namespace tidemark {
@@ -21,6 +24,63 @@ namespace {
 std::string resolve(const std::filesystem::path& base, const std::string& p) {
   std::filesystem::path path{p};
   return (path.is_absolute() ? path : base / path).string();
+}
+
+// The `replication` section: `replicate` (named operators) or `spare` (planned), not both.
+template <class Where>
+void read_replication(const YAML::Node& r, cluster_config& c, const Where& where) {
+  if (!r.IsMap()) throw std::runtime_error(where("'replication' must be a map"));
+  auto& planned = c.planned;
+  auto name = [&](const char* key, auto parse, auto& into) {
+    if (!r[key]) return;
+    const auto text = r[key].as<std::string>();
+    auto value = parse(text);
+    if (!value) throw std::runtime_error(where("replication: unknown " + std::string{key} + " '" + text + "'"));
+    into = *value;
+  };
+  for (const auto& e : r) {
+    const auto key = e.first.as<std::string>();
+    if (key == "replicate") {
+      // a list of names (one replica each) or a map of name -> replicas
+      for (const auto& op : e.second) {
+        if (op.IsScalar())
+          c.replicate[op.as<std::string>()] = 1;
+        else
+          c.replicate[op.first.as<std::string>()] = op.second.as<std::uint32_t>();
+      }
+    } else if (key == "spare") {
+      planned.spare = e.second.as<std::string>();
+      if (!replication::parse_spare(planned.spare, 1))
+        throw std::runtime_error(where("replication: spare '" + planned.spare +
+                                       "' is not a number of cores >= 0 or a share such as 50%"));
+    } else if (key == "query_level") {
+      planned.planner.query_level = e.second.as<bool>();
+    } else if (key == "replicas") {
+      planned.planner.max_level = e.second.as<std::uint32_t>();
+      if (planned.planner.max_level < 1)
+        throw std::runtime_error(where("replication: 'replicas' (per instance, at most) must be >= 1"));
+    } else if (key == "seed") {
+      planned.planner.seed = e.second.as<std::uint64_t>();
+    } else if (key == "failure_probability") {
+      planned.failure_probability = e.second.as<double>();
+      if (!(planned.failure_probability >= 0 && planned.failure_probability <= 1))
+        throw std::runtime_error(where("replication: 'failure_probability' must be in [0, 1]"));
+    } else if (key == "replan_interval_ms") {
+      planned.replan_interval = std::chrono::milliseconds{e.second.as<long>()};
+    } else if (key == "replan_threshold") {
+      planned.replan_threshold = e.second.as<double>();
+    } else if (key != "heuristic" && key != "selection" && key != "placement") {
+      throw std::runtime_error(where("replication: unknown field '" + key + "' (replicate, spare, "
+                                     "heuristic, selection, placement, query_level, replicas, seed, "
+                                     "failure_probability, replan_interval_ms, replan_threshold)"));
+    }
+  }
+  name("heuristic", replication::parse_heuristic, planned.planner.importance);
+  name("selection", replication::parse_selection, planned.planner.selection);
+  name("placement", replication::parse_placement, planned.planner.placement);
+  if (!c.replicate.empty() && !planned.spare.empty())
+    throw std::runtime_error(where("replication: 'replicate' names the replicas, 'spare' lets the "
+                                   "planner choose them: give one of the two"));
 }
 
 }  // namespace
@@ -47,6 +107,8 @@ cluster_config cluster_config::load(const std::string& path) {
       cluster_node node;
       node.id = n["id"].as<std::string>("");
       node.endpoint = n["endpoint"].as<std::string>("");
+      node.cpu = n["cpu"].as<double>(1.0);
+      if (!(node.cpu > 0)) throw std::runtime_error(where("node '" + node.id + "': 'cpu' must be > 0"));
       if (node.id.empty() || node.endpoint.empty())
         throw std::runtime_error(where("every node needs 'id' and 'endpoint'"));
       if (c.find(node.id)) throw std::runtime_error(where("node id '" + node.id + "' appears twice"));
@@ -72,15 +134,7 @@ cluster_config cluster_config::load(const std::string& path) {
     }
     if (doc["pins"])
       for (const auto& p : doc["pins"]) c.pins[p.first.as<std::string>()] = p.second.as<std::string>();
-    if (const auto r = doc["replication"]; r && r["replicate"]) {
-      // a list of names (one replica each) or a map of name -> replicas
-      for (const auto& e : r["replicate"]) {
-        if (e.IsScalar())
-          c.replicate[e.as<std::string>()] = 1;
-        else
-          c.replicate[e.first.as<std::string>()] = e.second.as<std::uint32_t>();
-      }
-    }
+    if (const auto r = doc["replication"]) read_replication(r, c, where);
   } catch (const YAML::Exception& e) {
     throw std::runtime_error(where(e.what()));
   }
@@ -105,27 +159,12 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
     if (!known) throw job_error("pin '" + op + "': the job has no operator of that name");
     pinned[op] = *idx;
   }
-  // per stage: its pin, and its measured load per instance (nullopt: not measured)
   std::vector<std::optional<std::uint32_t>> pin(p.stages.size());
-  std::vector<std::optional<double>> load(p.stages.size());
-  double measured = 0;
-  std::size_t measured_instances = 0;
-  for (std::size_t s = 0; s < p.stages.size(); ++s) {
-    const auto& st = p.stages[s];
-    for (const auto& op : st.ops) {
-      const auto& name = g.node(op.node).name;
-      if (auto it = pinned.find(name); it != pinned.end()) pin[s] = it->second;
-      if (auto it = cluster.operator_load.find(name); it != cluster.operator_load.end())
-        load[s] = load[s].value_or(0) + it->second / st.parallelism;
-    }
-    if (load[s]) {
-      measured += *load[s] * st.parallelism;
-      measured_instances += st.parallelism;
-    }
-  }
-  if (!cluster.operator_load.empty() && measured_instances == 0)
-    throw job_error("placement load: it names no operator of this job (a report of another job?)");
-  const double unmeasured = measured_instances ? measured / measured_instances : 1.0;
+  for (std::size_t s = 0; s < p.stages.size(); ++s)
+    for (const auto& op : p.stages[s].ops)
+      if (auto it = pinned.find(g.node(op.node).name); it != pinned.end()) pin[s] = it->second;
+  const auto load = instance_loads(g, p, cluster);
+  const bool by_load = !cluster.operator_load.empty();
 
   std::vector<std::uint32_t> placement;
   std::vector<std::pair<double, std::size_t>> free;  // (load, instance) of the unpinned ones
@@ -134,11 +173,11 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
   std::uint32_t next = 0;
   for (std::size_t s = 0; s < p.stages.size(); ++s)
     for (std::uint32_t i = 0; i < p.stages[s].parallelism; ++i) {
-      const double l = load[s].value_or(unmeasured);
+      const double l = load[placement.size()];
       if (pin[s]) {
         used[*pin[s]] += l;
         ++count[*pin[s]];
-      } else if (!cluster.operator_load.empty()) {
+      } else if (by_load) {
         free.emplace_back(l, placement.size());
       }
       placement.push_back(pin[s] ? *pin[s] : next++ % cluster.nodes.size());
@@ -155,7 +194,7 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
   return placement;
 }
 
-std::map<std::string, double> stage_busy_from_report(const std::string& json) {
+std::map<std::string, double> stage_load_from_report(const std::string& json) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(json);
@@ -164,14 +203,92 @@ std::map<std::string, double> stage_busy_from_report(const std::string& json) {
   }
   if (!doc.contains("instances") || !doc["instances"].is_array())
     throw std::runtime_error("the report has no 'instances' list (write it with tidemark run --report)");
-  std::map<std::string, double> busy;
+  const double seconds = doc.value("seconds", 0.0);
+  if (!(seconds > 0)) throw std::runtime_error("the report has no run time ('seconds' > 0)");
+  std::map<std::string, double> load;
   for (const auto& inst : doc["instances"]) {
     const auto& ops = inst.value("operators", nlohmann::json::array());
     if (ops.empty() || !inst.contains("busy_ms"))
       throw std::runtime_error("a report instance lacks 'operators' or 'busy_ms': " + inst.dump());
-    busy[ops.front().at("name").get<std::string>()] += inst["busy_ms"].get<double>() / 1e3;
+    load[ops.front().at("name").get<std::string>()] += inst["busy_ms"].get<double>() / 1e3 / seconds;
   }
-  return busy;
+  return load;
+}
+
+std::vector<double> instance_loads(const logical_graph& g, const physical_plan& p,
+                                   const cluster_config& cluster) {
+  std::vector<std::optional<double>> stage(p.stages.size());  // per instance, when measured
+  double measured = 0;
+  std::size_t measured_instances = 0, instances = 0;
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const auto& st = p.stages[s];
+    instances += st.parallelism;
+    for (const auto& op : st.ops)
+      if (auto it = cluster.operator_load.find(g.node(op.node).name);
+          it != cluster.operator_load.end())
+        stage[s] = stage[s].value_or(0) + it->second / st.parallelism;
+    if (stage[s]) {
+      measured += *stage[s] * st.parallelism;
+      measured_instances += st.parallelism;
+    }
+  }
+  if (!cluster.operator_load.empty() && measured_instances == 0)
+    throw job_error("placement load: it names no operator of this job (a report of another job?)");
+  double cpu = 0;
+  for (const auto& n : cluster.nodes) cpu += n.cpu;
+  const double guess = measured_instances ? measured / measured_instances
+                                          : cpu / 2 / std::max<std::size_t>(1, instances);
+  std::vector<double> load;
+  for (std::size_t s = 0; s < p.stages.size(); ++s)
+    load.insert(load.end(), p.stages[s].parallelism, stage[s].value_or(guess));
+  return load;
+}
+
+spare_plan plan_spare_replicas(const logical_graph& g, const physical_plan& p,
+                               const std::vector<std::uint32_t>& placement,
+                               const cluster_config& cluster, const std::vector<double>& load,
+                               const std::vector<std::vector<std::uint32_t>>* running) {
+  const auto& planned = cluster.planned;
+  if (planned.spare.empty()) throw job_error("the cluster file plans no replicas (replication: spare)");
+  std::vector<replication::host_info> hosts;
+  for (const auto& n : cluster.nodes) hosts.push_back({n.id, n.cpu});
+  try {
+    const auto m = replication::model_from_plan(
+        g, p, load, std::move(hosts), {placement.begin(), placement.end()});
+    auto options = planned.planner;
+    options.spare = replication::parse_spare(planned.spare, replication::total_load(m));
+    const replication::simulation_options sim{planned.failure_probability, 1000,
+                                              planned.planner.seed};
+    auto judged = [&](replication::replica_plan plan) {
+      spare_plan result;
+      result.budget = *options.spare;
+      for (std::size_t k = 0; k < plan.replicas.size(); ++k)
+        result.replica_load += m.operators[k].load * static_cast<double>(plan.replicas[k].size());
+      result.availability = replication::simulate_availability(m, plan, sim).running;
+      result.availability_without = replication::simulate_availability(m, {}, sim).running;
+      result.replicas = std::move(plan.replicas);
+      return result;
+    };
+    auto fresh = judged(replication::plan_replicas(m, options));
+    if (!running || running->size() != placement.size()) return fresh;
+    // the running replicas stay while they fit the load and budget and the new plan is not
+    // clearly more available: plans of equal worth (copies on either of two idle nodes) must
+    // not make the job move back and forth
+    replication::replica_plan kept;
+    kept.replicas = *running;
+    auto current = judged(kept);
+    std::vector<double> used(cluster.nodes.size());
+    for (std::size_t k = 0; k < placement.size(); ++k) {
+      used.at(placement[k]) += m.operators[k].load;
+      for (auto n : (*running)[k]) used.at(n) += m.operators[k].load;
+    }
+    bool fits = current.replica_load <= current.budget * (1 + 1e-9);
+    for (std::size_t n = 0; n < used.size(); ++n) fits = fits && used[n] <= cluster.nodes[n].cpu;
+    constexpr double min_gain = 0.001;  // a tenth of a percentage point of the queries
+    return fits && fresh.availability <= current.availability + min_gain ? current : fresh;
+  } catch (const replication::model_error& e) {
+    throw job_error(std::string{"replication: "} + e.what());
+  }
 }
 
 std::vector<std::vector<std::uint32_t>> place_replicas(const logical_graph& g,

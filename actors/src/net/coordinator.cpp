@@ -16,6 +16,7 @@
 #include "../wiring.hpp"
 #include "channels.hpp"
 #include "frames.hpp"
+#include "replica_planner.hpp"
 #include "security.hpp"
 #include "tidemark/runtime/cluster.hpp"
 #include "tidemark/runtime/faults.hpp"
@@ -275,7 +276,9 @@ zmq::message_t deploy_message(const deploy_args& a) {
 }  // namespace
 
 job_result run_on_cluster(const job_spec& spec, job_options options, const cluster_config& cluster,
-                          const run_options& opts) {
+                          run_options opts) {
+  // replicas on spare CPU are planned from the load the nodes' live counters show
+  if (!cluster.planned.spare.empty() && !opts.live) opts.live = std::make_shared<live_view>();
   auto checkpoint_opts = opts.checkpoints;
   checkpoint_opts.job_settings = options.text();  // as given, before prepare resolves any
   std::shared_ptr<void> prepared = spec.prepare_cluster ? spec.prepare_cluster(options, cluster)
@@ -291,9 +294,15 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   const auto& g = synced.graph;
   auto plan = compile(g, {opts.fuse});
   // fails early, before any node is contacted, when the cluster file cannot hold the job
+  net::replica_planner planner{g, plan, cluster};
   {
     const auto placement = place(g, plan, cluster);
-    check_placement(g, plan, placement, cluster, place_replicas(g, plan, placement, cluster));
+    check_placement(g, plan, placement, cluster,
+                    planner.enabled()
+                        ? plan_spare_replicas(g, plan, placement, cluster,
+                                              instance_loads(g, plan, cluster))
+                              .replicas
+                        : place_replicas(g, plan, placement, cluster));
   }
   const auto offsets = net::instance_offsets(plan);
   const auto instances = static_cast<std::uint32_t>(
@@ -373,13 +382,14 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   std::vector<net::piece_assembler> assemblers(count);
   refusal_log refusals{count};
   std::optional<clock::time_point> lost_at;  // set while recovering
+  std::optional<clock::time_point> migrating_since;  // set while moving to a new replica plan
   int failed_recoveries = 0;                 // in a row
   auto started = clock::now();
   for (std::uint32_t pass = 0;; ++pass) {
     links.send_all(hello);
     // a recovery goes on with the nodes that answer, a lost node that was restarted included
-    const auto members =
-        await(everyone, wire::Body::HelloReply, "hello", !lost_at, [](auto, const auto&) {});
+    const auto members = await(everyone, wire::Body::HelloReply, "hello",
+                               !lost_at && !migrating_since, [](auto, const auto&) {});
     if (members.empty())
       throw job_error("job '" + j.name() + "' lost a node and no node of the cluster answers "
                       "any more");
@@ -387,7 +397,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     const auto placement = place(g, plan, on);
     std::vector<std::vector<std::uint32_t>> replicas;
     try {
-      replicas = place_replicas(g, plan, placement, on);
+      replicas = planner.enabled() ? planner.deploy(placement, on)
+                                   : place_replicas(g, plan, placement, on);
     } catch (const job_error& e) {
       if (!lost_at) throw;
       // a recovery on fewer nodes: the job goes on, without the copies that no longer fit
@@ -405,6 +416,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
 
     // the pieces of each node's instances go before its Deploy, on the same ordered connection
     const auto chunk = net::piece_chunk_bytes(cluster.max_message_bytes);
+    std::set<std::uint32_t> restoring_members;  // those that host an instance, so get pieces
     for (std::uint32_t s = 0; s < plan.stages.size() && from.checkpoint; ++s)
       for (std::uint32_t i = 0; i < plan.stages[s].parallelism; ++i)
         if (auto piece = from.pieces.find({s, i}); piece != from.pieces.end()) {
@@ -412,15 +424,18 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           std::set<std::uint32_t> to;
           for (std::uint32_t c = 0; c <= where.replicas_of(offsets[s] + i); ++c)
             to.insert(where.node(offsets[s] + i, c));
-          for (auto m : to)
+          for (auto m : to) {
+            restoring_members.insert(m);
             for (auto& f : net::piece_frames(from.checkpoint, s, i, piece->second, 0, chunk))
               links.send(members[m], std::move(f));
+          }
         }
     // nodes drop data frames of another deployment (0 is what a coordinator without recovery sends)
     const std::uint32_t deployment = std::max(1u, first_deployment + pass);
     for (std::uint32_t m = 0; m < job_nodes; ++m)
       links.send(members[m], deploy_message({spec.name, options, on, placement, replicas, m, opts,
-                                             from.checkpoint, deployment, fence}));
+                                             restoring_members.count(m) ? from.checkpoint : 0,
+                                             deployment, fence}));
     std::string refused;  // a node's deploy error
     std::vector<std::string> unreplayable;  // the nodes' sources that cannot replay
     const auto deployed = await(members, wire::Body::Deployed, "deploy", !lost_at,
@@ -456,18 +471,32 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                    from.checkpoint ? "checkpoint " + std::to_string(from.checkpoint)
                                    : std::string{"the beginning (no checkpoint had completed)"},
                    fmt::join(ids, ", "));
+    else if (migrating_since)
+      spdlog::info("coordinator: job '{}' moved to its new replica plan in {:.3f} s from "
+                   "checkpoint {} on {}",
+                   j.name(),
+                   std::chrono::duration<double>(clock::now() - migrating_since.value_or(clock::now()))
+                       .count(),
+                   from.checkpoint, fmt::join(ids, ", "));
     else {
       spdlog::info("coordinator: deployed job '{}' on {}", spec.name, fmt::join(ids, ", "));
       checkpoints.warn_unreplayable(unreplayable, result);  // once: a recovery deploys the same
     }
     lost_at.reset();
+    migrating_since.reset();
     from = {};  // shipped; a later recovery loads the checkpoint again
 
     // the job's one live view: the nodes send their instances' counters every live period and
     // their transport counters with every heartbeat
     std::vector<std::string> node_of;
     for (auto m : placement) node_of.push_back(on.nodes[m].id);
-    detail::live_poll live{opts.live, live_plan::of(j.name(), g, plan, node_of), opts.live_period};
+    std::vector<std::vector<std::string>> replicas_of;
+    for (const auto& r : replicas) {
+      auto& ids_of = replicas_of.emplace_back();
+      for (auto m : r) ids_of.push_back(on.nodes[m].id);
+    }
+    detail::live_poll live{opts.live, live_plan::of(j.name(), g, plan, node_of, replicas_of),
+                           opts.live_period};
     // Records the instances a node reports, refusing the frame when one of them is not placed there.
     auto placed_on = [&](std::uint32_t m, std::uint32_t stage, std::uint32_t instance) {
       if (stage >= plan.stages.size() || instance >= plan.stages[stage].parallelism) return false;
@@ -483,7 +512,11 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                               std::to_string(m.instance) + ", which does not run there");
           return;
         }
-      for (auto& m : reported) live.update(std::move(m));
+      for (auto& m : reported) {
+        const auto k = offsets[m.stage] + m.instance;
+        if (where.node(k, 0) == *member_of[n]) planner.busy(k, m.busy_ns);  // the primary's
+        live.update(std::move(m));
+      }
     };
     // Restoring the replication level (docs/replication.md): lost copies wait in `restores`; the
     // front one is readied on every node, then connected, then waits in `catching_up` until every
@@ -503,12 +536,16 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     std::deque<restoring> restores;
     std::vector<restoring> catching_up;
     std::vector<std::uint64_t> held_commits;
+    // A new replica plan is due: the job moves to it when the next checkpoint completes.
+    std::optional<std::string> replan;
+    bool migrate = false;
     auto commit = [&](std::uint64_t id) {
       if (!restores.empty() && restores.front().readying) {
         held_commits.push_back(id);
         return;
       }
       for (auto member : members) links.send(member, net::commit_frame(id));
+      migrate = replan.has_value();
     };
     auto release_commits = [&] {
       for (auto id : std::exchange(held_commits, {})) commit(id);
@@ -804,8 +841,20 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       spdlog::warn("coordinator: {}", text);
       result.warnings.push_back(text);
     };
+    // With replicas planned on spare CPU and checkpoints, a node outside the deployment (never
+    // in it, or lost) that answers a hello again joins: the job moves to a plan that uses it.
+    const bool joinable = planner.enabled() && checkpoints.enabled() &&
+                          cluster.planned.replan_interval.count() > 0;
+    auto next_hello = clock::now() + cluster.planned.replan_interval;
+    auto outside = [&](std::uint32_t n) { return !member_of[n] || gone[*member_of[n]]; };
+    auto joined = [&](std::uint32_t n, const wire::HelloReply& reply) {
+      if (!joinable || replan || !reply.accepted() || !outside(n)) return;
+      replan = "node '" + cluster.nodes[n].id + "' answers again";
+      spdlog::info("coordinator: {}: job '{}' moves to a plan that uses it at the next checkpoint",
+                   *replan, j.name());
+    };
     auto next_beat = clock::now();
-    while (finished < job_nodes && !lost && !(opts.stop && opts.stop->load())) {
+    while (finished < job_nodes && !lost && !migrate && !(opts.stop && opts.stop->load())) {
       if (fence > 0ms && clock::now() >= next_beat) {
         for (auto member : members) links.send(member, coordinator_heartbeat());
         next_beat = clock::now() + beat_every;
@@ -822,6 +871,10 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       }
       links.poll(std::min<std::chrono::milliseconds>(50ms, wait),
                  [&](std::uint32_t n, const wire::ControlFrame& f) {
+        if (f.body_type() == wire::Body::HelloReply) {
+          joined(n, *f.body_as_HelloReply());
+          return;
+        }
         if (!member_of[n]) return;  // a node this deployment does not use
         last_seen[n] = clock::now();
         const auto* beat = f.body_as_Heartbeat();
@@ -867,6 +920,23 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         live.publish(false);
       }
       step_restores();
+      if (joinable && !replan && clock::now() >= next_hello) {
+        for (std::uint32_t n = 0; n < count; ++n)
+          if (outside(n)) links.send(n, hello(n));
+        next_hello = clock::now() + cluster.planned.replan_interval;
+      }
+      if (!replan && restores.empty() && catching_up.empty() &&
+          std::none_of(gone.begin(), gone.end(), [](bool g) { return g; }))
+        if ((replan = planner.poll(clock::now()))) {
+          if (checkpoints.enabled())
+            spdlog::info("coordinator: {}: job '{}' moves to it at the next checkpoint", *replan,
+                         j.name());
+          else {
+            const auto text = *replan + "; the job keeps its plan: moving replicas needs checkpoints";
+            spdlog::warn("coordinator: {}", text);
+            result.warnings.push_back(text);
+          }
+        }
       // with checkpoints or replicas a broken connection starts the recovery or the takeover at
       // once; without, the failure is reported as it always was, when the heartbeats are overdue
       for (auto n : links.disconnected())
@@ -892,6 +962,12 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           lost_why = std::move(why);
           break;
         }
+    }
+    if (migrate) {
+      stop_all("moving to a new replica plan");
+      migrating_since = clock::now();
+      from = checkpoints.recover();
+      continue;
     }
     if (!lost) {
       live.update(links.status());

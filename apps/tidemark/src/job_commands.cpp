@@ -39,22 +39,37 @@ void list_jobs(const job_registry& registry) {
   }
 }
 
-/// The cluster file `path`, with the measured load of `report` (a previous run's --report; may be
-/// empty) for place().
-cluster_config load_cluster(const std::string& path, const std::string& report) {
+/// The cluster file `path`, with replicas planned on `spare` CPU (--spare; may be empty) and the
+/// measured load of `report` (a previous run's --report; may be empty) for place().
+cluster_config load_cluster(const std::string& path, const std::string& report,
+                            const std::string& spare) {
   auto cluster = cluster_config::load(path);
+  if (!spare.empty()) {
+    if (!replication::parse_spare(spare, 1))
+      throw std::runtime_error("--spare '" + spare + "' is not a number of cores >= 0 or a share "
+                               "such as 50%");
+    if (!cluster.replicate.empty())
+      throw std::runtime_error("--spare lets the planner choose the replicas, and the cluster file "
+                               "names them (replication: replicate): give one of the two");
+    cluster.planned.spare = spare;
+  }
   if (report.empty()) return cluster;
   std::ifstream in{report};
   if (!in) throw std::runtime_error("--placement-load: cannot read '" + report + "'");
   std::stringstream text;
   text << in.rdbuf();
   try {
-    cluster.operator_load = stage_busy_from_report(text.str());
+    cluster.operator_load = stage_load_from_report(text.str());
   } catch (const std::exception& e) {
     throw std::runtime_error("--placement-load " + report + ": " + e.what());
   }
   return cluster;
 }
+
+constexpr const char* spare_help =
+    "with --cluster: spend this much spare CPU on replicas the replication planner chooses "
+    "(\"50%\": that share of the job's load, \"1.5\": cores), as replication: {spare: ...} in "
+    "the cluster file does (docs/replication.md)";
 
 constexpr const char* placement_load_help =
     "with --cluster: place instances by the load measured in this report of an earlier run "
@@ -144,6 +159,8 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "cluster file (YAML, see docs/deploy.md): deploy on its nodes");
   auto placement_load = std::make_shared<std::string>();
   run_cmd->add_option("--placement-load", *placement_load, placement_load_help);
+  auto spare = std::make_shared<std::string>();
+  run_cmd->add_option("--spare", *spare, spare_help);
   run_cmd->add_flag("--insecure", *insecure,
                     "talk to the nodes in plain text without keys (prints a warning)");
   run_cmd->add_option("--report", opts->report_path, "write the JSON metrics report here");
@@ -188,7 +205,7 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "serve Prometheus metrics at http://HOST:PORT/metrics while the job runs");
   add_job_positional(*run_cmd, *run_inv);
   run_cmd->callback([&registry, run_inv, opts, run_cmd, linger_ms, cluster_file, insecure,
-                     metrics_listen, dashboard, data_dir, checkpoint_ms, placement_load] {
+                     metrics_listen, dashboard, data_dir, checkpoint_ms, placement_load, spare] {
     opts->print_summary = true;
     opts->linger = std::chrono::milliseconds{*linger_ms};
     if (!data_dir->empty()) {
@@ -203,14 +220,15 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
     run_observers observers{{*metrics_listen, *dashboard}, *opts};
     const auto spec = observers.around(registered, *opts);
     if (cluster_file->empty()) {
-      if (!placement_load->empty())
-        throw std::runtime_error("--placement-load needs --cluster: it places instances on nodes");
+      if (!placement_load->empty() || !spare->empty())
+        throw std::runtime_error("--placement-load and --spare need --cluster: they place "
+                                 "instances and replicas on nodes");
       run_registered(spec, std::move(options), *opts);
       return;
     }
     // on a cluster, --data-dir holds the checkpoint database only: the coordinator stores every
     // node's pieces there; window state stays under each node's own --data-dir
-    auto cluster = load_cluster(*cluster_file, *placement_load);
+    auto cluster = load_cluster(*cluster_file, *placement_load, *spare);
     if (*insecure && !cluster.insecure)
       throw std::runtime_error("--insecure needs 'insecure: true' in the cluster file too: the "
                                "nodes must agree to run in plain text");
@@ -264,8 +282,10 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   plan_cmd->add_option("--cluster", *plan_cluster,
                        "cluster file: also print the node of every stage instance");
   plan_cmd->add_option("--placement-load", *plan_load, placement_load_help);
+  auto plan_spare = std::make_shared<std::string>();
+  plan_cmd->add_option("--spare", *plan_spare, spare_help);
   add_job_positional(*plan_cmd, *plan_inv);
-  plan_cmd->callback([&registry, plan_inv, dot, plan_cmd, plan_cluster, plan_load] {
+  plan_cmd->callback([&registry, plan_inv, dot, plan_cmd, plan_cluster, plan_load, plan_spare] {
     const auto& spec = registry.find(plan_inv->name);
     auto options = parse_job_arguments(spec, plan_cmd->remaining());
     auto j = spec.build(options);
@@ -274,18 +294,37 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
     auto plan = compile(synced.graph);
     std::cout << (*dot ? to_dot(synced, plan) : to_text(synced, plan));
     if (plan_cluster->empty()) {
-      if (!plan_load->empty()) throw std::runtime_error("--placement-load needs --cluster");
+      if (!plan_load->empty() || !plan_spare->empty())
+        throw std::runtime_error("--placement-load and --spare need --cluster");
       return;
     }
-    const auto cluster = load_cluster(*plan_cluster, *plan_load);
+    const auto cluster = load_cluster(*plan_cluster, *plan_load, *plan_spare);
     const auto placement = place(synced.graph, plan, cluster);
     std::cout << "placement on " << cluster.nodes.size() << " nodes ("
               << (cluster.operator_load.empty() ? "round robin" : "by measured load") << "):\n";
+    // the replicas the coordinator would deploy: named, or planned on spare CPU for the load
+    // measured in --placement-load's report (estimated without one)
+    std::optional<spare_plan> spare;
+    if (!cluster.planned.spare.empty())
+      spare = plan_spare_replicas(synced.graph, plan, placement, cluster,
+                                  instance_loads(synced.graph, plan, cluster));
+    const auto replicas =
+        spare ? spare->replicas : place_replicas(synced.graph, plan, placement, cluster);
     std::size_t at = 0;
     for (std::size_t s = 0; s < plan.stages.size(); ++s)
-      for (std::uint32_t i = 0; i < plan.stages[s].parallelism; ++i, ++at)
+      for (std::uint32_t i = 0; i < plan.stages[s].parallelism; ++i, ++at) {
         std::cout << "  stage " << s << " (" << synced.graph.node(plan.stages[s].ops.front().node).name
-                  << ") instance " << i << " -> " << cluster.nodes[placement[at]].id << '\n';
+                  << ") instance " << i << " -> " << cluster.nodes[placement[at]].id;
+        for (std::size_t r = 0; r < replicas[at].size(); ++r)
+          std::cout << (r ? ", " : ", replicas on ") << cluster.nodes[replicas[at][r]].id;
+        std::cout << '\n';
+      }
+    if (spare)
+      std::printf("replicas on spare CPU: budget %.3f cores, replicas use %.3f; predicted "
+                  "availability %.2f %% (without replicas %.2f %%) when each node fails with "
+                  "probability %g\n",
+                  spare->budget, spare->replica_load, 100 * spare->availability,
+                  100 * spare->availability_without, cluster.planned.failure_probability);
   });
 }
 

@@ -72,21 +72,6 @@ struct plan_args {
   throw CLI::RuntimeError(1);
 }
 
-// "0.5" is a load in host capacities; "50%" is a share of the primaries' total load.
-double parse_spare(const std::string& text, double total) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  bool percent = used + 1 == text.size() && text.back() == '%';
-  if (used == 0 || (used != text.size() && !percent) || !(value >= 0))
-    fail("--spare '" + text + "' is not a load >= 0 or a percentage such as 50%");
-  return percent ? total * value / 100 : value;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail("cannot read graph file '" + path + "'");
@@ -257,7 +242,10 @@ void run_plan(const plan_args& a, const job_registry& registry) {
     o.max_level = a.max_level;
     o.colour_limit = a.colour_limit;
     o.seed = a.seed;
-    if (!a.spare.empty()) o.spare = parse_spare(a.spare, total_load(m));
+    if (!a.spare.empty()) {
+      o.spare = parse_spare(a.spare, total_load(m));
+      if (!o.spare) fail("--spare '" + a.spare + "' is not a load >= 0 or a percentage such as 50%");
+    }
     simulation_options sim{a.failure_probability, a.runs, a.seed};
     say("%s: %zu operators, %zu queries, %zu hosts, primary load %.3f\n", a.graph.c_str(),
         m.operators.size(), m.queries.size(), m.hosts.size(), total_load(m));

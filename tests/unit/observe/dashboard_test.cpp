@@ -62,7 +62,7 @@ BOOST_AUTO_TEST_CASE(the_plan_with_counters_rates_and_backpressure) {
   BOOST_TEST(j["events_per_s"].get<double>() == 2000.0);  // (5000 - 1000) / 2 s
   BOOST_TEST(j["late_events"] == 7);                      // 2 accepted + 5 dropped
   BOOST_TEST(j["watermark"] == 4500);                     // the lower of the sink instances
-  BOOST_TEST(j["replicas"].is_null());
+  BOOST_TEST(j["replicas"] == json::array());  // none in this plan
   BOOST_TEST(j["checkpoints"].is_null());
 
   BOOST_REQUIRE_EQUAL(j["edges"].size(), 1u);
@@ -168,4 +168,15 @@ BOOST_AUTO_TEST_CASE(the_routes_serve_the_page_and_the_latest_snapshot) {
   BOOST_TEST(second["events_per_s"].get<double>() == 6000.0);  // (4000 - 1000) / 0.5 s
   // asking again before a new snapshot keeps the same interval
   BOOST_TEST(json::parse(client.Get("/api/job")->body)["events_per_s"].get<double>() == 6000.0);
+}
+
+BOOST_AUTO_TEST_CASE(replicated_instances_are_listed_with_their_nodes) {
+  auto now = window_job(3.0, 5000, 1800, 2000);
+  auto plan = std::make_shared<live_plan>(*now.plan);
+  plan->stages[1].replicas = {{"node-c"}, {}};  // window instance 0 has a copy on node-c
+  now.plan = plan;
+  const auto j = api_job(now, nullptr);
+  BOOST_REQUIRE_EQUAL(j["replicas"].size(), 1u);
+  BOOST_TEST(j["replicas"][0] == json::parse(R"({"stage": 1, "operator": "window", "instance": 0,
+                                                 "node": "local", "replicas": ["node-c"]})"));
 }

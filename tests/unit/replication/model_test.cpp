@@ -5,7 +5,9 @@
 
 #include "model_builder.hpp"
 #include "tidemark/replication/graph_adapter.hpp"
+#include "tidemark/replication/planner.hpp"
 #include "tidemark/core/metrics.hpp"
+#include "tidemark/core/plan.hpp"
 
 using namespace tidemark::replication;
 namespace tt = boost::test_tools;
@@ -183,6 +185,50 @@ BOOST_AUTO_TEST_CASE(graph_instances_get_their_share_of_each_stream) {
   BOOST_REQUIRE_EQUAL(m.queries.size(), 1u);
   BOOST_TEST(m.queries[0].name == "out");
   BOOST_TEST(m.queries[0].operators.size() == 9u);
+}
+
+BOOST_AUTO_TEST_CASE(a_compiled_plan_is_modelled_per_stage_instance_and_sources_and_sinks_stay_single) {
+  // src (2) -> forward -> map (2) fuse into one stage holding the source; agg (4) reads it by key;
+  // the sink (1) reads agg's four instances, so it is a stage of its own
+  tidemark::logical_graph g;
+  auto src = g.add({0, "src", "gen", tidemark::node_kind::source, 2, {}, {}, {}, {}});
+  auto map = g.add({0, "map", "map", tidemark::node_kind::transform, 2, {},
+                    {{src, tidemark::partitioning::forward}}, {}, {}});
+  auto agg = g.add({0, "agg", "reduce", tidemark::node_kind::transform, 4, {},
+                    {{map, tidemark::partitioning::key_hash}}, {}, {}});
+  g.add({0, "out", "collect", tidemark::node_kind::sink, 1, {},
+         {{agg, tidemark::partitioning::forward}}, {}, {}});
+  const auto plan = tidemark::compile(g);
+  BOOST_REQUIRE_EQUAL(plan.stages.size(), 3u);
+  const std::vector<double> load{0.1, 0.1, 0.2, 0.2, 0.2, 0.2, 0.05};
+  auto m = model_from_plan(g, plan, load, {{"a", 10}, {"b", 10}, {"c", 10}}, {0, 1, 2, 0, 1, 2, 0});
+  BOOST_REQUIRE_EQUAL(m.operators.size(), 7u);
+  BOOST_TEST(m.operators[0].name == "src[0]");
+  BOOST_TEST(m.operators[2].name == "agg[0]");
+  BOOST_TEST(m.operators[6].name == "out");
+  const std::vector<bool> replicable{false, false, true, true, true, true, false};
+  for (std::size_t i = 0; i < 7; ++i) {
+    BOOST_TEST(m.operators[i].replicable == replicable[i]);
+    BOOST_TEST(m.operators[i].load == load[i], tt::tolerance(1e-12));
+  }
+  // each agg instance reads both source instances, a quarter of each; the sink all of agg
+  BOOST_REQUIRE_EQUAL(m.operators[3].inputs.size(), 2u);
+  BOOST_TEST(m.operators[3].inputs[1].from == 1u);
+  BOOST_TEST(m.operators[3].inputs[1].share == 0.25, tt::tolerance(1e-12));
+  BOOST_REQUIRE_EQUAL(m.operators[6].inputs.size(), 4u);
+  BOOST_TEST(m.operators[6].inputs[0].share == 1.0, tt::tolerance(1e-12));
+  BOOST_REQUIRE_EQUAL(m.queries.size(), 1u);
+  BOOST_TEST(m.queries[0].operators.size() == 7u);
+  // with room for everything, no strategy copies a source or a sink, and bin packing copies every
+  // agg instance (the colour constraint allows one replica of the one query per host: three)
+  for (auto o : all_strategies(1)) {
+    o.spare = 100.0;
+    const auto p = plan_replicas(m, o);
+    for (std::size_t i = 0; i < 7; ++i)
+      if (!replicable[i] || o.placement == placement_strategy::bin_packing)
+        BOOST_TEST(p.replicas[i].size() == (replicable[i] ? 1u : 0u));
+  }
+  BOOST_CHECK_THROW(model_from_plan(g, plan, {0.1}, {{"a"}}, {0}), model_error);
 }
 
 BOOST_AUTO_TEST_CASE(graph_adapter_rejects_what_it_cannot_model) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tidemark/replication/planner.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/runtime/live.hpp"
 #include "tidemark/runtime/runtime.hpp"
@@ -37,6 +38,25 @@ struct cluster_node {
   std::string id;
   std::string endpoint;    ///< control endpoint, e.g. tcp://10.0.0.5:7100 (data: port + 1)
   std::string public_key;  ///< the node's CURVE public key (Z85)
+  double cpu = 1;          ///< CPU capacity in cores (`cpu:`), for the replication planner
+};
+
+/// `replication: {spare: 50%, ...}` in the cluster file (docs/replication.md, "Replicas on spare
+/// CPU"): the coordinator spends spare CPU on replicas that the replication planner chooses.
+struct spare_replication {
+  /// Empty: off. "50%": that share of the primaries' load; "1.5": that many cores.
+  std::string spare;
+  /// Heuristic, query level, selection, placement, replicas per instance (max_level), seed.
+  replication::planner_options planner;
+  /// The plan's predicted availability is for a period in which each node fails with this
+  /// probability (the paper's p).
+  double failure_probability = 0.02;
+  /// How often the coordinator compares the measured load with the load the running plan was
+  /// made for (and, with checkpoints, re-plans and migrates); 0: the deployment's plan stays.
+  std::chrono::milliseconds replan_interval{10000};
+  /// A re-plan is due when the measured load moved by more than this share: the sum over the
+  /// stage instances of |measured - planned| over the planned total.
+  double replan_threshold = 0.25;
 };
 
 struct cluster_config {
@@ -53,9 +73,9 @@ struct cluster_config {
   std::int64_t max_message_bytes = 64 << 20;
   /// Operator name -> node id: every instance of the stage holding the operator runs there.
   std::map<std::string, std::string> pins;
-  /// Operator name -> measured load of its stage, in busy seconds summed over the stage's
-  /// instances (a previous run's report: `tidemark run --cluster C --placement-load REPORT.json`,
-  /// stage_busy_from_report). Not empty: place() packs instances by load. Empty: round robin.
+  /// Operator name -> measured load of its stage in cores, summed over the stage's instances (a
+  /// previous run's report: `tidemark run --cluster C --placement-load REPORT.json`,
+  /// stage_load_from_report). Not empty: place() packs instances by load. Empty: round robin.
   std::map<std::string, double> operator_load;
   /// How long to wait for nodes to answer hello and deploy.
   std::chrono::milliseconds connect_timeout{5000};
@@ -65,6 +85,8 @@ struct cluster_config {
   /// {replicate: {window: 1}}`, docs/replication.md): active copies on other nodes, which take
   /// over without a recovery when the primary's node dies.
   std::map<std::string, std::uint32_t> replicate;
+  /// Replicas planned on spare CPU instead (`replication: {spare: 50%}`); not with `replicate`.
+  spare_replication planned;
 
   /// Reads a cluster file (YAML, see docs/deploy.md); relative key paths are resolved against the
   /// file's folder. Throws std::runtime_error naming the file and the field.
@@ -85,9 +107,43 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
                                  const cluster_config& cluster);
 
 /// The measured load of a job's stages from a report `tidemark run --report` wrote (JSON text):
-/// per stage, its instances' busy seconds summed, under the name of the stage's first operator
-/// (what cluster_config::operator_load holds). Throws std::runtime_error naming what is missing.
-std::map<std::string, double> stage_busy_from_report(const std::string& json);
+/// per stage, its instances' busy seconds summed over the run's seconds (cores), under the name
+/// of the stage's first operator (what cluster_config::operator_load holds). Throws
+/// std::runtime_error naming what is missing.
+std::map<std::string, double> stage_load_from_report(const std::string& json);
+
+/// The load of every stage instance (as place() returns them) in cores, from
+/// `cluster.operator_load`: a stage's load shared equally by its instances, a stage the
+/// measurement does not name counting as the mean instance load of those it names. Without a
+/// measurement, every instance gets the same guess: together they use half of the nodes' CPU.
+/// Throws job_error for loads that name no operator of the job (a report of another job).
+std::vector<double> instance_loads(const logical_graph& g, const physical_plan& p,
+                                   const cluster_config& cluster);
+
+/// The replicas the replication planner chose for a deployment (`cluster.planned`).
+struct spare_plan {
+  /// Per stage instance (as place() returns them), the nodes of its replicas.
+  std::vector<std::vector<std::uint32_t>> replicas;
+  double budget = 0;        ///< cores the planner could spend on replicas
+  double replica_load = 0;  ///< cores its replicas use
+  /// Fraction of the job's queries (sinks) predicted to keep running through a period in which
+  /// each node fails with `failure_probability`, with the replicas and without.
+  double availability = 0;
+  double availability_without = 0;
+};
+
+/// Plans replicas for `p` placed at `placement` on `cluster` with `load` (per stage instance, in
+/// cores) as `cluster.planned` asks: replication::model_from_plan, plan_replicas with the
+/// budget `spare` gives (a share of the primaries' load, or cores), nodes' `cpu` as capacity,
+/// and the predicted availability by Monte Carlo simulation (1000 runs). Stages holding a source
+/// or a sink are never replicated. Given the `running` replicas, returns them instead while they
+/// still fit the budget and the nodes' CPU for `load` and the new plan would not be more
+/// available by more than a tenth of a percentage point, so that equally good plans do not make
+/// a job move back and forth. Throws job_error when planning is off or the model is refused.
+spare_plan plan_spare_replicas(const logical_graph& g, const physical_plan& p,
+                               const std::vector<std::uint32_t>& placement,
+                               const cluster_config& cluster, const std::vector<double>& load,
+                               const std::vector<std::vector<std::uint32_t>>* running = nullptr);
 
 /// Per stage instance (as place() returns them), the nodes of the replicas `cluster.replicate`
 /// asks for: replica r of an instance whose primary runs on node n goes to node (n + r) mod the
@@ -154,7 +210,7 @@ class node_server {
 /// watch heartbeats, collect metrics, report. Throws job_error when a node refuses, fails or
 /// stops sending heartbeats (the message names the node and the operators it hosted).
 job_result run_on_cluster(const job_spec& spec, job_options options, const cluster_config& cluster,
-                          const run_options& opts = {});
+                          run_options opts = {});
 
 /// Asks the node at `endpoint` for its counters with the coordinator's credentials of `cluster`;
 /// nullopt when it does not answer within `timeout` (refused key, plain-text peer, down).

@@ -24,6 +24,8 @@ struct live_plan {
     std::vector<std::string> kinds;      ///< operator kinds ("source", "window", ...), same order
     std::uint32_t parallelism = 1;
     std::vector<std::string> nodes;  ///< per instance: the node it runs on ("local" embedded)
+    /// Per instance: the nodes of its replicas as deployed (docs/replication.md); empty when none.
+    std::vector<std::vector<std::string>> replicas;
   };
   struct edge {
     std::uint32_t from = 0;  ///< stage index
@@ -35,9 +37,10 @@ struct live_plan {
   std::vector<edge> edges;
 
   /// The plan of `p` compiled from `g`; `node_of` names the node of every stage instance (stages
-  /// in plan order), empty for an embedded run.
+  /// in plan order), empty for an embedded run, and `replicas_of` the nodes of its replicas.
   static live_plan of(const std::string& job, const logical_graph& g, const physical_plan& p,
-                      const std::vector<std::string>& node_of = {});
+                      const std::vector<std::string>& node_of = {},
+                      const std::vector<std::vector<std::string>>& replicas_of = {});
 };
 
 /// Transport counters of one process of a cluster: what a node reports on request and in its

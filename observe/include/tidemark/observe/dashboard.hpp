@@ -14,7 +14,8 @@ namespace tidemark::observe {
 /// fields): the plan's stages and edges; per stage its instances' queues, backpressure,
 /// watermark and busy share; per operator its counters summed over the instances, late events,
 /// state bytes, and events per second in and out since `before` (null without an earlier
-/// snapshot). `replicas` and `checkpoints` are null: the runtime has neither yet. `now.plan` must
+/// snapshot); `replicas` lists the replicated stage instances with their primary's node and the
+/// replicas' nodes (empty when none); `checkpoints` is null: not reported yet. `now.plan` must
 /// be set (a published snapshot always has it).
 std::string job_json(const live_snapshot& now, const live_snapshot* before);
 

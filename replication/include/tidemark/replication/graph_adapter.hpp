@@ -10,6 +10,7 @@
 
 #include "tidemark/core/graph.hpp"
 #include "tidemark/core/metrics.hpp"
+#include "tidemark/core/plan.hpp"
 #include "tidemark/replication/model.hpp"
 
 namespace tidemark::replication {
@@ -81,6 +82,18 @@ live_model model_from_live(const logical_graph& g, const live_measurement& m,
 replication_model model_from_graph(const logical_graph& g,
                                    const std::map<std::string, operator_annotation>& annotations,
                                    std::vector<host_info> hosts);
+
+/// The model of the compiled plan `p` of `g` as a cluster runs it: one operator per stage
+/// instance (a stage's operators run in one actor, so they are copied together), named after
+/// the stage's head ("name" or "name[i]"), with the load `instance_load` gives it (per stage
+/// instance, flat in plan order, in the hosts' CPU units) on host `primary` (same order). A
+/// stage holding a source or a sink is not replicable. Each sink node defines one query: the
+/// instances of its stage and everything upstream. Throws model_error when the sizes do not
+/// match the plan or the result does not validate.
+replication_model model_from_plan(const logical_graph& g, const physical_plan& p,
+                                  const std::vector<double>& instance_load,
+                                  std::vector<host_info> hosts,
+                                  const std::vector<host_index>& primary);
 
 /// Parses the JSON graph format (docs/replication.md):
 ///   {"hosts": [{"name": "a", "cpu": 1, "network": 1e8}, ...] or {"count": 4, "cpu": 1},

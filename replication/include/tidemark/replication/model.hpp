@@ -43,6 +43,9 @@ struct operator_info {
   /// Runtime measurements; when set they replace the load model's estimate.
   std::optional<double> measured_input_rate;
   std::optional<double> measured_load;
+  /// False for an operator that cannot run as an active copy (the runtime copies no stage that
+  /// holds a source or a sink); selection never gives it a replica.
+  bool replicable = true;
 
   // Filled by apply_load_model.
   double input_rate = 0;   ///< events/s

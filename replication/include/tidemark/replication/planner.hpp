@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "tidemark/replication/importance.hpp"
@@ -45,6 +46,10 @@ struct replica_plan {
 /// Selection drives placement: each replica (or query's worth of replicas) that selection
 /// accepts is placed at once, in selection order, and only placed replicas use budget.
 replica_plan plan_replicas(const replication_model& m, const planner_options& opts);
+
+/// The spare load a budget text asks for: "0.5" is a load (in the hosts' CPU units), "50%" a
+/// share of `total_load` (the primaries' load). Nullopt when the text is neither, or negative.
+std::optional<double> parse_spare(std::string_view text, double total_load);
 
 /// Every combination of heuristic, operator or query level, selection and placement strategy.
 std::vector<planner_options> all_strategies(std::uint32_t max_level);
