@@ -156,12 +156,11 @@ deployment_status describe(const deployment& x) {
         const auto node = x.where.node(k, c);
         copy.node = x.nodes[node].id;
         const auto restored = x.restored.find({k, c});
-        if (restored != x.restored.end()) copy.was_on = x.nodes[restored->second].id;
         copy.now = x.gone.count(node)             ? state::gone
                    : x.dropped.count({k, c})      ? state::dropped
                    : restored != x.restored.end() ? state::restored
                                                   : state::alive;
-        if (copy.now != state::restored) copy.was_on.clear();
+        if (copy.now == state::restored) copy.was_on = x.nodes[restored->second].id;
         const bool runs = copy.now == state::alive || copy.now == state::restored;
         if (auto l = lag.find({k, c}); runs && l != lag.end()) copy.lag = l->second;
       }

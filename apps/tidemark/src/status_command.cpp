@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "job_commands.hpp"
+#include "tidemark/runtime/cluster_status.hpp"
 
 namespace tidemark {
 
@@ -31,8 +32,7 @@ std::string role(std::size_t copy) {
   return copy == 0 ? "primary" : "replica " + std::to_string(copy);
 }
 
-}  // namespace
-
+/// The status as text for a terminal.
 std::string status_text(const cluster_status& s) {
   std::ostringstream out;
   out << "nodes:\n";
@@ -86,6 +86,7 @@ std::string status_text(const cluster_status& s) {
   return out.str();
 }
 
+/// The status as JSON (docs/replication.md#visibility-tidemark-status lists the fields).
 std::string status_json(const cluster_status& s) {
   using json = nlohmann::json;
   json nodes = json::array();
@@ -132,6 +133,8 @@ std::string status_json(const cluster_status& s) {
                 {"instances", std::move(instances)}};
   return out.dump(2) + "\n";
 }
+
+}  // namespace
 
 void add_status_command(CLI::App& app) {
   auto cluster_file = std::make_shared<std::string>();

@@ -3,17 +3,9 @@
 // (docs/replication.md#visibility-tidemark-status).
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
 
-#include "tidemark/runtime/cluster_status.hpp"
-
 namespace tidemark {
-
-/// The status as text for a terminal, and as JSON (`--json`).
-std::string status_text(const cluster_status& s);
-std::string status_json(const cluster_status& s);
 
 /// Adds the `status` subcommand to `app`.
 void add_status_command(CLI::App& app);
