@@ -235,6 +235,12 @@ struct deploy_args {
   std::uint64_t restore_checkpoint;
   std::uint32_t deployment;
   std::chrono::milliseconds fence;
+  /// The replication planner's figures for this plan (Deploy 1.7,
+  /// docs/replication.md#visibility-tidemark-status): spare budget used, replica load, predicted
+  /// availability; -1: unknown.
+  double spare_budget = -1;
+  double replica_load = -1;
+  double predicted_availability = -1;
 };
 
 zmq::message_t deploy_message(const deploy_args& a) {
@@ -269,7 +275,8 @@ zmq::message_t deploy_message(const deploy_args& a) {
       a.restore_checkpoint, a.deployment, static_cast<std::uint64_t>(a.on.max_message_bytes),
       static_cast<std::uint32_t>(a.fence.count()), o.deterministic_merge, replica_counts,
       replica_nodes, o.replica_lag, o.adaptive_batching,
-      o.checkpoints.enabled() ? o.replay_limit : 0);
+      o.checkpoints.enabled() ? o.replay_limit : 0, a.spare_budget, a.replica_load,
+      a.predicted_availability);
   return net::control_message(b, body);
 }
 
@@ -432,10 +439,14 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         }
     // nodes drop data frames of another deployment (0 is what a coordinator without recovery sends)
     const std::uint32_t deployment = std::max(1u, first_deployment + pass);
+    const auto* spare = planner.current();
     for (std::uint32_t m = 0; m < job_nodes; ++m)
       links.send(members[m], deploy_message({spec.name, options, on, placement, replicas, m, opts,
                                              restoring_members.count(m) ? from.checkpoint : 0,
-                                             deployment, fence}));
+                                             deployment, fence,
+                                             spare ? spare->budget : -1,
+                                             spare ? spare->replica_load : -1,
+                                             spare ? spare->availability : -1}));
     std::string refused;  // a node's deploy error
     std::vector<std::string> unreplayable;  // the nodes' sources that cannot replay
     const auto deployed = await(members, wire::Body::Deployed, "deploy", !lost_at,
@@ -999,27 +1010,6 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   });
   detail::publish(result, opts);
   if (spec.report) spec.report(options, result);
-  return result;
-}
-
-std::optional<node_status> query_status(const std::string& endpoint, const cluster_config& cluster,
-                                        std::chrono::milliseconds timeout) {
-  cluster_config one = cluster;
-  std::string key;
-  for (const auto& n : cluster.nodes)
-    if (n.endpoint == endpoint) key = n.public_key;
-  one.nodes = {{"queried", endpoint, key}};
-  control_links links{one};
-  links.send(0, empty_control<wire::StatusRequest>());
-  std::optional<node_status> result;
-  auto deadline = clock::now() + timeout;
-  while (!result && clock::now() < deadline) {
-    links.poll(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()),
-               [&](std::uint32_t, const wire::ControlFrame& f) {
-                 if (f.body_type() != wire::Body::StatusReply) return;
-                 result = net::read_status(*f.body_as_StatusReply());
-               });
-  }
   return result;
 }
 

@@ -344,14 +344,80 @@ std::vector<instance_metrics> read_metrics(const wire::LiveMetrics& m) {
   return read_instances(m.instances());
 }
 
-flatbuffers::Offset<wire::StatusReply> status_table(flatbuffers::FlatBufferBuilder& b,
-                                                    const node_status& s) {
-  return wire::CreateStatusReply(b, b.CreateString(s.node), s.frames_in, s.bad_frames,
-                                 s.refused_peers, s.lost_frames, s.data_bytes_in,
-                                 s.batch_frames_in, s.batch_bytes_in, s.oversized_frames,
-                                 s.refused_control, s.refused_data, s.fault_dropped,
-                                 s.fault_duplicated, s.fault_reordered, s.retransmitted,
-                                 s.duplicates_discarded);
+flatbuffers::Offset<wire::StatusReply> status_table(
+    flatbuffers::FlatBufferBuilder& b, const node_status& s,
+    flatbuffers::Offset<wire::DeploymentStatus> deployment) {
+  return wire::CreateStatusReply(
+      b, b.CreateString(s.node), s.frames_in, s.bad_frames, s.refused_peers, s.lost_frames,
+      s.data_bytes_in, s.batch_frames_in, s.batch_bytes_in, s.oversized_frames, s.refused_control,
+      s.refused_data, s.fault_dropped, s.fault_duplicated, s.fault_reordered, s.retransmitted,
+      s.duplicates_discarded, deployment);
+}
+
+flatbuffers::Offset<wire::DeploymentStatus> deployment_table(flatbuffers::FlatBufferBuilder& b,
+                                                             const deployment_status& d) {
+  // the wire names nodes by their index in the deployment's list
+  auto index = [&d](const std::string& id) {
+    return static_cast<std::uint32_t>(std::find(d.nodes.begin(), d.nodes.end(), id) -
+                                      d.nodes.begin());
+  };
+  std::vector<std::uint32_t> gone;
+  for (const auto& id : d.gone) gone.push_back(index(id));
+  std::vector<flatbuffers::Offset<wire::InstanceStatus>> instances;
+  for (const auto& inst : d.instances) {
+    std::vector<flatbuffers::Offset<wire::CopyStatus>> copies;
+    for (const auto& c : inst.copies)
+      copies.push_back(wire::CreateCopyStatus(b, index(c.node), static_cast<wire::CopyState>(c.now),
+                                              c.was_on.empty() ? 0 : index(c.was_on),
+                                              c.lag ? static_cast<std::int64_t>(*c.lag) : -1));
+    instances.push_back(wire::CreateInstanceStatus(
+        b, inst.stage, inst.instance, b.CreateString(inst.name), b.CreateVector(copies)));
+  }
+  return wire::CreateDeploymentStatus(b, b.CreateString(d.job), d.deployment,
+                                      b.CreateVectorOfStrings(d.nodes), b.CreateVector(gone),
+                                      b.CreateVector(instances), d.spare_budget, d.replica_load,
+                                      d.predicted_availability);
+}
+
+static_assert(static_cast<int>(wire::CopyState::restored) ==
+                      static_cast<int>(copy_status::state::restored) &&
+                  static_cast<int>(wire::CopyState::MAX) ==
+                      static_cast<int>(copy_status::state::restored),
+              "CopyState on the wire and copy_status::state list the same states in one order");
+
+std::optional<deployment_status> read_deployment(const wire::StatusReply& s) {
+  const auto* w = s.deployment();
+  if (!w) return std::nullopt;
+  deployment_status d;
+  d.job = w->job() ? w->job()->str() : std::string{};
+  d.deployment = w->deployment();
+  if (w->nodes())
+    for (const auto* n : *w->nodes()) d.nodes.push_back(n->str());
+  auto id = [&d](std::uint32_t i) { return i < d.nodes.size() ? d.nodes[i] : std::string{"?"}; };
+  if (w->gone())
+    for (auto i : *w->gone()) d.gone.push_back(id(i));
+  if (w->instances())
+    for (const auto* inst : *w->instances()) {
+      auto& to = d.instances.emplace_back();
+      to.stage = inst->stage();
+      to.instance = inst->instance();
+      to.name = inst->name() ? inst->name()->str() : std::string{};
+      if (inst->copies())
+        for (const auto* c : *inst->copies()) {
+          auto& copy = to.copies.emplace_back();
+          copy.node = id(c->node());
+          // a state this side does not know (a newer peer) reads as alive
+          copy.now = c->state() > wire::CopyState::MAX
+                         ? copy_status::state::alive
+                         : static_cast<copy_status::state>(c->state());
+          if (copy.now == copy_status::state::restored) copy.was_on = id(c->was_node());
+          if (c->lag() >= 0) copy.lag = static_cast<std::uint64_t>(c->lag());
+        }
+    }
+  d.spare_budget = w->spare_budget();
+  d.replica_load = w->replica_load();
+  d.predicted_availability = w->predicted_availability();
+  return d;
 }
 
 node_status read_status(const wire::StatusReply& s) {

@@ -16,6 +16,7 @@
 
 #include "tidemark/wire/control_generated.h"
 #include "tidemark/wire/data_generated.h"
+#include "tidemark/runtime/cluster_status.hpp"
 #include "tidemark/runtime/faults.hpp"
 #include "tidemark/runtime/live.hpp"
 #include "tidemark/runtime/runtime.hpp"
@@ -24,7 +25,7 @@ namespace tidemark::net {
 
 /// Version of the control schema; peers with another major version are refused.
 inline constexpr std::uint16_t wire_version_major = 1;
-inline constexpr std::uint16_t wire_version_minor = 6;
+inline constexpr std::uint16_t wire_version_minor = 7;
 
 /// Why a frame was refused, or nullopt when it may be read.
 std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t max_bytes);
@@ -139,9 +140,15 @@ zmq::message_t live_metrics_frame(const std::string& node,
 std::vector<instance_metrics> read_metrics(const wire::LiveMetrics& m);
 
 /// A node's counters as a StatusReply table (its answer to StatusRequest and in its heartbeats),
-/// and back.
-flatbuffers::Offset<wire::StatusReply> status_table(flatbuffers::FlatBufferBuilder& b,
-                                                    const node_status& s);
+/// with the deployment it runs (a deployment_table; absent in heartbeats), and back.
+flatbuffers::Offset<wire::StatusReply> status_table(
+    flatbuffers::FlatBufferBuilder& b, const node_status& s,
+    flatbuffers::Offset<wire::DeploymentStatus> deployment = 0);
+flatbuffers::Offset<wire::DeploymentStatus> deployment_table(flatbuffers::FlatBufferBuilder& b,
+                                                             const deployment_status& d);
+/// The deployment a StatusReply describes; nullopt when the node runs none (or is older than 1.7).
+/// A node index out of range reads as "?".
+std::optional<deployment_status> read_deployment(const wire::StatusReply& s);
 node_status read_status(const wire::StatusReply& s);
 
 /// A fault command as a Faults frame, and back.

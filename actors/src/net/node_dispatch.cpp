@@ -54,6 +54,9 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   x.opts.deterministic_merge = d.deterministic_merge();
   x.opts.replica_lag = d.replica_lag();
   x.opts.replay_limit = d.replay_limit();
+  x.spare_budget = d.spare_budget();
+  x.replica_load = d.replica_load();
+  x.predicted_availability = d.predicted_availability();
   x.synced = detail::executable_graph(x.built, x.opts);
   const auto& g = x.synced.graph;
   x.heartbeat = std::chrono::milliseconds{std::max<std::uint32_t>(1, d.heartbeat_ms())};
@@ -122,6 +125,47 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
       x.receivers[c] = std::make_unique<reliable_receiver<zmq::message_t>>(reliability_options{});
   }
   return fresh;
+}
+
+deployment_status describe(const deployment& x) {
+  deployment_status d;
+  d.job = x.built.name();
+  d.deployment = x.id;
+  for (const auto& n : x.nodes) d.nodes.push_back(n.id);
+  for (auto n : x.gone) d.gone.push_back(x.nodes[n].id);
+  d.spare_budget = x.spare_budget;
+  d.replica_load = x.replica_load;
+  d.predicted_availability = x.predicted_availability;
+  // the lag this node sees: what its senders sent over links and the copy has not processed yet
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> lag;  // flat instance, copy
+  for (std::uint32_t c = 0; c < x.channels.size(); ++c)
+    if (const auto& sender = x.senders[c]) {
+      const auto& ch = x.channels[c];
+      lag[{x.offsets[ch.to_stage] + ch.to_instance, ch.to_copy}] += sender->unprocessed();
+    }
+  using state = copy_status::state;
+  for (std::uint32_t s = 0; s < x.plan.stages.size(); ++s)
+    for (std::uint32_t i = 0; i < x.plan.stages[s].parallelism; ++i) {
+      auto& inst = d.instances.emplace_back();
+      inst.stage = s;
+      inst.instance = i;
+      inst.name = x.synced.graph.node(x.plan.stages[s].ops.front().node).name;
+      const auto k = x.offsets[s] + i;
+      for (std::uint32_t c = 0; c < x.wiring.copies[s][i]; ++c) {
+        auto& copy = inst.copies.emplace_back();
+        const auto node = x.where.node(k, c);
+        copy.node = x.nodes[node].id;
+        const auto restored = x.restored.find({k, c});
+        copy.now = x.gone.count(node)             ? state::gone
+                   : x.dropped.count({k, c})      ? state::dropped
+                   : restored != x.restored.end() ? state::restored
+                                                  : state::alive;
+        if (copy.now == state::restored) copy.was_on = x.nodes[restored->second].id;
+        const bool runs = copy.now == state::alive || copy.now == state::restored;
+        if (auto l = lag.find({k, c}); runs && l != lag.end()) copy.lag = l->second;
+      }
+    }
+  return d;
 }
 
 node_dispatch::node_dispatch(const node_options& opts, std::string coordinator_key,
@@ -283,10 +327,13 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
         bad_frame(received, e.what());
       }
       break;
-    case wire::Body::StatusRequest:
+    case wire::Body::StatusRequest: {
       collect_counters();
-      port_.reply(from, control_message(b, status_table(b, status_)));
+      flatbuffers::Offset<wire::DeploymentStatus> view;  // absent: no job here
+      if (dep_) view = deployment_table(b, describe(*dep_));
+      port_.reply(from, control_message(b, status_table(b, status_, view)));
       break;
+    }
     default:
       --status_.frames_in;
       bad_frame(received,
@@ -395,6 +442,7 @@ void node_dispatch::restore_copy(std::string_view from, const wire::RestoreCopy&
                         std::to_string(e.instance) + " arrived");
       state.pieces.insert(incoming_.pieces.extract(piece));
     }
+    x.restored[{k, e.copy}] = x.where.node(k, e.copy);
     (e.copy == 0 ? x.where.node_of[k] : x.where.replicas[k][e.copy - 1]) = m.node();
     x.dropped.erase({k, e.copy});
     for (std::uint32_t c = 0; c < x.channels.size(); ++c) {

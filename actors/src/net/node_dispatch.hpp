@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -57,6 +58,12 @@ struct deployment {
   /// to them or waited for; a copy restored elsewhere (RestoreCopy) is no longer dropped.
   std::set<std::uint32_t> gone;
   std::set<std::pair<std::uint32_t, std::uint32_t>> dropped;
+  /// Copies restored after a loss (flat instance and copy) and the node each ran on before.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> restored;
+  /// Deploy 1.7: the replication planner's figures, echoed in status replies (-1: unknown).
+  double spare_budget = -1;
+  double replica_load = -1;
+  double predicted_availability = -1;
   std::shared_ptr<void> prepared;            ///< job_spec::prepare_node's handle
   std::function<std::string()> node_report;  ///< job_spec::node_report with the options
 
@@ -82,6 +89,10 @@ struct deployment {
 std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registry& jobs,
                                         const std::string& self_id,
                                         std::int64_t max_message_bytes);
+
+/// What node `x` knows of its deployment, for its status reply: the plan with every copy's state,
+/// and the lag of the copies this node sends to over links (batches not yet processed).
+deployment_status describe(const deployment& x);
 
 /// What the dispatch asks of the node around it. Calls come from the dispatch's thread.
 class node_port {

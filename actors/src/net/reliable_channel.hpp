@@ -132,6 +132,8 @@ class reliable_sender {
   std::size_t unacked() const noexcept { return unacked_.size(); }
   std::uint64_t acked() const noexcept { return acked_; }
   std::uint64_t credit() const noexcept { return credit_; }
+  /// Batches sent and not processed yet (their credit has not come back): at most the window.
+  std::uint64_t unprocessed() const noexcept { return batches_ - credit_; }
   std::uint64_t retransmitted() const noexcept { return retransmitted_; }
   std::uint64_t probes() const noexcept { return probes_; }
 

@@ -139,6 +139,17 @@ struct run_observers {
 
 }  // namespace
 
+void confirm_insecure(const cluster_config& cluster, bool insecure) {
+  if (insecure && !cluster.insecure)
+    throw std::runtime_error(
+        "--insecure needs 'insecure: true' in the cluster file too: the "
+        "nodes must agree to run in plain text");
+  if (cluster.insecure && !insecure)
+    throw std::runtime_error(
+        "the cluster file says 'insecure: true': pass --insecure to confirm "
+        "plain-text traffic");
+}
+
 void add_job_positional(CLI::App& cmd, job_invocation& inv) {
   cmd.add_option("job", inv.name, "registered job name (see `tidemark jobs`)")->required();
   cmd.allow_extras();
@@ -229,12 +240,7 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
     // on a cluster, --data-dir holds the checkpoint database only: the coordinator stores every
     // node's pieces there; window state stays under each node's own --data-dir
     auto cluster = load_cluster(*cluster_file, *placement_load, *spare);
-    if (*insecure && !cluster.insecure)
-      throw std::runtime_error("--insecure needs 'insecure: true' in the cluster file too: the "
-                               "nodes must agree to run in plain text");
-    if (cluster.insecure && !*insecure)
-      throw std::runtime_error("the cluster file says 'insecure: true': pass --insecure to confirm "
-                               "plain-text traffic");
+    confirm_insecure(cluster, *insecure);
     // each node's share of the traffic: what its data socket took in during the run
     auto traffic = [&cluster] {
       std::vector<std::optional<node_status>> counters;

@@ -1,5 +1,6 @@
-// The `tidemark` command-line tool (tidemark::tool_main): subcommands from job_commands.cpp and
-// replication_command.cpp and chaos_command.cpp over the registry the caller passes.
+// The `tidemark` command-line tool (tidemark::tool_main): subcommands from job_commands.cpp,
+// replication_command.cpp, chaos_command.cpp and status_command.cpp over the registry the caller
+// passes.
 #include <CLI/CLI.hpp>
 
 #include <spdlog/spdlog.h>
@@ -8,6 +9,7 @@
 #include "job_commands.hpp"
 #include "log_option.hpp"
 #include "replication_command.hpp"
+#include "status_command.hpp"
 #include "tidemark/cli/main.hpp"
 
 int tidemark::tool_main(int argc, char** argv, const tidemark::job_registry& registry) {
@@ -17,6 +19,7 @@ int tidemark::tool_main(int argc, char** argv, const tidemark::job_registry& reg
   tidemark::add_job_commands(app, registry);
   tidemark::add_replication_commands(app, registry);
   tidemark::add_chaos_commands(app, registry);
+  tidemark::add_status_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

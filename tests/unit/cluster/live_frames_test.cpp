@@ -1,6 +1,7 @@
 // The frames that carry live metrics between a node and the coordinator: LiveMetrics and Done
 // give back every counter of every instance (the live fields included), a heartbeat gives back
-// the node's transport counters, and both pass verification.
+// the node's transport counters, a status reply the node's view of its deployment (1.7), and all
+// pass verification.
 #define BOOST_TEST_MODULE live frames
 #include <boost/test/unit_test.hpp>
 
@@ -106,4 +107,63 @@ BOOST_AUTO_TEST_CASE(a_heartbeat_carries_the_transport_counters) {
   BOOST_TEST(got.oversized_frames == 5u);
   BOOST_TEST(got.refused_control == 6u);
   BOOST_TEST(got.refused_data == 8u);
+}
+
+BOOST_AUTO_TEST_CASE(a_status_reply_carries_the_deployment_with_every_copy_state_and_lag) {
+  using state = copy_status::state;
+  deployment_status d;
+  d.job = "example-window-count";
+  d.deployment = 3;
+  d.nodes = {"n1", "n2", "n3", "n4"};
+  d.gone = {"n2"};
+  d.spare_budget = 0.5;
+  d.replica_load = 1.25;
+  d.predicted_availability = 0.97;
+  d.instances.push_back({0, 0, "readings", {{"n1", state::alive, "", std::nullopt}}});
+  d.instances.push_back({1,
+                         0,
+                         "window-1",
+                         {{"n4", state::restored, "n2", 7u},
+                          {"n3", state::alive, "", 0u},
+                          {"n1", state::dropped, "", std::nullopt}}});
+  d.instances.push_back({1, 1, "window-1", {{"n2", state::gone, "", std::nullopt}}});
+  node_status s{"n3", 10};
+  flatbuffers::FlatBufferBuilder b;
+  auto view = net::deployment_table(b, d);
+  auto m = net::control_message(b, net::status_table(b, s, view));
+  const auto& f = verified(m);
+  BOOST_REQUIRE(f.body_type() == wire::Body::StatusReply);
+  BOOST_TEST(net::read_status(*f.body_as_StatusReply()).frames_in == 10u);
+  const auto got = net::read_deployment(*f.body_as_StatusReply());
+  BOOST_REQUIRE(got.has_value());
+  BOOST_TEST(got->job == d.job);
+  BOOST_TEST(got->deployment == 3u);
+  BOOST_TEST(got->nodes == d.nodes);
+  BOOST_TEST(got->gone == d.gone);
+  BOOST_TEST(got->spare_budget == 0.5);
+  BOOST_TEST(got->replica_load == 1.25);
+  BOOST_TEST(got->predicted_availability == 0.97);
+  BOOST_REQUIRE_EQUAL(got->instances.size(), d.instances.size());
+  for (std::size_t k = 0; k < d.instances.size(); ++k) {
+    BOOST_TEST(got->instances[k].stage == d.instances[k].stage);
+    BOOST_TEST(got->instances[k].instance == d.instances[k].instance);
+    BOOST_TEST(got->instances[k].name == d.instances[k].name);
+    BOOST_TEST((got->instances[k].copies == d.instances[k].copies));
+  }
+  BOOST_TEST(got->same_plan(d));
+}
+
+BOOST_AUTO_TEST_CASE(a_status_reply_without_a_job_or_from_before_1_7_has_no_deployment) {
+  flatbuffers::FlatBufferBuilder b;
+  auto m = net::control_message(b, net::status_table(b, node_status{"n1"}));
+  const auto& f = verified(m);
+  BOOST_TEST(!net::read_deployment(*f.body_as_StatusReply()).has_value());
+  // the planner's figures default to unknown in a Deploy that does not carry them
+  flatbuffers::FlatBufferBuilder d;
+  wire::DeployBuilder deploy{d};
+  auto dm = net::control_message(d, deploy.Finish());
+  const auto& g = verified(dm);
+  BOOST_TEST(g.body_as_Deploy()->spare_budget() == -1.0);
+  BOOST_TEST(g.body_as_Deploy()->replica_load() == -1.0);
+  BOOST_TEST(g.body_as_Deploy()->predicted_availability() == -1.0);
 }

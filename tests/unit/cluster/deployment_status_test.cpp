@@ -1,0 +1,149 @@
+// What a node reports of its deployment (net::describe, the deployment in its status reply): the
+// nodes and copies its Deploy frame placed, the planner's figures it carried, every copy's state
+// as NodeLost, CopyLost and RestoreCopy change it, and the lag its reliable senders see.
+#define BOOST_TEST_MODULE deployment status
+#include <boost/test/unit_test.hpp>
+
+#include "net/node_dispatch.hpp"
+#include "tidemark/core/synchronizer.hpp"
+#include "tidemark/examples/example_jobs.hpp"
+
+using namespace tidemark;
+
+namespace {
+
+struct deployed_window_count {
+  job_registry registry;
+  cluster_config cluster;
+  std::vector<std::uint32_t> placement;
+  std::vector<std::vector<std::uint32_t>> replicas;
+  std::unique_ptr<net::deployment> x;
+
+  /// example-window-count on n1..n4 as node n1 reads it: source and sink on n1, the window's two
+  /// instances on n2 with their replicas on n3; the planner's figures 0.5, 1.25 and 0.97.
+  deployed_window_count() {
+    examples::register_jobs(registry);
+    const auto& spec = registry.find("example-window-count");
+    auto options = spec.make_options();
+    options.set("parallelism", "2");
+    options.set("gather", "true");
+    const auto j = spec.build(options);
+    std::string window;
+    for (const auto& n : j.graph().nodes())
+      if (n.op == "window") window = n.name;
+    for (auto id : {"n1", "n2", "n3", "n4"}) cluster.nodes.push_back({id, "tcp://127.0.0.1:1", ""});
+    cluster.pins = {{"readings", "n1"}, {window, "n2"}, {"gather", "n1"}};
+    cluster.replicate = {{window, 1}};
+    const auto synced = synchronize(j.graph());
+    const auto plan = compile(synced.graph);
+    placement = place(synced.graph, plan, cluster);
+    replicas = place_replicas(synced.graph, plan, placement, cluster);
+
+    flatbuffers::FlatBufferBuilder b;
+    std::vector<std::string> names, values;
+    for (const auto& [k, v] : options.values()) {
+      names.push_back(k);
+      values.push_back(v);
+    }
+    std::vector<flatbuffers::Offset<wire::NodeAddress>> nodes;
+    for (const auto& n : cluster.nodes)
+      nodes.push_back(wire::CreateNodeAddress(b, b.CreateString(n.id), b.CreateString(n.endpoint),
+                                              b.CreateString(n.public_key)));
+    std::vector<std::uint32_t> counts, where;
+    for (const auto& r : replicas) {
+      counts.push_back(static_cast<std::uint32_t>(r.size()));
+      where.insert(where.end(), r.begin(), r.end());
+    }
+    wire::DeployBuilder d{b};
+    d.add_job(b.CreateString(spec.name));
+    d.add_option_names(b.CreateVectorOfStrings(names));
+    d.add_option_values(b.CreateVectorOfStrings(values));
+    d.add_nodes(b.CreateVector(nodes));
+    d.add_placement(b.CreateVector(placement));
+    d.add_replica_counts(b.CreateVector(counts));
+    d.add_replica_nodes(b.CreateVector(where));
+    d.add_batch_size(64);
+    d.add_credit(8);
+    d.add_deployment(5);
+    d.add_spare_budget(0.5);
+    d.add_replica_load(1.25);
+    d.add_predicted_availability(0.97);
+    auto frame = net::control_message(b, d.Finish());
+    x = net::read_deploy(*net::read_control(frame).body_as_Deploy(), registry, "n1", 1 << 20);
+  }
+
+  /// The flat stage instances with a replica.
+  std::vector<std::size_t> replicated() const {
+    std::vector<std::size_t> out;
+    for (std::size_t k = 0; k < replicas.size(); ++k)
+      if (!replicas[k].empty()) out.push_back(k);
+    return out;
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_fresh_deployment_reports_its_placement_and_the_figures,
+                        deployed_window_count) {
+  BOOST_REQUIRE(replicated().size() == 2u);
+  const auto d = net::describe(*x);
+  BOOST_TEST(d.job == "example-window-count");
+  BOOST_TEST(d.deployment == 5u);
+  BOOST_TEST(d.nodes == (std::vector<std::string>{"n1", "n2", "n3", "n4"}));
+  BOOST_TEST(d.gone.empty());
+  BOOST_TEST(d.spare_budget == 0.5);
+  BOOST_TEST(d.replica_load == 1.25);
+  BOOST_TEST(d.predicted_availability == 0.97);
+  BOOST_REQUIRE_EQUAL(d.instances.size(), placement.size());
+  for (std::size_t k = 0; k < placement.size(); ++k) {
+    const auto& copies = d.instances[k].copies;
+    BOOST_REQUIRE_EQUAL(copies.size(), 1 + replicas[k].size());
+    BOOST_TEST(copies[0].node == cluster.nodes[placement[k]].id);
+    for (std::size_t r = 0; r < replicas[k].size(); ++r)
+      BOOST_TEST(copies[1 + r].node == cluster.nodes[replicas[k][r]].id);
+    for (const auto& c : copies) BOOST_TEST((c.now == copy_status::state::alive));
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(the_lag_is_what_this_nodes_senders_sent_over_links_and_got_no_credit_for,
+                        deployed_window_count) {
+  // n1 runs the source: its channels to the window's copies on n2 and n3 cross nodes
+  const auto k = replicated().front();
+  const auto before = net::describe(*x);
+  BOOST_TEST((before.instances[k].copies[1].lag == std::optional<std::uint64_t>{0}));
+  BOOST_TEST(!before.instances[0].copies[0].lag.has_value());  // the source: nothing sends to it
+  std::size_t sent = 0;
+  for (std::uint32_t c = 0; c < x->channels.size(); ++c) {
+    const auto& ch = x->channels[c];
+    if (!x->senders[c] || x->offsets[ch.to_stage] + ch.to_instance != k || ch.to_copy != 1)
+      continue;
+    const auto now = std::chrono::steady_clock::now();
+    for (std::uint64_t seq = 0; seq < 3; ++seq) x->senders[c]->sent(seq, {}, true, false, now);
+    x->senders[c]->sent(3, {}, false, false, now);  // a signal takes no credit
+    sent += 3;
+  }
+  BOOST_REQUIRE(sent > 0u);
+  BOOST_TEST((net::describe(*x).instances[k].copies[1].lag == std::optional<std::uint64_t>{sent}));
+}
+
+BOOST_FIXTURE_TEST_CASE(losses_drops_and_restores_change_the_copies_states, deployed_window_count) {
+  using state = copy_status::state;
+  const auto a = replicated()[0];
+  const auto b = replicated()[1];
+  // n2 (the primaries) is lost; the primary of `a` runs again on n4; the replica of `b` is dropped
+  x->gone.insert(1);
+  x->restored[{static_cast<std::uint32_t>(a), 0}] = 1;
+  x->where.node_of[a] = 3;
+  x->dropped.insert({static_cast<std::uint32_t>(b), 1});
+  const auto d = net::describe(*x);
+  BOOST_TEST(d.gone == (std::vector<std::string>{"n2"}));
+  BOOST_TEST(d.instances[a].copies[0].node == "n4");
+  BOOST_TEST((d.instances[a].copies[0].now == state::restored));
+  BOOST_TEST(d.instances[a].copies[0].was_on == "n2");
+  BOOST_TEST((d.instances[a].copies[1].now == state::alive));
+  BOOST_TEST(d.instances[b].copies[0].node == "n2");
+  BOOST_TEST((d.instances[b].copies[0].now == state::gone));
+  BOOST_TEST((d.instances[b].copies[1].now == state::dropped));
+  BOOST_TEST(!d.instances[b].copies[1].lag.has_value());  // it runs no more
+  BOOST_TEST(!d.same_plan(net::describe(*deployed_window_count{}.x)));
+}
