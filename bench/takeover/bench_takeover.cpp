@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,26 @@ constexpr std::size_t window_node = 1;  // n2, where lay_out puts the window's p
 
 double max_of(const std::vector<double>& xs) {
   return xs.empty() ? 0 : *std::max_element(xs.begin(), xs.end());
+}
+
+/// The first `most` result lines of `a` that `b` lacks (both sorted, as multisets).
+std::vector<std::string> lacking(const std::vector<std::string>& a,
+                                 const std::vector<std::string>& b, std::size_t most = 10) {
+  std::vector<std::string> d;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(d));
+  if (d.size() > most) d.resize(most);
+  return d;
+}
+
+/// How a run's results differ from the reference's, with examples of each difference (for
+/// finding the cause: which windows and sensors).
+nlohmann::json difference(const test::result_difference& diff,
+                          const std::vector<std::string>& expected,
+                          const std::vector<std::string>& got) {
+  nlohmann::json d{{"missing", diff.missing}, {"duplicated", diff.duplicated}};
+  if (diff.missing) d["missing_examples"] = lacking(expected, got);
+  if (diff.duplicated) d["duplicated_examples"] = lacking(got, expected);
+  return d;
 }
 
 }  // namespace
@@ -78,10 +99,10 @@ int main(int argc, char** argv) {
     const auto diff = test::compare_results(expected, r.results);
     check(diff == test::result_difference{}, name, "results differ from the reference");
     baseline_gaps.push_back(r.longest_gap_ms());
-    baseline.push_back({{"gap_ms", r.longest_gap_ms()},
-                        {"missing", diff.missing},
-                        {"duplicated", diff.duplicated},
-                        {"seconds", r.result.seconds}});
+    auto run = difference(diff, expected, r.results);
+    run["gap_ms"] = r.longest_gap_ms();
+    run["seconds"] = r.result.seconds;
+    baseline.push_back(run);
     std::printf("fault-free run %d/%d: longest pause %.1f ms, %.2f s\n", k + 1, baseline_runs,
                 r.longest_gap_ms(), r.result.seconds);
     std::fflush(stdout);
@@ -122,18 +143,17 @@ int main(int argc, char** argv) {
     missing += diff.missing;
     duplicated += diff.duplicated;
     recoveries += r.result.recoveries;
-    per_kill.push_back(
-        {{"gap_ms", gap},
-         {"gap_before_kill_ms",
-          test::longest_gap_ms(
-              {r.arrivals.begin(),
-               std::lower_bound(r.arrivals.begin(), r.arrivals.end(), r.kills.front())})},
-         {"missing", diff.missing},
-         {"duplicated", diff.duplicated},
-         {"restores_ms", restored_ms},
-         {"recoveries", r.result.recoveries},
-         {"took_over", took_over},
-         {"seconds", r.result.seconds}});
+    auto run = difference(diff, expected, r.results);
+    run["gap_ms"] = gap;
+    const auto killed = std::lower_bound(r.arrivals.begin(), r.arrivals.end(), r.kills.front());
+    run["results_before_kill"] = killed - r.arrivals.begin();
+    run["gap_before_kill_ms"] = test::longest_gap_ms({r.arrivals.begin(), killed});
+    run["restores_ms"] = restored_ms;
+    run["recoveries"] = r.result.recoveries;
+    run["took_over"] = took_over;
+    run["warnings"] = r.result.warnings;
+    run["seconds"] = r.result.seconds;
+    per_kill.push_back(run);
     std::printf(
         "kill %d/%d: longest pause from the kill %.1f ms (baseline %.1f ms), missing %zu, "
         "duplicated %zu, level restored after %.0f ms\n",
