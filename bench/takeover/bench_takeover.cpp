@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
         {"results_per_run", expected.size()},
         {"kill_after_results", kill_after},
         {"checkpoint_interval_ms", test::replicated_window::checkpoint_interval.count()},
-        {"heartbeat_timeout_ms", 1000},
+        {"heartbeat_timeout_ms", cluster.nodes.cluster.heartbeat_timeout.count()},
         {"layout",
          "source n1, window primaries n2, replicas n3, sink n4; n2 killed once per run"}}},
       {"definitions",
