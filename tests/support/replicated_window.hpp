@@ -133,7 +133,7 @@ struct watched_run {
   }
 };
 
-/// What the caller does while a run goes on (replica_takeover::run's `during`).
+/// What the caller does while a run goes on (replicated_window::run's `during`).
 class running_job {
  public:
   running_job(chaos::local_cluster& nodes, std::future<job_result>& job, arrival_file& arrivals,
