@@ -2,152 +2,62 @@
 // of example-window-count has a replica on another node than its primary; the results equal the
 // embedded run's with the replica running, and when the primary's node is killed with SIGKILL
 // mid-run the replica takes over without a recovery: the same results, and the longest pause
-// between results at the sink at most 100 ms above the fault-free run's. The negative control:
-// the same kill without the replica fails the job. A replica behind a slow link is dropped and
-// the job goes on at the primary's pace. With checkpoints the replication level is restored after
-// a takeover: a new copy from the latest checkpoint, caught up from its senders' replay logs, and
-// it takes over the next loss in turn. Placement refusals need no processes.
+// between results at the sink (as the sink's stage stamped their arrival) at most 100 ms above
+// the fault-free run's. The negative control: the same kill without the replica fails the job. A
+// replica behind a slow link is dropped and the job goes on at the primary's pace. With
+// checkpoints the replication level is restored after a takeover: a new copy from the latest
+// checkpoint, caught up from its senders' replay logs, and it takes over the next loss in turn.
+// Placement refusals need no processes. The setup (nodes, job, reference, comparisons) is
+// tests/support/replicated_window.hpp, which the takeover benchmark shares.
 #define BOOST_TEST_MODULE replica_takeover
 #include <boost/test/unit_test.hpp>
 
-#include <future>
-#include <thread>
+#include <algorithm>
 
-#include "../../support/lines.hpp"
+#include "../../support/environment.hpp"
+#include "../../support/replicated_window.hpp"
 #include "../../support/thrown.hpp"
-#include "../../support/wait_until.hpp"
-#include "node_processes.hpp"
 #include "tidemark/runtime/faults.hpp"
-#include "tidemark/runtime/live.hpp"
 
 using namespace tidemark;
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
+using test::window_count;
+using test::window_name;
 
 namespace {
 
-using tidemark::test::sorted_lines;
-
-/// Readings at `rate` per second in windows of 50 ms of event time: a window's results reach the
-/// sink every 10 ms at 5000 readings per second.
-job_options window_count(const job_spec& spec, std::int64_t events, std::int64_t rate,
-                         const std::filesystem::path& out) {
-  auto o = spec.make_options();
-  o.set("events", std::to_string(events));
-  o.set("keys", "37");
-  o.set("window-ms", "50");
-  o.set("parallelism", "2");
-  o.set("rate", std::to_string(rate));
-  o.set("gather", "true");
-  o.set("out", out.string());
+chaos::local_cluster_options node_processes(std::size_t nodes, bool allow_faults = false) {
+  chaos::local_cluster_options o;
+  o.node_binary = test::node_binary();
+  o.nodes = nodes;
+  o.allow_faults = allow_faults;
   return o;
 }
 
-/// The name of the job's window operator (generated from its position in the graph).
-std::string window_name(const job_spec& spec) {
-  auto j = spec.build(spec.make_options());
-  for (const auto& n : j.graph().nodes())
-    if (n.op == "window") return n.name;
-  BOOST_FAIL("example-window-count has no window operator");
-  return {};
-}
+/// Four nodes: the source on n1, the window's primaries on n2, their replicas on n3, the
+/// gathering sink on n4.
+struct four_nodes : test::replicated_window {
+  four_nodes() : replicated_window(node_processes(4)) { lay_out(true); }
+};
 
-/// Source on n1, both window instances on n2, the gathering sink on n4; with `replicas`, the
-/// window's copies go to n3 (the node after its primary's).
-void lay_out(test::node_processes& nodes, const std::string& window, bool replicas) {
-  nodes.cluster.pins = {{"readings", "n1"}, {window, "n2"}, {"gather", "n4"}};
-  nodes.cluster.replicate.clear();
-  if (replicas) nodes.cluster.replicate[window] = 1;
-  nodes.cluster.heartbeat_timeout = 1000ms;
-}
+/// The same, the nodes accepting injected faults.
+struct four_nodes_with_faults : test::replicated_window {
+  four_nodes_with_faults() : replicated_window(node_processes(4, true)) { lay_out(true); }
+};
 
-/// Watches the sink's input counter in the coordinator's live view from another thread and keeps
-/// the longest time between two increases (the first increase starts the clock).
-class result_gaps {
- public:
-  explicit result_gaps(std::shared_ptr<live_view> view)
-      : view_(std::move(view)), thread_([this] { watch(); }) {}
-  ~result_gaps() { stop(); }
-
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  /// Results the sink received so far.
-  std::uint64_t results() const { return seen_; }
-  std::chrono::milliseconds longest() const { return longest_; }
-
- private:
-  void watch() {
-    std::optional<clock_type::time_point> last;
-    while (!stop_) {
-      std::uint64_t now = 0;
-      if (auto s = view_->latest())
-        for (const auto& inst : s->instances)
-          for (const auto& op : inst.operators)
-            if (op.name == "counts") now += op.events_in;
-      if (now > seen_) {
-        const auto t = clock_type::now();
-        if (last)
-          longest_ = std::max(longest_.load(),
-                              std::chrono::duration_cast<std::chrono::milliseconds>(t - *last));
-        last = t;
-        seen_ = now;
-      }
-      std::this_thread::sleep_for(1ms);
-    }
-  }
-
-  std::shared_ptr<live_view> view_;
-  std::atomic<bool> stop_{false};
-  std::atomic<std::uint64_t> seen_{0};
-  std::atomic<std::chrono::milliseconds> longest_{0ms};
-  std::thread thread_;
+/// Two nodes: source and sink on n1, the window's primaries on n2 and their replicas on n1, so
+/// when n2 dies every node left already holds a copy.
+struct two_nodes : test::replicated_window {
+  two_nodes() : replicated_window(node_processes(2)) { lay_out(true, "n1"); }
 };
 
 /// Warnings that contain both `a` and `b`.
 std::size_t mentions(const std::vector<std::string>& warnings, const std::string& a,
                      const std::string& b) {
   std::size_t n = 0;
-  for (const auto& w : warnings) n += w.find(a) != std::string::npos && w.find(b) != std::string::npos;
+  for (const auto& w : warnings)
+    n += w.find(a) != std::string::npos && w.find(b) != std::string::npos;
   return n;
-}
-
-run_options watched(const std::shared_ptr<live_view>& view) {
-  run_options ro;
-  ro.print_summary = false;
-  ro.batch_size = 64;
-  ro.live = view;
-  ro.live_period = 10ms;
-  return ro;
-}
-
-/// Runs the job on the cluster while watching its results; with `kill`, kills node `victim` once
-/// the sink has received `after` results. Returns the result, or rethrows what the run threw.
-struct watched_run {
-  job_result result;
-  std::chrono::milliseconds longest_gap{0};
-};
-
-watched_run run_watched(test::node_processes& nodes, const job_spec& spec, const job_options& o,
-                        std::optional<std::size_t> victim, std::uint64_t after) {
-  auto view = std::make_shared<live_view>();
-  result_gaps gaps{view};
-  auto running = std::async(std::launch::async,
-                            [&] { return run_on_cluster(spec, o, nodes.cluster, watched(view)); });
-  if (victim) {
-    test::wait_until([&] {
-      return gaps.results() >= after || running.wait_for(0s) == std::future_status::ready;
-    });
-    BOOST_REQUIRE_MESSAGE(running.wait_for(0s) == std::future_status::timeout,
-                          "the job finished before the kill: make it longer");
-    nodes.kill_node(*victim);
-  }
-  watched_run r;
-  r.result = running.get();
-  gaps.stop();
-  r.longest_gap = gaps.longest();
-  return r;
 }
 
 }  // namespace
@@ -182,69 +92,52 @@ BOOST_AUTO_TEST_CASE(replicating_a_source_or_sink_or_on_too_few_nodes_is_refused
   BOOST_TEST(copies == 2u);  // the window's two instances
 }
 
-BOOST_AUTO_TEST_CASE(a_replicated_window_gives_the_embedded_results_and_the_replica_runs) {
-  test::node_processes nodes{4};
-  const auto& spec = nodes.registry.find("example-window-count");
-  lay_out(nodes, window_name(spec), true);
-  run_options ro;
-  ro.print_summary = false;
+BOOST_FIXTURE_TEST_CASE(a_replicated_window_gives_the_embedded_results_and_the_replica_runs,
+                        four_nodes) {
+  auto ro = options("cluster", false);
   ro.batch_size = 256;
-  run_on_cluster(spec, window_count(spec, 60000, 0, nodes.dir / "cluster.txt"), nodes.cluster, ro);
-  run_registered(spec, window_count(spec, 60000, 0, nodes.dir / "embedded.txt"), ro);
-  const auto a = sorted_lines(nodes.dir / "cluster.txt");
-  const auto b = sorted_lines(nodes.dir / "embedded.txt");
-  BOOST_TEST(a.size() == 1200u * 37u);  // 1200 windows of 50 ms, every sensor in each
-  BOOST_TEST((a == b));
+  const auto r = run(60000, 0, "cluster", ro);
+  BOOST_TEST(r.results.size() == 1200u * 37u);  // 1200 windows of 50 ms, every sensor in each
+  BOOST_TEST((r.results == reference(60000)));
   // n3 runs nothing but the replicas: it received the source's batches and sent its results
-  const auto replica = nodes.status(2);
-  BOOST_TEST(replica.batch_frames_in > 0u);
+  BOOST_TEST(nodes.status(2).batch_frames_in > 0u);
   BOOST_TEST(nodes.status(3).batch_frames_in > 0u);
   for (std::size_t i = 0; i < 4; ++i) BOOST_TEST(nodes.status(i).bad_frames == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(replica_takeover) {
-  test::node_processes nodes{4};
-  const auto& spec = nodes.registry.find("example-window-count");
-  const auto window = window_name(spec);
+BOOST_FIXTURE_TEST_CASE(replica_takeover, four_nodes) {
   // 40000 readings at 5000 per second: 8 s, windows' results every 10 ms
   constexpr std::int64_t events = 40000;
   constexpr std::int64_t rate = 5000;
-  run_options quiet;
-  quiet.print_summary = false;
-  run_registered(spec, window_count(spec, events, 0, nodes.dir / "reference.txt"), quiet);
-  const auto expected = sorted_lines(nodes.dir / "reference.txt");
+  const auto& expected = reference(events);
   BOOST_REQUIRE(expected.size() == 800u * 37u);
 
-  lay_out(nodes, window, true);
-  const auto calm =
-      run_watched(nodes, spec, window_count(spec, events, rate, nodes.dir / "calm.txt"), {}, 0);
-  BOOST_TEST((sorted_lines(nodes.dir / "calm.txt") == expected));
+  const auto calm = run(events, rate, "calm", options("calm", false));
+  BOOST_TEST((calm.results == expected));
+  // the pauses below come from the sink's arrival stamps: one per result, in order
+  BOOST_TEST(calm.arrivals.size() == expected.size());
+  BOOST_TEST(std::is_sorted(calm.arrivals.begin(), calm.arrivals.end()));
 
   // n2 runs both window primaries; it dies a quarter into the results
-  const auto hit = run_watched(nodes, spec,
-                               window_count(spec, events, rate, nodes.dir / "takeover.txt"), 1,
-                               expected.size() / 4);
-  BOOST_TEST_MESSAGE("longest pause between results: " << calm.longest_gap.count()
-                                                       << " ms without faults, "
-                                                       << hit.longest_gap.count()
-                                                       << " ms with the takeover");
-  BOOST_TEST((sorted_lines(nodes.dir / "takeover.txt") == expected));
+  const auto hit = run(events, rate, "takeover", options("takeover", false),
+                       test::kill_after(expected.size() / 4, 1));
+  BOOST_TEST_MESSAGE("longest pause between results: "
+                     << calm.longest_gap_ms() << " ms without faults, " << hit.longest_gap_ms()
+                     << " ms with the takeover");
+  BOOST_TEST((hit.results == expected));
+  BOOST_TEST(hit.arrivals.size() == expected.size());
   BOOST_TEST(hit.result.recoveries == 0u);
-  bool took_over = false;
-  for (const auto& w : hit.result.warnings)
-    took_over |= w.find("replicas took over") != std::string::npos;
-  BOOST_TEST(took_over);
-  BOOST_TEST(hit.longest_gap.count() <= calm.longest_gap.count() + 100);
+  BOOST_TEST(mentions(hit.result.warnings, "node 'n2'", "replicas took over") == 1u);
+  BOOST_TEST(hit.longest_gap_ms() <= calm.longest_gap_ms() + 100);
   // without checkpoints there is no state to restore a copy from: the job says so
   BOOST_TEST(hit.result.restores.empty());
   BOOST_TEST(mentions(hit.result.warnings, "not restored", "needs checkpoints") == 2u);
 
   // the negative control: without the replica the same kill fails the job (no checkpoints)
   nodes.start(1);
-  lay_out(nodes, window, false);
+  lay_out(false);
   try {
-    run_watched(nodes, spec, window_count(spec, events, rate, nodes.dir / "alone.txt"), 1,
-                expected.size() / 4);
+    run(events, rate, "alone", options("alone", false), test::kill_after(expected.size() / 4, 1));
     BOOST_FAIL("without a replica, losing the window's node must fail the job");
   } catch (const job_error& e) {
     BOOST_TEST_MESSAGE(e.what());
@@ -252,41 +145,25 @@ BOOST_AUTO_TEST_CASE(replica_takeover) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_replica_behind_a_slow_link_is_dropped_and_the_primary_goes_on) {
-  test::node_processes nodes{4, [](std::size_t) {
-                               return std::vector<std::string>{"--allow-faults"};
-                             }};
-  nodes.cluster.faults_allowed = true;
-  const auto& spec = nodes.registry.find("example-window-count");
-  lay_out(nodes, window_name(spec), true);
-  run_options quiet;
-  quiet.print_summary = false;
-  run_registered(spec, window_count(spec, 20000, 0, nodes.dir / "reference.txt"), quiet);
-
+BOOST_FIXTURE_TEST_CASE(a_replica_behind_a_slow_link_is_dropped_and_the_primary_goes_on,
+                        four_nodes_with_faults) {
   // the pace of results without the slow link
-  const auto calm =
-      run_watched(nodes, spec, window_count(spec, 20000, 5000, nodes.dir / "calm.txt"), {}, 0);
+  const auto calm = run(20000, 5000, "calm", options("calm", false));
 
-  auto view = std::make_shared<live_view>();
-  result_gaps gaps{view};
-  auto ro = watched(view);
+  auto ro = options("lagging", false);
   ro.replica_lag = 16;
-  auto running = std::async(std::launch::async, [&] {
-    return run_on_cluster(spec, window_count(spec, 20000, 5000, nodes.dir / "lagging.txt"),
-                          nodes.cluster, ro);
-  });
   // once the job runs, every frame from the source's node to the replicas' takes 300 ms: the
   // replicas get at most a credit window per 300 ms, a third of the source's pace
-  test::wait_until([&] { return gaps.results() > 0; });
-  fault_command slow;
-  slow.links["n3"].delay = 300ms;
-  inject_faults(nodes.cluster, "n1", slow);
-  const auto result = running.get();
-  gaps.stop();
-  BOOST_TEST(
-      (sorted_lines(nodes.dir / "lagging.txt") == sorted_lines(nodes.dir / "reference.txt")));
+  const auto lagging = run(20000, 5000, "lagging", ro, [&](test::running_job& job) {
+    job.wait_for_results(1);
+    fault_command slow;
+    slow.links["n3"].delay = 300ms;
+    inject_faults(nodes.cluster, "n1", slow);
+  });
+  BOOST_TEST((lagging.results == reference(20000)));
+  BOOST_TEST(lagging.arrivals.size() == reference(20000).size());
   std::size_t dropped = 0;
-  for (const auto& w : result.warnings) {
+  for (const auto& w : lagging.result.warnings) {
     BOOST_TEST_MESSAGE(w);
     dropped += w.find("was dropped") != std::string::npos;
   }
@@ -294,123 +171,65 @@ BOOST_AUTO_TEST_CASE(a_replica_behind_a_slow_link_is_dropped_and_the_primary_goe
   // the primary kept its pace: results reach the sink as often as without the slow link. Had the
   // sender waited for the replicas, a credit window per 300 ms (a third of the source's pace)
   // would space the results three times further apart.
-  BOOST_TEST_MESSAGE("longest pause between results: " << calm.longest_gap.count()
-                                                       << " ms without the slow link, "
-                                                       << gaps.longest().count() << " ms with it");
-  BOOST_TEST(gaps.longest().count() <= calm.longest_gap.count() + 100);
+  BOOST_TEST_MESSAGE("longest pause between results: "
+                     << calm.longest_gap_ms() << " ms without the slow link, "
+                     << lagging.longest_gap_ms() << " ms with it");
+  BOOST_TEST(lagging.longest_gap_ms() <= calm.longest_gap_ms() + 100);
 }
 
-BOOST_AUTO_TEST_CASE(checkpoints_complete_with_replicas_and_losing_a_replica_needs_no_recovery) {
-  test::node_processes nodes{4};
-  const auto& spec = nodes.registry.find("example-window-count");
-  lay_out(nodes, window_name(spec), true);
-  run_options quiet;
-  quiet.print_summary = false;
-  run_registered(spec, window_count(spec, 20000, 0, nodes.dir / "reference.txt"), quiet);
-  const auto expected = sorted_lines(nodes.dir / "reference.txt");
-
+BOOST_FIXTURE_TEST_CASE(checkpoints_complete_with_replicas_and_losing_a_replica_needs_no_recovery,
+                        four_nodes) {
+  const auto& expected = reference(20000);
   // every copy snapshots at each barrier; n3, which runs only the replicas, dies mid-run
-  auto view = std::make_shared<live_view>();
-  result_gaps gaps{view};
-  auto ro = watched(view);
-  ro.checkpoints.dir = (nodes.dir / "checkpoints").string();
-  ro.checkpoints.interval = 200ms;
-  auto running = std::async(std::launch::async, [&] {
-    return run_on_cluster(spec, window_count(spec, 20000, 5000, nodes.dir / "checkpointed.txt"),
-                          nodes.cluster, ro);
-  });
-  test::wait_until([&] { return gaps.results() >= expected.size() / 2; });
-  nodes.kill_node(2);
-  const auto result = running.get();
-  gaps.stop();
-  BOOST_TEST((sorted_lines(nodes.dir / "checkpointed.txt") == expected));
-  BOOST_TEST(result.recoveries == 0u);
-  BOOST_TEST(result.checkpoints.size() >= 3u);
-  bool took_over = false;
-  for (const auto& w : result.warnings)
-    took_over |= w.find("node 'n3'") != std::string::npos &&
-                 w.find("replicas took over") != std::string::npos;
-  BOOST_TEST(took_over);
+  const auto r = run(20000, 5000, "checkpointed", options("checkpointed", true),
+                     test::kill_after(expected.size() / 2, 2));
+  BOOST_TEST((r.results == expected));
+  BOOST_TEST(r.result.recoveries == 0u);
+  BOOST_TEST(r.result.checkpoints.size() >= 3u);
+  BOOST_TEST(mentions(r.result.warnings, "node 'n3'", "replicas took over") == 1u);
 }
 
-BOOST_AUTO_TEST_CASE(a_lost_copy_is_restored_from_a_checkpoint_and_takes_over_the_next_loss) {
-  test::node_processes nodes{4};
-  const auto& spec = nodes.registry.find("example-window-count");
-  const auto window = window_name(spec);
+BOOST_FIXTURE_TEST_CASE(a_lost_copy_is_restored_from_a_checkpoint_and_takes_over_the_next_loss,
+                        four_nodes) {
   constexpr std::int64_t events = 40000;
-  run_options quiet;
-  quiet.print_summary = false;
-  run_registered(spec, window_count(spec, events, 0, nodes.dir / "reference.txt"), quiet);
-  const auto expected = sorted_lines(nodes.dir / "reference.txt");
+  const auto& expected = reference(events);
   BOOST_REQUIRE(expected.size() == 800u * 37u);
 
   // source and sink on n1, window primaries on n2, their replicas on n3; n4 runs nothing
-  lay_out(nodes, window, true);
-  nodes.cluster.pins["gather"] = "n1";
-  auto view = std::make_shared<live_view>();
-  result_gaps gaps{view};
-  auto ro = watched(view);
-  ro.checkpoints.dir = (nodes.dir / "checkpoints").string();
-  ro.checkpoints.interval = 200ms;
-  auto running = std::async(std::launch::async, [&] {
-    return run_on_cluster(spec, window_count(spec, events, 5000, nodes.dir / "restored.txt"),
-                          nodes.cluster, ro);
-  });
-  test::wait_until([&] { return gaps.results() >= expected.size() / 4; });
-  BOOST_REQUIRE(running.wait_for(0s) == std::future_status::timeout);
-  nodes.kill_node(1);
-  // the primaries come back on n4 (n3 holds their replicas), which receives the source's batches
-  test::wait_until([&] { return nodes.status(3).batch_frames_in > 0; });
-  // the decisive check: once the results moved on, n3 dies too; the restored copies on n4, built
-  // from a checkpoint and their senders' replay, are now the only ones
-  test::wait_until([&] { return gaps.results() >= expected.size() / 2; });
-  BOOST_REQUIRE(running.wait_for(0s) == std::future_status::timeout);
-  nodes.kill_node(2);
-  const auto result = running.get();
-  gaps.stop();
-  BOOST_TEST((sorted_lines(nodes.dir / "restored.txt") == expected));
-  BOOST_TEST(result.recoveries == 0u);
-  BOOST_TEST(mentions(result.warnings, "node 'n2'", "replicas took over") == 1u);
-  BOOST_TEST(mentions(result.warnings, "node 'n3'", "replicas took over") == 1u);
-  for (const auto& w : result.warnings) BOOST_TEST_MESSAGE(w);
+  lay_out(true, "n1");
+  const auto r =
+      run(events, 5000, "restored", options("restored", true), [&](test::running_job& job) {
+        job.wait_for_results(expected.size() / 4);
+        job.kill(1);
+        // the primaries come back on n4 (n3 holds their replicas), which receives the source's
+        // batches
+        job.wait_until([&] { return nodes.status(3).batch_frames_in > 0; }, "n4 receives batches");
+        // the decisive check: once the results moved on, n3 dies too; the restored copies on n4,
+        // built from a checkpoint and their senders' replay, are now the only ones
+        job.wait_for_results(expected.size() / 2);
+        job.kill(2);
+      });
+  BOOST_TEST((r.results == expected));
+  BOOST_TEST(r.result.recoveries == 0u);
+  BOOST_TEST(mentions(r.result.warnings, "node 'n2'", "replicas took over") == 1u);
+  BOOST_TEST(mentions(r.result.warnings, "node 'n3'", "replicas took over") == 1u);
+  for (const auto& w : r.result.warnings) BOOST_TEST_MESSAGE(w);
   // two copies restored after each loss (one per window instance), each caught up within 5 s
-  BOOST_TEST(result.restores.size() == 4u);
-  for (auto seconds : result.restores) {
+  BOOST_TEST(r.result.restores.size() == 4u);
+  for (auto seconds : r.result.restores) {
     BOOST_TEST_MESSAGE("a copy caught up " << seconds * 1000 << " ms after its node was lost");
     BOOST_TEST(seconds <= 5.0);
   }
 }
 
-BOOST_AUTO_TEST_CASE(without_a_free_node_the_job_warns_that_the_level_is_not_restored) {
-  // two nodes: the window's primaries on n2 and their replicas on n1, so when n2 dies every node
-  // left already holds a copy
-  test::node_processes nodes{2};
-  const auto& spec = nodes.registry.find("example-window-count");
-  const auto window = window_name(spec);
-  run_options quiet;
-  quiet.print_summary = false;
-  run_registered(spec, window_count(spec, 20000, 0, nodes.dir / "reference.txt"), quiet);
-  const auto expected = sorted_lines(nodes.dir / "reference.txt");
-  nodes.cluster.pins = {{"readings", "n1"}, {window, "n2"}, {"gather", "n1"}};
-  nodes.cluster.replicate = {{window, 1}};
-  nodes.cluster.heartbeat_timeout = 1000ms;
-  auto view = std::make_shared<live_view>();
-  auto ro = watched(view);
-  ro.checkpoints.dir = (nodes.dir / "checkpoints").string();
-  ro.checkpoints.interval = 200ms;
-  result_gaps gaps{view};
-  auto running = std::async(std::launch::async, [&] {
-    return run_on_cluster(spec, window_count(spec, 20000, 5000, nodes.dir / "fewer.txt"),
-                          nodes.cluster, ro);
-  });
-  test::wait_until([&] { return gaps.results() >= expected.size() / 4; });
-  BOOST_REQUIRE(running.wait_for(0s) == std::future_status::timeout);
-  nodes.kill_node(1);
-  const auto result = running.get();
-  gaps.stop();
-  BOOST_TEST((sorted_lines(nodes.dir / "fewer.txt") == expected));
-  BOOST_TEST(result.recoveries == 0u);
-  BOOST_TEST(result.restores.empty());
-  BOOST_TEST(mentions(result.warnings, "not restored", "every node still in the job holds a copy") ==
-             2u);
+BOOST_FIXTURE_TEST_CASE(without_a_free_node_the_job_warns_that_the_level_is_not_restored,
+                        two_nodes) {
+  const auto& expected = reference(20000);
+  const auto r =
+      run(20000, 5000, "fewer", options("fewer", true), test::kill_after(expected.size() / 4, 1));
+  BOOST_TEST((r.results == expected));
+  BOOST_TEST(r.result.recoveries == 0u);
+  BOOST_TEST(r.result.restores.empty());
+  BOOST_TEST(mentions(r.result.warnings, "not restored",
+                      "every node still in the job holds a copy") == 2u);
 }

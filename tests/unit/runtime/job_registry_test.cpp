@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(bad_arguments_name_what_is_wrong) {
   const auto& spec = r.find("example-window-count");
   BOOST_TEST(error_of([&] { parse_job_arguments(spec, {"--nope", "1"}); }) ==
              "unknown option '--nope'; the job's options are: --events, --keys, --window-ms, "
-             "--parallelism, --rate, --gather, --sink-delay-us, --out");
+             "--parallelism, --rate, --gather, --sink-delay-us, --arrivals, --out");
   BOOST_TEST(error_of([&] { parse_job_arguments(spec, {"--events"}); }) ==
              "job 'example-window-count': option '--events' needs a value");
   BOOST_TEST(error_of([&] { parse_job_arguments(spec, {"events"}); }) ==
