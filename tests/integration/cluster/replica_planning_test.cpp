@@ -7,12 +7,10 @@
 #define BOOST_TEST_MODULE replica_planning
 #include <boost/test/unit_test.hpp>
 
-#include <future>
-#include <thread>
+#include <mutex>
 
-#include "../../support/lines.hpp"
-#include "../../support/wait_until.hpp"
-#include "node_processes.hpp"
+#include "../../support/environment.hpp"
+#include "../../support/replicated_window.hpp"
 #include "tidemark/runtime/live.hpp"
 
 using namespace tidemark;
@@ -20,26 +18,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using tidemark::test::sorted_lines;
-
-/// 40000 readings at 5000 per second (8 s) in windows of 50 ms over two window instances.
-job_options window_count(const job_spec& spec, std::int64_t rate, const std::filesystem::path& out) {
-  auto o = spec.make_options();
-  o.set("events", "40000");
-  o.set("keys", "37");
-  o.set("window-ms", "50");
-  o.set("parallelism", "2");
-  o.set("rate", std::to_string(rate));
-  o.set("gather", "true");
-  o.set("out", out.string());
-  return o;
-}
+constexpr std::int64_t events = 40000;
+constexpr std::int64_t rate = 5000;  // 8 s
 
 bool is_window_stage(const live_plan::stage& s) {
   return std::find(s.kinds.begin(), s.kinds.end(), "window") != s.kinds.end();
 }
 
-/// The replicas the coordinator's live view shows, per stage then instance, at each new plan.
+/// Every live plan the coordinator published, in order: one per deployment.
 class plan_watch {
  public:
   explicit plan_watch(std::shared_ptr<live_view> view)
@@ -49,7 +35,6 @@ class plan_watch {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
-  /// Every distinct live plan seen, in order.
   std::vector<std::shared_ptr<const live_plan>> plans() const {
     std::lock_guard<std::mutex> guard{mutex_};
     return plans_;
@@ -73,19 +58,6 @@ class plan_watch {
   std::thread thread_;
 };
 
-run_options watched(const std::shared_ptr<live_view>& view, const std::filesystem::path& dir) {
-  run_options ro;
-  ro.print_summary = false;
-  ro.batch_size = 64;
-  ro.live = view;
-  ro.live_period = 20ms;
-  if (!dir.empty()) {
-    ro.checkpoints.dir = dir.string();
-    ro.checkpoints.interval = 200ms;
-  }
-  return ro;
-}
-
 /// Checks that `p` gives each window instance exactly one replica on another node than its
 /// primary, and no other instance any.
 void only_the_window_is_replicated(const live_plan& p) {
@@ -100,21 +72,6 @@ void only_the_window_is_replicated(const live_plan& p) {
     }
 }
 
-/// Waits until the sink received a quarter of the results; fails when the job ended before.
-void await_a_quarter(const std::shared_ptr<live_view>& view, std::future<job_result>& running,
-                     std::size_t results) {
-  test::wait_until([&] {
-    std::uint64_t seen = 0;
-    if (auto s = view->latest())
-      for (const auto& inst : s->instances)
-        for (const auto& op : inst.operators)
-          if (op.name == "counts") seen += op.events_in;
-    return seen >= results / 4 || running.wait_for(0s) == std::future_status::ready;
-  });
-  BOOST_REQUIRE_MESSAGE(running.wait_for(0s) == std::future_status::timeout,
-                        "the job finished before the kill: make it longer");
-}
-
 bool replicated(const live_plan& p) {
   for (const auto& s : p.stages)
     for (const auto& r : s.replicas)
@@ -122,22 +79,31 @@ bool replicated(const live_plan& p) {
   return false;
 }
 
-struct planning_cluster : test::node_processes {
-  const job_spec& spec = registry.find("example-window-count");
-  std::vector<std::string> expected;
+/// Four nodes: the source on n1, both window instances on n2, the gathering sink on n4; the
+/// replicas are the planner's to choose, within `spare`.
+struct planning_cluster : test::replicated_window {
+  std::shared_ptr<live_view> view = std::make_shared<live_view>();
+  plan_watch plans{view};
 
-  planning_cluster() : test::node_processes{4} {
-    run_options quiet;
-    quiet.print_summary = false;
-    run_registered(spec, window_count(spec, 0, dir / "reference.txt"), quiet);
-    expected = sorted_lines(dir / "reference.txt");
-    BOOST_REQUIRE(expected.size() == 800u * 37u);
-    cluster.heartbeat_timeout = 1000ms;
-    // the source on n1, both window instances on n2, the gathering sink on n4
-    for (const auto& n : spec.build(spec.make_options()).graph().nodes())
-      if (n.op == "window") cluster.pins[n.name] = "n2";
-    cluster.pins["readings"] = "n1";
-    cluster.pins["gather"] = "n4";
+  planning_cluster() : replicated_window(node_processes()) { lay_out(false); }
+
+  void plan_on(const std::string& spare, std::chrono::milliseconds replan_interval) {
+    nodes.cluster.planned.spare = spare;
+    nodes.cluster.planned.replan_interval = replan_interval;
+  }
+  run_options watched(const std::string& name, bool checkpoints) const {
+    auto ro = options(name, checkpoints);
+    ro.live = view;
+    ro.live_period = 20ms;
+    return ro;
+  }
+
+ private:
+  static chaos::local_cluster_options node_processes() {
+    chaos::local_cluster_options o;
+    o.node_binary = test::node_binary();
+    o.nodes = 4;
+    return o;
   }
 };
 
@@ -145,24 +111,17 @@ struct planning_cluster : test::node_processes {
 
 BOOST_FIXTURE_TEST_CASE(spare_replicas_are_planned_deployed_and_take_over, planning_cluster) {
   // room for every replica: the planner gives the window instances, the only stage without a
-  // source or a sink, one copy each (on n1, n3 or n4); the kill of n2 is taken over
-  cluster.planned.spare = "1000%";
-  cluster.planned.replan_interval = 0ms;
-  auto view = std::make_shared<live_view>();
-  plan_watch plans{view};
-  auto running = std::async(std::launch::async, [&] {
-    return run_on_cluster(spec, window_count(spec, 5000, dir / "takeover.txt"), cluster,
-                          watched(view, {}));
-  });
-  // n2 runs both window primaries; it dies a quarter into the results
-  await_a_quarter(view, running, expected.size());
-  kill_node(1);
-  const auto result = running.get();
+  // source or a sink, one copy each (on n1, n3 or n4); the kill of n2 a quarter into the
+  // results is taken over
+  plan_on("1000%", 0ms);
+  const auto& expected = reference(events);
+  const auto r = run(events, rate, "takeover", watched("takeover", false),
+                     test::kill_after(expected.size() / 4, 1));
   plans.stop();
-  BOOST_TEST((sorted_lines(dir / "takeover.txt") == expected));
-  BOOST_TEST(result.recoveries == 0u);
+  BOOST_TEST((r.results == expected));
+  BOOST_TEST(r.result.recoveries == 0u);
   bool took_over = false;
-  for (const auto& w : result.warnings) took_over |= w.find("replicas took over") != std::string::npos;
+  for (const auto& w : r.result.warnings) took_over |= w.find("replicas took over") != std::string::npos;
   BOOST_TEST(took_over);
   const auto seen = plans.plans();
   BOOST_REQUIRE(!seen.empty());
@@ -175,15 +134,11 @@ BOOST_FIXTURE_TEST_CASE(the_plan_follows_the_measured_load_without_losing_a_resu
   // out (4 cores / 2 / at most 5 instances >= 0.4), so no window copy fits the budget; the
   // windows measured at 5000 readings per second use far less, so both fit once measured, and
   // the job moves to the new plan at a checkpoint
-  cluster.planned.spare = "0.3";
-  cluster.planned.replan_interval = 1000ms;
-  auto view = std::make_shared<live_view>();
-  plan_watch plans{view};
-  const auto result = run_on_cluster(spec, window_count(spec, 5000, dir / "moved.txt"), cluster,
-                                     watched(view, dir / "checkpoints"));
+  plan_on("0.3", 1000ms);
+  const auto r = run(events, rate, "moved", watched("moved", true));
   plans.stop();
-  BOOST_TEST((sorted_lines(dir / "moved.txt") == expected));
-  BOOST_TEST(result.recoveries == 0u);
+  BOOST_TEST((r.results == reference(events)));
+  BOOST_TEST(r.result.recoveries == 0u);
   const auto seen = plans.plans();
   BOOST_REQUIRE(seen.size() >= 2u);
   BOOST_TEST(!replicated(*seen.front()));
@@ -192,16 +147,13 @@ BOOST_FIXTURE_TEST_CASE(the_plan_follows_the_measured_load_without_losing_a_resu
 
 BOOST_FIXTURE_TEST_CASE(without_checkpoints_the_plan_stays_and_the_job_says_why,
                         planning_cluster) {
-  cluster.planned.spare = "0.3";
-  cluster.planned.replan_interval = 1000ms;
-  auto view = std::make_shared<live_view>();
-  plan_watch plans{view};
-  const auto result = run_on_cluster(spec, window_count(spec, 5000, dir / "stays.txt"), cluster,
-                                     watched(view, {}));
+  plan_on("0.3", 1000ms);
+  const auto r = run(events, rate, "stays", watched("stays", false));
   plans.stop();
-  BOOST_TEST((sorted_lines(dir / "stays.txt") == expected));
+  BOOST_TEST((r.results == reference(events)));
   bool said = false;
-  for (const auto& w : result.warnings) said |= w.find("moving replicas needs checkpoints") != std::string::npos;
+  for (const auto& w : r.result.warnings)
+    said |= w.find("moving replicas needs checkpoints") != std::string::npos;
   BOOST_TEST(said);
   for (const auto& p : plans.plans()) BOOST_TEST(!replicated(*p));
 }
@@ -210,21 +162,16 @@ BOOST_FIXTURE_TEST_CASE(a_node_that_comes_back_joins_at_a_move, planning_cluster
   // n2 (the window's primaries) dies: the replicas take over and the lost copies are restored
   // elsewhere; n2 restarted answers the coordinator's hello, and the job moves to a plan with
   // it again (the pins put the window there) at a checkpoint, with the embedded run's results
-  cluster.planned.spare = "1000%";
-  cluster.planned.replan_interval = 300ms;
-  auto view = std::make_shared<live_view>();
-  plan_watch plans{view};
-  auto running = std::async(std::launch::async, [&] {
-    return run_on_cluster(spec, window_count(spec, 5000, dir / "rejoined.txt"), cluster,
-                          watched(view, dir / "checkpoints"));
-  });
-  await_a_quarter(view, running, expected.size());
-  kill_node(1);
-  start(1);
-  const auto result = running.get();
+  plan_on("1000%", 300ms);
+  const auto& expected = reference(events);
+  const auto r = run(events, rate, "rejoined", watched("rejoined", true),
+                     [&](test::running_job& job) {
+                       test::kill_after(expected.size() / 4, 1)(job);
+                       nodes.start(1);
+                     });
   plans.stop();
-  BOOST_TEST((sorted_lines(dir / "rejoined.txt") == expected));
-  BOOST_TEST(result.recoveries == 0u);
-  BOOST_TEST(plans.plans().size() >= 2u);  // a second deployment: the move
-  BOOST_TEST(status(1).batch_frames_in > 0u);  // the restarted n2 ran the window again
+  BOOST_TEST((r.results == expected));
+  BOOST_TEST(r.result.recoveries == 0u);
+  BOOST_TEST(plans.plans().size() >= 2u);      // a second deployment: the move
+  BOOST_TEST(nodes.status(1).batch_frames_in > 0u);  // the restarted n2 ran the window again
 }
