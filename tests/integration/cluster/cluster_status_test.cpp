@@ -94,7 +94,8 @@ BOOST_AUTO_TEST_CASE(status_shows_the_placement_the_losses_and_the_restored_copi
   o.set("gather", "true");
   o.set("out", (nodes.dir / "out.txt").string());
   std::string window;
-  for (const auto& n : spec.build(o).graph().nodes())
+  const auto built = spec.build(o);  // the graph must outlive the loop over its nodes
+  for (const auto& n : built.graph().nodes())
     if (n.op == "window") window = n.name;
   BOOST_REQUIRE(!window.empty());
 
