@@ -259,13 +259,14 @@ spare_plan plan_spare_replicas(const logical_graph& g, const physical_plan& p,
     options.spare = replication::parse_spare(planned.spare, replication::total_load(m));
     const replication::simulation_options sim{planned.failure_probability, 1000,
                                               planned.planner.seed};
+    const auto without = replication::simulate_availability(m, {}, sim).running;
     auto judged = [&](replication::replica_plan plan) {
       spare_plan result;
       result.budget = *options.spare;
       for (std::size_t k = 0; k < plan.replicas.size(); ++k)
         result.replica_load += m.operators[k].load * static_cast<double>(plan.replicas[k].size());
       result.availability = replication::simulate_availability(m, plan, sim).running;
-      result.availability_without = replication::simulate_availability(m, {}, sim).running;
+      result.availability_without = without;
       result.replicas = std::move(plan.replicas);
       return result;
     };
