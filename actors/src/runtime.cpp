@@ -103,14 +103,15 @@ job_result run(const job& j, const run_options& opts) {
         opts.stop ? std::chrono::milliseconds{100} : std::chrono::hours{1};
     if (live.enabled()) wait = std::min(wait, live.ask(inbox.actor(), actors.stages()));
     try {
-      wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
-        for (const auto& a : actors.sources())
-          caf::anon_send(a, detail::checkpoint_atom::value, id);
-      }));
+      for (auto id : checkpoints.collect())
+        for (const auto& a : actors.stages()) caf::anon_send(a, detail::commit_atom::value, id);
     } catch (const job_error& e) {  // too many checkpoints failed in a row
       failure = e.what();
       break;
     }
+    wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
+      for (const auto& a : actors.sources()) caf::anon_send(a, detail::checkpoint_atom::value, id);
+    }));
     auto message = inbox.pop(wait);
     if (!message) continue;
     if (auto* m = std::get_if<detail::done_msg>(&*message)) {
@@ -119,12 +120,7 @@ job_result run(const job& j, const run_options& opts) {
       result.instances.push_back(std::move(m->metrics));
       ++done;
     } else if (auto* m = std::get_if<detail::checkpointed_msg>(&*message)) {
-      try {
-        if (checkpoints.on_piece(m->stage, m->instance, m->id, m->state, m->alignment_ms))
-          for (const auto& a : actors.stages()) caf::anon_send(a, detail::commit_atom::value, m->id);
-      } catch (const job_error& e) {  // too many checkpoints failed in a row
-        failure = e.what();
-      }
+      checkpoints.on_piece(m->stage, m->instance, m->id, std::move(m->state), m->alignment_ms);
     } else if (auto* m = std::get_if<detail::live_metrics_msg>(&*message)) {
       live.update(std::move(m->metrics));
     } else if (auto* m = std::get_if<detail::failed_msg>(&*message)) {

@@ -575,15 +575,16 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                             std::to_string(piece->instance) + ", which does not run there");
         return;
       }
-      bool complete = false;
+      checkpoints.on_piece(piece->stage, piece->instance, piece->checkpoint,
+                           std::move(piece->bytes), piece->alignment_ms);
+    };
+    auto commit_durable = [&] {
       try {
-        complete = checkpoints.on_piece(piece->stage, piece->instance, piece->checkpoint,
-                                        piece->bytes, piece->alignment_ms);
+        for (auto id : checkpoints.collect()) commit(id);
       } catch (const job_error& e) {  // too many checkpoints failed in a row
         stop_all("checkpoints failed");
         throw job_error("job '" + j.name() + "' failed: " + e.what());
       }
-      if (complete) commit(piece->checkpoint);
     };
 
     for (auto& a : assemblers) a.clear();
@@ -871,15 +872,10 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         next_beat = clock::now() + beat_every;
       }
       bool fresh = false;
-      std::chrono::milliseconds wait{};
-      try {
-        wait = checkpoints.poll([&](std::uint64_t id) {
-          for (auto member : members) links.send(member, net::checkpoint_start_frame(id));
-        });
-      } catch (const job_error& e) {  // too many checkpoints failed in a row
-        stop_all("checkpoints failed");
-        throw job_error("job '" + j.name() + "' failed: " + e.what());
-      }
+      commit_durable();
+      const auto wait = checkpoints.poll([&](std::uint64_t id) {
+        for (auto member : members) links.send(member, net::checkpoint_start_frame(id));
+      });
       links.poll(std::min<std::chrono::milliseconds>(50ms, wait),
                  [&](std::uint32_t n, const wire::ControlFrame& f) {
         if (f.body_type() == wire::Body::HelloReply) {
