@@ -1,9 +1,10 @@
 // coordinator_restart: the coordinator (the `tidemark run --cluster` process) is killed with
-// SIGKILL while example-late-windows runs on three tidemark-node processes with checkpoints; the
-// nodes fence themselves, and the same command with --resume continues the job from the newest
-// checkpoint the killed coordinator completed. The results table must equal, row for row, the
-// table of an embedded run without faults: nothing the first coordinator's checkpoints committed
-// is lost or written twice, and nothing after them is missing.
+// SIGKILL while example-late-windows runs on three tidemark-node processes with checkpoints, and
+// the same command with --resume continues the job from the newest checkpoint the killed
+// coordinator completed: once the nodes fenced themselves, or at once, while they still run the
+// old job (the new Deploy replaces it). The results table must equal, row for row, the table of
+// an embedded run without faults: nothing the first coordinator's checkpoints committed is lost
+// or written twice, and nothing after them is missing.
 #define BOOST_TEST_MODULE coordinator_restart
 #include <boost/test/unit_test.hpp>
 
@@ -39,7 +40,9 @@ std::uint64_t last_completed(const std::string& log) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(a_coordinator_killed_mid_run_is_resumed_with_the_fault_free_table) {
+/// Runs the job under a coordinator, kills it after two checkpoints, resumes it (after the nodes
+/// fenced themselves when `after_fence`) and checks the table.
+static void kill_and_resume(bool after_fence) {
   test::temp_dir dir{"coordinator-restart"};
   test::node_processes nodes;
   const auto& spec = nodes.registry.find("example-late-windows");
@@ -57,6 +60,8 @@ BOOST_AUTO_TEST_CASE(a_coordinator_killed_mid_run_is_resumed_with_the_fault_free
 
   // the sink's table is one directory: its one instance is pinned
   nodes.cluster.pins = {{"results", "n1"}};
+  // restarted at once, the new coordinator must find the old job still running: a long fence
+  if (!after_fence) nodes.cluster.heartbeat_timeout = 10s;
   const auto cluster_file = dir / "cluster.yaml";
   nodes.write_cluster_file(cluster_file);
   const std::vector<std::string> run = {"--log-level", "debug", "run", "--cluster", cluster_file,
@@ -75,12 +80,17 @@ BOOST_AUTO_TEST_CASE(a_coordinator_killed_mid_run_is_resumed_with_the_fault_free
 
   // without their coordinator the nodes stop the job (fencing) and wait for the next
   const auto status_log = dir / "status.log";
-  test::wait_until(
-      [&] {
-        return test::tool_output({"status", "--cluster", cluster_file}, status_log)
-                   .find("no job") != std::string::npos;
-      },
-      30s, "every node to stop the killed coordinator's job", 100ms);
+  if (after_fence)
+    test::wait_until(
+        [&] {
+          return test::tool_output({"status", "--cluster", cluster_file}, status_log)
+                     .find("no job") != std::string::npos;
+        },
+        30s, "every node to stop the killed coordinator's job", 100ms);
+  else
+    BOOST_REQUIRE_MESSAGE(test::tool_output({"status", "--cluster", cluster_file}, status_log)
+                                  .find("no job") == std::string::npos,
+                          "the nodes stopped the old job before the new coordinator came");
 
   // the same command with --resume continues from the newest completed checkpoint
   auto resumed = run;
@@ -97,4 +107,12 @@ BOOST_AUTO_TEST_CASE(a_coordinator_killed_mid_run_is_resumed_with_the_fault_free
   BOOST_TEST(std::stoull(m[1]) >= completed);
 
   test::check_same_rows(expected, test::table_rows(dir / "results", "results"));
+}
+
+BOOST_AUTO_TEST_CASE(a_coordinator_killed_mid_run_is_resumed_once_the_nodes_fenced) {
+  kill_and_resume(true);
+}
+
+BOOST_AUTO_TEST_CASE(a_coordinator_restarted_at_once_replaces_the_job_the_nodes_still_run) {
+  kill_and_resume(false);
 }
