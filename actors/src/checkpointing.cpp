@@ -189,7 +189,6 @@ restore_point checkpoint_driver::recover() {
   (void)settle();  // a checkpoint recorded meanwhile is one to restore from
   if (current_ != 0) spdlog::info("checkpoint {} abandoned: the job restarts", current_);
   current_ = 0;
-  stopped_ = false;
   next_ = clock::now() + opts_.interval;
   auto loaded = store().latest(job_, plan_);
   for (const auto& why : loaded.rejected) spdlog::warn("checkpoint not usable: {}", why);
@@ -230,7 +229,6 @@ std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::
   // while the writer works, the caller looks again soon for what became durable (collect)
   constexpr std::chrono::milliseconds soon{2};
   const bool writing = !writing_.empty() || writer_->busy();
-  if (stopped_) return writing ? soon : never;
   const auto now = clock::now();
   // one checkpoint at a time, the next once the last one's record is durable: a disk slower than
   // the interval spaces the checkpoints out instead of queueing their pieces in memory
@@ -319,15 +317,6 @@ std::vector<std::uint64_t> checkpoint_driver::collect() {
     next_ = std::max(next_, clock::now());
   }
   return durable;
-}
-
-void checkpoint_driver::on_done(std::uint32_t stage, std::uint32_t instance) {
-  stopped_ = true;
-  if (current_ != 0 && !received_.count({stage, instance})) {
-    spdlog::debug("checkpoint {} abandoned: stage {} instance {} finished before its barrier",
-                  current_, stage, instance);
-    current_ = 0;
-  }
 }
 
 void checkpoint_driver::finished() {

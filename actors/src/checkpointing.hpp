@@ -56,7 +56,7 @@ class checkpoint_driver {
   /// The state to restart from after a failure mid-run (a lost node): the newest completed
   /// checkpoint of this job and plan — of this run or of the one it resumed from — or nothing
   /// when none completed, so the job starts from the beginning. Abandons the checkpoint in
-  /// progress; checkpoints start again (the restarted instances have not finished).
+  /// progress.
   restore_point recover();
 
   /// The newest completed checkpoint with its pieces, without abandoning anything (a copy
@@ -77,9 +77,6 @@ class checkpoint_driver {
   /// its checkpoint; when that makes `max_consecutive_failures` in a row, throws job_error naming
   /// the last error.
   std::vector<std::uint64_t> collect();
-  /// An instance finished: checkpoints can no longer include it, so none starts any more, and the
-  /// one in progress is abandoned unless the instance sent its piece already.
-  void on_done(std::uint32_t stage, std::uint32_t instance);
   /// With checkpoints on, a warning in `result` (and the log) for each of `sources` (sources that
   /// cannot replay their input): after a restore, what they read since the checkpoint is lost.
   void warn_unreplayable(const std::vector<std::string>& sources, job_result& result) const;
@@ -118,7 +115,6 @@ class checkpoint_driver {
   std::size_t instances_;
   std::unique_ptr<persistence::checkpoint_store> store_;
   clock::time_point next_;
-  bool stopped_ = false;  // an instance finished
   // the checkpoint in progress (id 0: none)
   std::uint64_t current_ = 0;
   clock::time_point started_;

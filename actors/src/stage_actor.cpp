@@ -120,10 +120,9 @@ class stage_actor final : public annotated_actor, private stage_io {
     delayed_send(this, linger, flush_atom::value);
   }
   void schedule_pump() override { send(this, pump_atom::value); }
-  void done(instance_metrics m) override {
-    send(driver_, done_msg{std::move(m)});
-    quit();
-  }
+  // A stage that is done stays until the deployment stops it: checkpoints taken later hear from
+  // it that it had finished (stage_core::on_checkpoint).
+  void done(instance_metrics m) override { send(driver_, done_msg{std::move(m)}); }
   void failed(std::string what) override {
     send(driver_, failed_msg{std::move(what)});
     quit();

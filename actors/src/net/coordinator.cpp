@@ -929,7 +929,6 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           ++finished;
           const auto* d = f.body_as_Done();
           for (auto& m : net::read_metrics(*d)) {
-            checkpoints.on_done(m.stage, m.instance);
             if (live.enabled()) live.update(m);
             // one entry per instance: the first copy's
             if (reported.insert({m.stage, m.instance}).second)
