@@ -8,8 +8,8 @@
 // replication::running_fraction for the plan the coordinator deploys and the same crash set.
 // Exits non-zero when the mean live and simulated figures differ by more than 2 points.
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "lines.hpp"
 #include "support/bench_support.hpp"
@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
   const auto& spec = registry.find("example-queries");
   std::vector<std::string> sinks;
   for (int s = 0; s < sources; ++s)
-    for (int q = 0; q < queries; ++q) sinks.push_back("q" + std::to_string(s) + "_" + std::to_string(q));
+    for (int q = 0; q < queries; ++q)
+      sinks.push_back("q" + std::to_string(s) + "_" + std::to_string(q));
   auto job_options_for = [&](const std::filesystem::path& dir, std::int64_t pace) {
     auto o = spec.make_options();
     o.set("sources", std::to_string(sources));
@@ -143,9 +144,10 @@ int main(int argc, char** argv) {
   const auto reference = read_results(nodes.dir / "reference", sinks);
   std::size_t total = 0;
   for (const auto& [q, lines] : reference) total += lines.size();
-  std::printf("%zu queries, %zu results in the embedded reference; %d trials at p = %.3f on %zu "
-              "nodes\n",
-              sinks.size(), total, trials, p, node_count);
+  std::printf(
+      "%zu queries, %zu results in the embedded reference; %d trials at p = %.3f on %zu "
+      "nodes\n",
+      sinks.size(), total, trials, p, node_count);
 
   // the crash sets, drawn once: product and random face the same ones
   std::mt19937_64 rng{seed};
@@ -163,18 +165,21 @@ int main(int argc, char** argv) {
     cluster.planned.planner.importance = *replication::parse_heuristic(name);
     const auto j = spec.build(job_options_for(nodes.dir / "plan", 0));
     const auto d = plan_as_the_coordinator(j, cluster);
-    const auto predicted = replication::simulate_availability(d.model, d.replicas, {p, 10000, seed});
+    const auto predicted =
+        replication::simulate_availability(d.model, d.replicas, {p, 10000, seed});
     std::size_t replicated = 0;
     for (const auto& r : d.plan.replicas) replicated += !r.empty();
-    std::printf("%s: %zu of %zu stage instances replicated (%.2f of %.2f spare cores); predicted "
-                "%.2f %% running at p = %.3f\n",
-                name.c_str(), replicated, d.plan.replicas.size(), d.plan.replica_load,
-                d.plan.budget, 100 * predicted.running, p);
+    std::printf(
+        "%s: %zu of %zu stage instances replicated (%.2f of %.2f spare cores); predicted "
+        "%.2f %% running at p = %.3f\n",
+        name.c_str(), replicated, d.plan.replicas.size(), d.plan.replica_load, d.plan.budget,
+        100 * predicted.running, p);
     nlohmann::json curve = nlohmann::json::array();
     for (double q : {0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3})
-      curve.push_back({{"p", q},
-                       {"running", replication::simulate_availability(
-                                       d.model, d.replicas, {q, 10000, seed}).running}});
+      curve.push_back(
+          {{"p", q},
+           {"running",
+            replication::simulate_availability(d.model, d.replicas, {q, 10000, seed}).running}});
     nlohmann::json runs = nlohmann::json::array();
     std::vector<double> live, sim;
     for (int t = 0; t < trials; ++t) {
@@ -239,8 +244,12 @@ int main(int argc, char** argv) {
         if (!std::includes(want.begin(), want.end(), have.begin(), have.end())) ++wrong;
       }
       const double observed = static_cast<double>(running) / static_cast<double>(sinks.size());
-      if (!before_end) failures.push_back(name + " trial " + std::to_string(t) + ": the job ended before the crash");
-      if (wrong) failures.push_back(name + " trial " + std::to_string(t) + ": " + std::to_string(wrong) + " stopped queries wrote results the embedded run does not give");
+      if (!before_end)
+        failures.push_back(name + " trial " + std::to_string(t) +
+                           ": the job ended before the crash");
+      if (wrong)
+        failures.push_back(name + " trial " + std::to_string(t) + ": " + std::to_string(wrong) +
+                           " stopped queries wrote results the embedded run does not give");
       live.push_back(observed);
       sim.push_back(simulated);
       run["live"] = observed;
@@ -307,19 +316,23 @@ int main(int argc, char** argv) {
         {"results_in_reference", total}}},
       {"load_average", {{"before", load_before}, {"after", load_after}}},
       {"definitions",
-       {{"live", "per trial, the fraction of queries whose sink file holds every result of the "
-                 "fault-free embedded run (trials without a crash are not run and count 1)"},
-        {"sim", "per trial, replication::running_fraction of the deployed plan for the same "
-                "crashed nodes"},
+       {{"live",
+         "per trial, the fraction of queries whose sink file holds every result of the "
+         "fault-free embedded run (trials without a crash are not run and count 1)"},
+        {"sim",
+         "per trial, replication::running_fraction of the deployed plan for the same "
+         "crashed nodes"},
         {"predicted", "replication::simulate_availability of the deployed plan at p (10000 runs)"},
-        {"curve", "simulate_availability of the deployed plan over p, as the paper's figure 4 "
-                  "plots it"}}},
+        {"curve",
+         "simulate_availability of the deployed plan over p, as the paper's figure 4 "
+         "plots it"}}},
       {"failures", failures}};
   std::ofstream{out} << doc.dump(2) << "\n";
-  std::printf("live_product %.4f sim_product %.4f live_random %.4f sim_random %.4f (load %.2f -> "
-              "%.2f); wrote %s\n",
-              live_mean["product"], sim_mean["product"], live_mean["random"], sim_mean["random"],
-              load_before, load_after, out.c_str());
+  std::printf(
+      "live_product %.4f sim_product %.4f live_random %.4f sim_random %.4f (load %.2f -> "
+      "%.2f); wrote %s\n",
+      live_mean["product"], sim_mean["product"], live_mean["random"], sim_mean["random"],
+      load_before, load_after, out.c_str());
   for (const auto& f : failures) std::fprintf(stderr, "miss: %s\n", f.c_str());
   return failures.empty() ? 0 : 1;
 }

@@ -213,7 +213,8 @@ std::vector<bool> close_downstream(std::vector<bool> dead, const detail::wiring&
   for (std::uint32_t s = 0; s < w.outputs.size(); ++s)
     for (std::uint32_t i = 0; i < w.outputs[s].size(); ++i)
       if (dead[offsets[s] + i])
-        for (const auto& out : w.outputs[s][i]) dead[offsets[out.to.stage] + out.to.instance] = true;
+        for (const auto& out : w.outputs[s][i])
+          dead[offsets[out.to.stage] + out.to.instance] = true;
   return dead;
 }
 
@@ -878,7 +879,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                    : std::string{};
       for (auto other : members)
         if (!gone[*member_of[other]]) links.send(other, net::node_lost_frame(m));
-      links.send(n, stop_message("the coordinator gave up on this node; the job goes on without it"));
+      links.send(n,
+                 stop_message("the coordinator gave up on this node; the job goes on without it"));
       const auto text = why + (degraded ? "; " + stopped : "; its replicas took over");
       spdlog::warn("coordinator: {} (job '{}' goes on)", text, j.name());
       result.warnings.push_back(text);

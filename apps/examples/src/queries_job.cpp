@@ -29,8 +29,9 @@ job build_queries(const job_options& o) {
   const auto rate = o.get_int("rate");
   if (sources < 1 || queries < 1 || events < 0 || keys < 1 || window_ms < 1 || parallelism < 1 ||
       rate < 0)
-    throw job_error("example-queries: --sources >= 1, --queries >= 1, --events >= 0, --keys >= 1, "
-                    "--window-ms >= 1, --parallelism >= 1 and --rate >= 0 are required");
+    throw job_error(
+        "example-queries: --sources >= 1, --queries >= 1, --events >= 0, --keys >= 1, "
+        "--window-ms >= 1, --parallelism >= 1 and --rate >= 0 are required");
   const auto out_dir = o.get("out-dir");
   if (!out_dir.empty()) std::filesystem::create_directories(out_dir);
   job j{"example-queries"};
@@ -51,16 +52,16 @@ job build_queries(const job_options& o) {
     for (std::int64_t q = 0; q < queries; ++q) {
       const auto id = std::to_string(s) + "_" + std::to_string(q);
       // its own stages (filter, window, sink), so a query can lose its part alone
-      auto mine = shared.rebalance()
-                      .filter([queries, q](const auto& r) { return r.key % queries == q; },
-                              "f" + id)
-                      .parallelism(1)
-                      .key_by([](const auto& r) { return r.key; })
-                      .window(tumbling{4 * window_ms})
-                      .aggregate(agg::count(), "w" + id)
-                      .parallelism(1)
-                      .results()
-                      .rebalance();
+      auto mine =
+          shared.rebalance()
+              .filter([queries, q](const auto& r) { return r.key % queries == q; }, "f" + id)
+              .parallelism(1)
+              .key_by([](const auto& r) { return r.key; })
+              .window(tumbling{4 * window_ms})
+              .aggregate(agg::count(), "w" + id)
+              .parallelism(1)
+              .results()
+              .rebalance();
       if (out_dir.empty())
         mine.count("q" + id);
       else
@@ -73,20 +74,22 @@ job build_queries(const job_options& o) {
 }  // namespace
 
 void register_queries(job_registry& registry) {
-  registry.add({"example-queries",
-                "many queries sharing operators: per source a shared keyed window, per query a "
-                "filter, a window of its own and a sink (the availability experiment's job)",
-                {{"sources", "3", "sources, each with one shared window operator"},
-                 {"queries", "7", "queries per source (each keeps the sensors of one residue)"},
-                 {"events", "100000", "samples per source, one per millisecond of event time"},
-                 {"keys", "60", "distinct sensors"},
-                 {"window-ms", "50", "the shared windows' length in event-time ms (queries: 4x)"},
-                 {"parallelism", "2", "instances of each shared window"},
-                 {"rate", "0", "samples per second per source (0: as fast as possible)"},
-                 {"out-dir", "", "folder for one file per query, qS_Q.txt (without it, results are only counted)"}},
-                nullptr,
-                build_queries,
-                nullptr});
+  registry.add(
+      {"example-queries",
+       "many queries sharing operators: per source a shared keyed window, per query a "
+       "filter, a window of its own and a sink (the availability experiment's job)",
+       {{"sources", "3", "sources, each with one shared window operator"},
+        {"queries", "7", "queries per source (each keeps the sensors of one residue)"},
+        {"events", "100000", "samples per source, one per millisecond of event time"},
+        {"keys", "60", "distinct sensors"},
+        {"window-ms", "50", "the shared windows' length in event-time ms (queries: 4x)"},
+        {"parallelism", "2", "instances of each shared window"},
+        {"rate", "0", "samples per second per source (0: as fast as possible)"},
+        {"out-dir", "",
+         "folder for one file per query, qS_Q.txt (without it, results are only counted)"}},
+       nullptr,
+       build_queries,
+       nullptr});
 }
 
 }  // namespace tidemark::examples

@@ -82,8 +82,9 @@ struct four_nodes {
     run_options ro;
     ro.print_summary = false;
     ro.batch_size = 64;
-    auto job = std::async(std::launch::async,
-                          [&] { return run_on_cluster(spec, options(out, rate), nodes.cluster, ro); });
+    auto job = std::async(std::launch::async, [&] {
+      return run_on_cluster(spec, options(out, rate), nodes.cluster, ro);
+    });
     test::wait_until([&] {
       return job.wait_for(std::chrono::seconds{0}) == std::future_status::ready ||
              test::sorted_lines(out / "q0_0.txt").size() >= 40;
@@ -129,8 +130,8 @@ BOOST_FIXTURE_TEST_CASE(losing_a_query_s_only_copy_stops_that_query_and_no_other
                                    << " results before it stopped");
   BOOST_TEST(stopped.size() >= 40u);
   BOOST_TEST(stopped.size() < expected.at("q0_0").size());
-  BOOST_TEST(std::includes(expected.at("q0_0").begin(), expected.at("q0_0").end(),
-                           stopped.begin(), stopped.end()),
+  BOOST_TEST(std::includes(expected.at("q0_0").begin(), expected.at("q0_0").end(), stopped.begin(),
+                           stopped.end()),
              "q0_0 wrote results the embedded run does not give: a stopped stage flushed");
 
   // the negative control: without degraded mode the same loss fails the job (no checkpoints)

@@ -100,7 +100,8 @@ BOOST_AUTO_TEST_CASE(bad_cluster_files_name_the_problem) {
 BOOST_AUTO_TEST_CASE(degraded_mode_only_when_the_file_says_on_loss_continue) {
   temp_dir dir;
   const std::string nodes = "insecure: true\nnodes:\n  - {id: n1, endpoint: \"tcp://h:1\"}\n";
-  BOOST_TEST(cluster_config::load(dir.write("a.yaml", "on_loss: continue\n" + nodes)).continue_on_loss);
+  BOOST_TEST(
+      cluster_config::load(dir.write("a.yaml", "on_loss: continue\n" + nodes)).continue_on_loss);
   BOOST_TEST(!cluster_config::load(dir.write("b.yaml", "on_loss: stop\n" + nodes)).continue_on_loss);
   BOOST_TEST(!cluster_config::load(dir.write("c.yaml", nodes)).continue_on_loss);
 }
