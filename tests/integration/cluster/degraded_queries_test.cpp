@@ -48,6 +48,10 @@ struct four_nodes {
   four_nodes() : spec(find(registry)) {
     nodes.cluster.pins = {{"src0", "n1"}, {"src1", "n1"}, {"win0", "n1"}, {"win1", "n1"},
                           {"f0_0", "n2"}, {"f0_1", "n3"}, {"f1_0", "n3"}, {"f1_1", "n3"}};
+    // SIGKILL breaks n2's connection, which degraded mode acts on at once; a busy machine must
+    // not make the coordinator give up a node nobody killed (the negative control, without
+    // replicas or checkpoints, fails only once n2's heartbeats are this late)
+    nodes.cluster.heartbeat_timeout = std::chrono::milliseconds{3000};
     for (const auto& q : queries) {
       nodes.cluster.pins["w" + q.substr(1)] = "n3";
       nodes.cluster.pins[q] = "n4";
