@@ -119,6 +119,7 @@ std::string job_result::to_json() const {
   doc["failed_checkpoints"] = failed_checkpoints;
   doc["checkpoint_failure"] = checkpoint_failure;
   doc["warnings"] = warnings;
+  doc["stopped_queries"] = stopped_queries;
   return doc.dump(2);
 }
 

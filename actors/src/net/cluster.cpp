@@ -132,6 +132,14 @@ cluster_config cluster_config::load(const std::string& path) {
                                        "tool may inject faults) or 'deny' (the default)"));
       c.faults_allowed = faults == "allow";
     }
+    if (doc["on_loss"]) {
+      const auto on_loss = doc["on_loss"].as<std::string>();
+      if (on_loss != "continue" && on_loss != "stop")
+        throw std::runtime_error(where("'on_loss' is '" + on_loss + "': write 'continue' (a lost "
+                                       "node stops only the queries it breaks) or 'stop' (the "
+                                       "default: recover from a checkpoint or fail)"));
+      c.continue_on_loss = on_loss == "continue";
+    }
     if (doc["pins"])
       for (const auto& p : doc["pins"]) c.pins[p.first.as<std::string>()] = p.second.as<std::string>();
     if (const auto r = doc["replication"]) read_replication(r, c, where);

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -205,6 +206,34 @@ std::string hosted(const logical_graph& g, const physical_plan& p, const detail:
   return out.empty() ? "no operators" : out;
 }
 
+/// Degraded mode (`on_loss: continue`, docs/replication.md): the stage instances (flat, plan order)
+/// in `dead`, closed downstream along `w`'s channels, since an instance missing one of its inputs
+/// would compute wrong results. Stages follow the stages they read from: one pass suffices.
+std::vector<bool> close_downstream(std::vector<bool> dead, const detail::wiring& w,
+                                   const std::vector<std::uint32_t>& offsets) {
+  for (std::uint32_t s = 0; s < w.outputs.size(); ++s)
+    for (std::uint32_t i = 0; i < w.outputs[s].size(); ++i)
+      if (dead[offsets[s] + i])
+        for (const auto& out : w.outputs[s][i])
+          dead[offsets[out.to.stage] + out.to.instance] = true;
+  return dead;
+}
+
+/// The sinks (query names) among the stages with a dead instance, in plan order.
+std::vector<std::string> stopped_sinks(const logical_graph& g, const physical_plan& p,
+                                       const std::vector<bool>& dead,
+                                       const std::vector<std::uint32_t>& offsets) {
+  std::vector<std::string> out;
+  for (std::uint32_t s = 0; s < p.stages.size(); ++s)
+    for (std::uint32_t i = 0; i < p.stages[s].parallelism; ++i)
+      if (dead[offsets[s] + i]) {
+        for (const auto& op : p.stages[s].ops)
+          if (g.node(op.node).kind == node_kind::sink) out.push_back(g.node(op.node).name);
+        break;
+      }
+  return out;
+}
+
 /// The cluster of the nodes that answered (`members`, cluster indices, in order): a pin to a node
 /// that did not answer is dropped, so the pinned stage moves to another node.
 cluster_config answering(const cluster_config& cluster, const std::vector<std::uint32_t>& members) {
@@ -287,6 +316,10 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                           run_options opts) {
   // replicas on spare CPU are planned from the load the nodes' live counters show
   if (!cluster.planned.spare.empty() && !opts.live) opts.live = std::make_shared<live_view>();
+  if (cluster.continue_on_loss && opts.checkpoints.enabled())
+    throw job_error("the cluster file says 'on_loss: continue' and the run has checkpoints: "
+                    "degraded mode does not take part in checkpoints yet (a recovery would "
+                    "restart the stopped queries); drop one of the two");
   auto checkpoint_opts = opts.checkpoints;
   checkpoint_opts.job_settings = options.text();  // as given, before prepare resolves any
   std::shared_ptr<void> prepared = spec.prepare_cluster ? spec.prepare_cluster(options, cluster)
@@ -800,10 +833,41 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           return;
         }
     };
+    // Degraded mode (`on_loss: continue`): the stage instances stopped for good, and each copy of
+    // those newly in `now_dead` told to stop without flushing. The nodes hear of them downstream
+    // first and before NodeLost, so no dead copy sees an input end (which would fire its windows
+    // as at the end of the stream) before its own stop. Returns what stopped, for the warning.
+    std::vector<bool> dead(instances, false);
+    auto stop_dead = [&](const std::vector<bool>& now_dead) {
+      std::string stopped;
+      for (auto s = static_cast<std::uint32_t>(plan.stages.size()); s-- > 0;)
+        for (auto i = plan.stages[s].parallelism; i-- > 0;) {
+          const auto k = offsets[s] + i;
+          if (!now_dead[k] || dead[k]) continue;
+          for (std::uint32_t c = 0; c <= where.replicas_of(k); ++c)
+            if (dropped.insert({k, c}).second)
+              for (auto member : live_members())
+                links.send(member, net::copy_lost_frame(s, i, c));
+          stopped = g.node(plan.stages[s].ops.front().node).name + " instance " +
+                    std::to_string(i) + (stopped.empty() ? "" : ", ") + stopped;
+        }
+      const auto before = std::exchange(result.stopped_queries,
+                                        stopped_sinks(g, plan, now_dead, offsets));
+      dead = now_dead;
+      std::string queries;
+      for (const auto& q : result.stopped_queries)
+        if (std::find(before.begin(), before.end(), q) == before.end())
+          queries += (queries.empty() ? "" : ", ") + q;
+      return "stopped (on_loss: continue) " + stopped + " and with them the queries " +
+             (queries.empty() ? std::string{"(none new)"} : queries) +
+             "; the other queries go on";
+    };
     auto take_over = [&](std::uint32_t n, const std::string& why) {
       const auto m = *member_of[n];
       bool hosted_any = false;
+      auto now_dead = dead;  // plus the instances this loss leaves without a live copy
       for (std::uint32_t k = 0; k < instances; ++k) {
+        if (dead[k]) continue;
         bool here = false, elsewhere = false;
         for (std::uint32_t c = 0; c <= where.replicas_of(k); ++c) {
           const auto at = where.node(k, c);
@@ -812,17 +876,25 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           else if (!gone[at] && !dropped.count({k, c}))
             elsewhere = true;
         }
-        if (here && !elsewhere) return false;
+        if (here && !elsewhere) {
+          if (!cluster.continue_on_loss) return false;
+          now_dead[k] = true;
+        }
         hosted_any |= here;
       }
-      if (!replicated || !hosted_any) return false;
+      const bool degraded = now_dead != dead;
+      if (!cluster.continue_on_loss && (!replicated || !hosted_any)) return false;
       gone[m] = true;
       done[n] = true;  // it reports nothing more, and nothing waits for it
       ++finished;
+      const auto stopped =
+          degraded ? stop_dead(close_downstream(std::move(now_dead), copies_wiring, offsets))
+                   : std::string{};
       for (auto other : members)
         if (!gone[*member_of[other]]) links.send(other, net::node_lost_frame(m));
-      links.send(n, stop_message("the coordinator gave up on this node; its replicas took over"));
-      const auto text = why + "; its replicas took over";
+      links.send(n,
+                 stop_message("the coordinator gave up on this node; the job goes on without it"));
+      const auto text = why + (degraded ? "; " + stopped : "; its replicas took over");
       spdlog::warn("coordinator: {} (job '{}' goes on)", text, j.name());
       result.warnings.push_back(text);
       plan_restores(m);
@@ -962,10 +1034,12 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
             result.warnings.push_back(text);
           }
         }
-      // with checkpoints or replicas a broken connection starts the recovery or the takeover at
-      // once; without, the failure is reported as it always was, when the heartbeats are overdue
+      // with checkpoints, replicas or degraded mode a broken connection starts the recovery or the
+      // takeover at once; without, the failure is reported as it always was, when the heartbeats
+      // are overdue
       for (auto n : links.disconnected())
-        if ((checkpoints.enabled() || replicated) && member_of[n] && !done[n] && !lost) {
+        if ((checkpoints.enabled() || replicated || cluster.continue_on_loss) && member_of[n] &&
+            !done[n] && !lost) {
           auto why = "the connection to node '" + cluster.nodes[n].id + "' at " +
                      cluster.nodes[n].endpoint + " broke; it hosted " +
                      hosted(g, plan, where, *member_of[n]);

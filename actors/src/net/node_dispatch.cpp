@@ -393,7 +393,8 @@ void node_dispatch::lose_node(std::uint32_t node) {
   spdlog::warn("node '{}': node '{}' is gone; its replicas go on", opts_.id, x.nodes[node].id);
 }
 
-/// A replica fell too far behind and its senders dropped it: nothing of it is waited for any more.
+/// A replica fell too far behind and its senders dropped it, or (degraded mode) a copy of a dead
+/// instance stops: nothing of it is waited for any more.
 void node_dispatch::lose_copy(const wire::CopyLost& m) {
   auto& x = *dep_;
   if (m.stage() >= x.plan.stages.size() || m.instance() >= x.plan.stages[m.stage()].parallelism ||
@@ -406,8 +407,9 @@ void node_dispatch::lose_copy(const wire::CopyLost& m) {
   }
   x.dropped.insert({x.offsets[m.stage()] + m.instance(), m.copy()});
   port_.lose_copy(x.offsets[m.stage()] + m.instance(), m.copy());
-  spdlog::warn("node '{}': replica {} of stage {} instance {} is gone", opts_.id, m.copy(),
-               m.stage(), m.instance());
+  // a lagging replica, or (degraded mode) any copy of an instance that stopped for good
+  spdlog::warn("node '{}': copy {} (0: the primary) of stage {} instance {} is gone", opts_.id,
+               m.copy(), m.stage(), m.instance());
 }
 
 /// A copy lost with its node runs again elsewhere (docs/replication.md, "Restoring the

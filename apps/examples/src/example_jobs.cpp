@@ -123,6 +123,7 @@ void report_window_count(const job_options& o, const job_result& r) {
 
 void register_jobs(job_registry& registry) {
   register_late_windows(registry);
+  register_queries(registry);
   registry.add({"example-window-count",
                 "keyed tumbling-window count over generated sensor readings",
                 {{"events", "1000000", "readings to generate"},

@@ -209,6 +209,12 @@ std::map<std::string, job_case> cases() {
       [](outputs& o, const auto& dir) { add_files(o, dir, "results"); },
       {},
       ""};
+  c["example-queries"] = {
+      {"--events", "20000", "--out-dir", "{dir}/queries"},
+      {},
+      [](outputs& o, const auto& dir) { add_files(o, dir, "q"); },
+      {},
+      ""};
   c["example-late-windows"] = {
       {"--events", "20000", "--keys", "50", "--parallelism", "2", "--table", "{dir}/table"},
       {},

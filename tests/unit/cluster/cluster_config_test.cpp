@@ -92,6 +92,18 @@ BOOST_AUTO_TEST_CASE(bad_cluster_files_name_the_problem) {
   auto faults = dir.write("f.yaml", "insecure: true\nfaults: sometimes\nnodes:\n"
                                     "  - {id: n1, endpoint: \"tcp://h:1\"}\n");
   BOOST_TEST(error_of(faults).find("'faults' is 'sometimes'") != std::string::npos);
+  auto on_loss = dir.write("g.yaml", "insecure: true\non_loss: ignore\nnodes:\n"
+                                     "  - {id: n1, endpoint: \"tcp://h:1\"}\n");
+  BOOST_TEST(error_of(on_loss).find("'on_loss' is 'ignore'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(degraded_mode_only_when_the_file_says_on_loss_continue) {
+  temp_dir dir;
+  const std::string nodes = "insecure: true\nnodes:\n  - {id: n1, endpoint: \"tcp://h:1\"}\n";
+  BOOST_TEST(
+      cluster_config::load(dir.write("a.yaml", "on_loss: continue\n" + nodes)).continue_on_loss);
+  BOOST_TEST(!cluster_config::load(dir.write("b.yaml", "on_loss: stop\n" + nodes)).continue_on_loss);
+  BOOST_TEST(!cluster_config::load(dir.write("c.yaml", nodes)).continue_on_loss);
 }
 
 BOOST_AUTO_TEST_CASE(faults_are_allowed_only_when_the_file_says_so) {

@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(bad_arguments_name_what_is_wrong) {
   BOOST_TEST(error_of([&] { o.get_int("events"); }) ==
              "option --events: expected an integer, got '12x'");
   BOOST_TEST(error_of([&] { r.find("nothing"); }) ==
-             "no job named 'nothing'; registered jobs: example-late-windows, example-window-count");
+             "no job named 'nothing'; registered jobs: example-late-windows, example-queries, example-window-count");
   BOOST_TEST(error_of([&] { r.add(spec); }) == "job 'example-window-count' is registered twice");
 }
 

@@ -87,6 +87,11 @@ struct cluster_config {
   std::map<std::string, std::uint32_t> replicate;
   /// Replicas planned on spare CPU instead (`replication: {spare: 50%}`); not with `replicate`.
   spare_replication planned;
+  /// `on_loss: continue` (degraded mode, docs/replication.md): a lost node whose stage instances
+  /// are not all covered by live copies stops only the queries that lost an instance (with
+  /// everything downstream of it, unflushed); the others run to the end. False (`on_loss: stop`,
+  /// the default): the job recovers from a checkpoint or fails. Not with checkpoints.
+  bool continue_on_loss = false;
 
   /// Reads a cluster file (YAML, see docs/deploy.md); relative key paths are resolved against the
   /// file's folder. Throws std::runtime_error naming the file and the field.

@@ -71,6 +71,9 @@ struct job_result {
   std::string checkpoint_failure;
   /// What weakens the run's guarantees (a source that cannot replay makes it at-least-once).
   std::vector<std::string> warnings;
+  /// The queries (sink names) a cluster run in degraded mode (`on_loss: continue`) stopped
+  /// because a lost node took an instance they need with it; in plan order.
+  std::vector<std::string> stopped_queries;
   /// A cluster run's node reports (job_spec::node_report) by node id; empty when embedded.
   std::map<std::string, std::string> node_reports;
 
