@@ -180,6 +180,7 @@ restore_point checkpoint_driver::start_point() {
                loaded.record.id, loaded.record.pieces, loaded.record.bytes);
   from.checkpoint = loaded.record.id;
   from.pieces = std::move(loaded.pieces);
+  remember(from);
   return from;
 }
 
@@ -194,17 +195,30 @@ restore_point checkpoint_driver::recover() {
   for (const auto& why : loaded.rejected) spdlog::warn("checkpoint not usable: {}", why);
   from.checkpoint = loaded.record.id;
   from.pieces = std::move(loaded.pieces);
+  remember(from);
   return from;
 }
 
 restore_point checkpoint_driver::latest() {
   restore_point from;
   if (!enabled_) return from;
+  if (keep_latest_) {
+    from.checkpoint = latest_id_;
+    for (const auto& [k, bytes] : latest_) from.pieces.emplace(k, *bytes);
+    return from;
+  }
   (void)settle();
   auto loaded = store().latest(job_, plan_);
   from.checkpoint = loaded.record.id;
   from.pieces = std::move(loaded.pieces);
   return from;
+}
+
+void checkpoint_driver::remember(const restore_point& from) {
+  if (!keep_latest_) return;
+  latest_id_ = from.checkpoint;
+  latest_.clear();
+  for (const auto& [k, bytes] : from.pieces) latest_.emplace(k, std::make_shared<const std::string>(bytes));
 }
 
 std::vector<std::uint64_t> checkpoint_driver::settle() {
@@ -238,6 +252,7 @@ std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::
     received_.clear();
     progress_ = {};
     progress_.id = current_;
+    collecting_.clear();
     next_ = now + opts_.interval;
     inject(current_);
   }
@@ -254,9 +269,11 @@ void checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, st
   received_.insert({stage, instance});
   progress_.bytes += state.size();
   progress_.alignment_ms = std::max(progress_.alignment_ms, alignment_ms);
-  write(id, [this, id, stage, instance, state = std::move(state)] {
+  auto bytes = std::make_shared<const std::string>(std::move(state));
+  if (keep_latest_) collecting_.emplace(std::make_pair(stage, instance), bytes);
+  write(id, [this, id, stage, instance, bytes] {
     try {
-      store().put_piece(id, stage, instance, state);
+      store().put_piece(id, stage, instance, *bytes);
     } catch (const persistence::storage_error& e) {
       throw persistence::storage_error(e.code(), "writing the piece of stage " +
                                                      std::to_string(stage) + " instance " +
@@ -287,7 +304,8 @@ void checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, st
     std::lock_guard<std::mutex> lock{outcomes_mutex_};
     outcomes_.push_back({r.id, {}});
   });
-  writing_[id] = progress_;
+  writing_[id] = {progress_, std::move(collecting_)};
+  collecting_.clear();
   current_ = 0;
 }
 
@@ -307,7 +325,11 @@ std::vector<std::uint64_t> checkpoint_driver::collect() {
     auto it = writing_.find(o.id);
     if (it == writing_.end()) continue;
     failed_in_a_row_ = 0;
-    completed_.push_back(it->second);
+    completed_.push_back(it->second.metrics);
+    if (keep_latest_) {
+      latest_id_ = o.id;
+      latest_ = std::move(it->second.pieces);
+    }
     writing_.erase(it);
     spdlog::debug("checkpoint {} complete: {} pieces, {} bytes, {:.1f} ms", o.id,
                   completed_.back().pieces, completed_.back().bytes,

@@ -60,8 +60,13 @@ class checkpoint_driver {
   restore_point recover();
 
   /// The newest completed checkpoint with its pieces, without abandoning anything (a copy
-  /// restored after a takeover starts from it); checkpoint 0 when none completed.
+  /// restored after a takeover starts from it); checkpoint 0 when none completed. With
+  /// keep_latest() it comes from memory at once; otherwise it waits for the writer first.
   restore_point latest();
+  /// Keeps the pieces of the newest completed checkpoint in memory (shared with the writer, not
+  /// copied), so latest() never waits for the disk: the coordinator calls it, whose control loop
+  /// must not stall while a restore reads its state. Costs one checkpoint's state in memory.
+  void keep_latest() noexcept { keep_latest_ = true; }
 
   /// Starts the next checkpoint when it is due and the last one's record is durable:
   /// `inject(id)` sends its barrier to the sources. Returns how long until the caller should call
@@ -126,8 +131,20 @@ class checkpoint_driver {
   std::uint32_t failed_ = 0;
   std::uint32_t failed_in_a_row_ = 0;
   std::string first_failure_;
-  // checkpoints whose pieces all came, until their record is durable
-  std::map<std::uint64_t, checkpoint_metrics> writing_;
+  using shared_pieces =
+      std::map<std::pair<std::uint32_t, std::uint32_t>, std::shared_ptr<const std::string>>;
+  /// Keeps `from` as the newest completed checkpoint (keep_latest).
+  void remember(const restore_point& from);
+  // checkpoints whose pieces all came, until their record is durable (pieces with keep_latest)
+  struct writing {
+    checkpoint_metrics metrics;
+    shared_pieces pieces;
+  };
+  std::map<std::uint64_t, writing> writing_;
+  bool keep_latest_ = false;
+  shared_pieces collecting_;  // the pieces of current_ so far, with keep_latest
+  std::uint64_t latest_id_ = 0;
+  shared_pieces latest_;
   std::uint64_t write_failed_ = 0;  // writer thread: the last checkpoint a write of failed
   std::mutex outcomes_mutex_;
   std::vector<outcome> outcomes_;

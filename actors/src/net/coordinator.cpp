@@ -354,6 +354,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   result.plan = to_text(synced, plan);
   // the checkpoint database lives here, on another host than the nodes that write the pieces
   detail::checkpoint_driver checkpoints{checkpoint_opts, j.name(), result.plan, instances};
+  checkpoints.keep_latest();  // a copy's restore reads it while the job runs: never from the disk
   auto from = checkpoints.start_point();
   result.restored_from = from.checkpoint;
 
@@ -914,24 +915,28 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       auto restoring = std::find_if(catching_up.begin(), catching_up.end(), [&](auto& r) {
         return r.copy.stage == to.stage && r.copy.instance == to.instance && r.copy.copy == to.copy;
       });
-      if (restoring != catching_up.end()) {  // its sender could not replay to it
+      auto why = "fell more than " + std::to_string(opts.replica_lag) +
+                 " items behind (replica_lag)";
+      if (restoring != catching_up.end()) {  // a restored copy that had not caught up yet
         const auto restore = *restoring;
         catching_up.erase(restoring);
-        give_up(restore, "a sender no longer holds what it sent since checkpoint " +
-                             std::to_string(restore.checkpoint) +
-                             " (more than replay_limit elements), or it fell too far behind");
-        return;
+        why = "could not catch up from checkpoint " + std::to_string(restore.checkpoint) +
+              " (a sender no longer held what it sent since: more than replay_limit elements; "
+              "or it fell too far behind)";
+        if (recreated[{k, to.copy}] >= max_recreations) {
+          give_up(restore, why);
+          return;
+        }
+      } else if (to.copy == 0 && where.node(k, 0) == placement[k]) {
+        return;  // the primary slot leads to a copy 0 only once that copy was restored elsewhere
       }
-      // the primary slot leads to a copy 0 only once that copy was restored elsewhere
-      if (to.copy == 0 && where.node(k, 0) == placement[k]) return;
       if (!dropped.insert({k, to.copy}).second) return;
       for (auto member : members)
         if (!gone[*member_of[member]])
           links.send(member, net::copy_lost_frame(to.stage, to.instance, to.copy));
       const auto at = where.node(k, to.copy);  // member index
-      auto text = copy_name(to) + " on node '" + on.nodes[at].id +
-                  "' fell more than " + std::to_string(opts.replica_lag) +
-                  " items behind (replica_lag) and was dropped; its primary goes on";
+      auto text = copy_name(to) + " on node '" + on.nodes[at].id + "' " + why +
+                  " and was dropped; the other copies go on";
       // it is made again from the latest checkpoint, where it lagged or (better) on a node
       // holding no copy; a copy that keeps falling behind stays dropped after a few tries
       const auto again = ++recreated[{k, to.copy}];

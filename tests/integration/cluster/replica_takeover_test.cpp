@@ -18,6 +18,7 @@
 #include "../../support/environment.hpp"
 #include "../../support/replicated_window.hpp"
 #include "../../support/thrown.hpp"
+#include "tidemark/runtime/cluster_status.hpp"
 #include "tidemark/runtime/faults.hpp"
 
 using namespace tidemark;
@@ -51,6 +52,19 @@ struct four_nodes_with_faults : test::replicated_window {
 struct two_nodes : test::replicated_window {
   two_nodes() : replicated_window(node_processes(2)) { lay_out(true, "n1"); }
 };
+
+/// Whether the nodes report copy `copy` of both window instances running again on `node` (copies
+/// are restored one after the other: a second loss before both ran again finds one without a live
+/// copy, and the job recovers instead of taking over).
+bool both_restored(const cluster_config& cluster, std::uint32_t copy, const std::string& node) {
+  const auto s = query_cluster_status(cluster, std::chrono::milliseconds{500});
+  if (!s.plan) return false;
+  std::size_t restored = 0;
+  for (const auto& i : s.plan->instances)
+    restored += i.copies.size() > copy && i.copies[copy].node == node &&
+                i.copies[copy].now == copy_status::state::restored;
+  return restored == 2;
+}
 
 /// Warnings that contain both `a` and `b`.
 std::size_t mentions(const std::vector<std::string>& warnings, const std::string& a,
@@ -205,6 +219,8 @@ BOOST_FIXTURE_TEST_CASE(a_lost_copy_is_restored_from_a_checkpoint_and_takes_over
         // the primaries come back on n4 (n3 holds their replicas), which receives the source's
         // batches
         job.wait_until([&] { return nodes.status(3).batch_frames_in > 0; }, "n4 receives batches");
+        job.wait_until([&] { return both_restored(nodes.cluster, 0, "n4"); },
+                       "both primaries run on n4");
         // the decisive check: once the results moved on, n3 dies too; the restored copies on n4,
         // built from a checkpoint and their senders' replay, are now the only ones
         job.wait_for_results(expected.size() / 2);
@@ -232,15 +248,17 @@ BOOST_FIXTURE_TEST_CASE(a_dropped_replica_is_made_again_and_takes_over_the_next_
   const auto& expected = reference(events);
   lay_out(true, "n1");  // source and sink on n1, primaries on n2, replicas on n3; n4 runs nothing
   auto ro = options("remade", true);
-  ro.replica_lag = 16;
+  ro.replica_lag = 64;  // room for a restored copy's catching up on a loaded machine
   const auto r = run(events, 5000, "remade", ro, [&](test::running_job& job) {
     job.wait_for_results(1);
-    // every frame from the source's node to the replicas' now takes 300 ms: they fall behind
+    // every frame from the source's node to the replicas' now takes a second: a credit window
+    // per second is less than the source sends, so they fall behind
     fault_command slow;
-    slow.links["n3"].delay = 300ms;
+    slow.links["n3"].delay = 1000ms;
     inject_faults(nodes.cluster, "n1", slow);
     // both replicas are dropped and made again on n4, which then receives the source's batches
     job.wait_until([&] { return nodes.status(3).batch_frames_in > 0; }, "n4 receives batches");
+    job.wait_until([&] { return both_restored(nodes.cluster, 1, "n4"); }, "both replicas run on n4");
     job.wait_for_results(expected.size() / 2);
     job.kill(1);
   });
