@@ -54,7 +54,8 @@ struct measurement {
 };
 
 /// `read_late`: the late output is read too (by a counting sink; the ascending stream has none).
-measurement run_pipeline(std::uint64_t events, std::size_t batch_size, bool read_late) {
+measurement run_pipeline(std::uint64_t events, std::size_t batch_size, std::uint32_t credit,
+                         bool read_late) {
   const auto windows = static_cast<std::size_t>(events / events_per_time_unit / window_size) + 1;
   auto log = std::make_shared<delay_log>(windows);
   auto results = std::make_shared<std::uint64_t>(0);
@@ -77,6 +78,7 @@ measurement run_pipeline(std::uint64_t events, std::size_t batch_size, bool read
       }, "count");
   run_options opts;
   opts.batch_size = batch_size;
+  opts.credit = credit;
   const auto cpu_before = bench::process_cpu_seconds();
   auto r = run(j, opts);
   measurement m;
@@ -157,11 +159,13 @@ int main(int argc, char** argv) {
   std::uint64_t events = 20'000'000;
   std::size_t batch = run_options{}.batch_size;
   int repeats = 3;
+  std::uint32_t credit = run_options{}.credit;
   bool sweep = true;
   std::uint64_t batch1_events = 2'000'000;
   app.add_option("--out", out, "JSON report");
   app.add_option("--events", events, "events per run");
   app.add_option("--batch", batch, "batch size");
+  app.add_option("--credit", credit, "credit per channel (batches in flight)");
   app.add_option("--repeats", repeats, "runs of each variant (the median is reported)");
   app.add_flag("!--no-sweep", sweep, "skip the batch sweep (batch 1, 64, 1024, 4096)");
   app.add_option("--sweep-batch1-events", batch1_events,
@@ -177,7 +181,7 @@ int main(int argc, char** argv) {
     std::printf("plain loop: %.1f M events/s\n", events / plain.back().seconds / 1e6);
     for (bool read_late : {false, true}) {
       auto& runs = read_late ? with_late_runs : tidemark_runs;
-      runs.push_back(run_pipeline(events, batch, read_late));
+      runs.push_back(run_pipeline(events, batch, credit, read_late));
       const auto& m = runs.back();
       std::printf("tidemark%s %.1f M events/s (%.2f s CPU for %.2f s), %llu results\n",
                   read_late ? " (results+late):" : ":              ", events / m.seconds / 1e6,
@@ -193,7 +197,7 @@ int main(int argc, char** argv) {
       const auto reference = run_plain_loop(n);
       std::vector<measurement> runs;
       for (int r = 0; r < repeats; ++r) {
-        runs.push_back(run_pipeline(n, size, false));
+        runs.push_back(run_pipeline(n, size, credit, false));
         std::printf("batch %zu: %.2f M events/s\n", size, n / runs.back().seconds / 1e6);
         if (!matches(runs.back(), reference)) return 1;
       }
@@ -217,6 +221,7 @@ int main(int argc, char** argv) {
                      {"window_size", window_size},
                      {"events_per_window", events_per_time_unit * window_size},
                      {"batch_size", batch},
+                     {"credit", credit},
                      {"repeats", repeats},
                      {"results", t.results},
                      {"events_per_s", eps},
