@@ -20,6 +20,7 @@ class stage_actor final : public annotated_actor, private stage_io {
         driver_(std::move(setup.driver)),
         senders_(setup.core.input_ports.size()),
         pending_(outputs_.size()),
+        burst_capacity_(setup.core.opts.credit + 1),
         adaptive_(setup.core.opts.adaptive_batching),
         core_(std::make_unique<stage_core>(std::move(setup.core), static_cast<stage_io&>(*this))) {}
 
@@ -136,7 +137,10 @@ class stage_actor final : public annotated_actor, private stage_io {
   }
   void queue(std::uint32_t out, channel_item item) {
     auto& items = pending_[out];
-    if (items.empty()) dirty_.push_back(out);
+    if (items.empty()) {
+      dirty_.push_back(out);
+      items.reserve(burst_capacity_);  // a burst moves the vector out: room for the usual one
+    }
     items.push_back(std::move(item));
   }
   /// Sends what the core queued while handling the current message: one message per output slot
@@ -202,6 +206,7 @@ class stage_actor final : public annotated_actor, private stage_io {
   std::vector<sender> senders_;
   std::vector<std::vector<channel_item>> pending_;  // per output slot: not sent yet
   std::vector<std::uint32_t> dirty_;                // output slots with pending items
+  std::size_t burst_capacity_;                      // credit batches and a signal
   bool adaptive_;
   std::unique_ptr<stage_core> core_;
 };

@@ -518,12 +518,11 @@ void stage_core::advance_inputs() {
   if (all_eos) finish();
 }
 
+/// A source that stopped for credit (or for a saturated operator) pulls at once, without a pump
+/// message; one with a pump scheduled waits for it.
 void stage_core::resume() {
   if (cfg_.source) {
-    if (!blocked() && !held() && !pump_scheduled_ && !finished_) {
-      pump_scheduled_ = true;
-      io_.schedule_pump();
-    }
+    if (!pump_scheduled_) pump();
   } else {
     drain();
   }

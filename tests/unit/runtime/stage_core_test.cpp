@@ -257,9 +257,12 @@ BOOST_AUTO_TEST_CASE(a_pump_pulls_while_the_source_has_more_until_its_output_blo
   BOOST_TEST(s.io.take().empty());
   BOOST_TEST(s.core->waiting(0) == 1u);
   BOOST_TEST(s.io.pumps == 2);
-  s.core->on_credit(0, 1);
-  BOOST_TEST(s.io.take() == (lines{"out 0: [16]"}));
-  BOOST_TEST(s.io.pumps == 3);
+  // credit: 16 goes, and the source pulls at once, without a pump message: 18 takes the last
+  // credit, 20 waits
+  s.core->on_credit(0, 2);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [16]", "out 0: [18]"}));
+  BOOST_TEST(s.core->waiting(0) == 1u);
+  BOOST_TEST(s.io.pumps == 2);
 }
 
 BOOST_AUTO_TEST_CASE(adaptive_batching_sends_early_only_while_fewer_than_half_the_credit_is_out) {
