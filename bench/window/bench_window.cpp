@@ -136,7 +136,9 @@ measurement run_plain_loop(std::uint64_t events) {
 /// The pipeline's result matches the plain loop's (count and sum); prints what differs otherwise.
 bool matches(const measurement& m, const measurement& reference) {
   if (m.results == reference.results && m.checksum == reference.checksum) return true;
-  std::fprintf(stderr, "results differ from the plain loop: %llu results (checksum %lld), expected %llu (%lld)\n",
+  std::fprintf(stderr,
+               "results differ from the plain loop: %llu results (checksum %lld), expected %llu "
+               "(%lld)\n",
                static_cast<unsigned long long>(m.results), static_cast<long long>(m.checksum),
                static_cast<unsigned long long>(reference.results),
                static_cast<long long>(reference.checksum));

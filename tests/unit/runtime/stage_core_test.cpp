@@ -239,8 +239,8 @@ BOOST_AUTO_TEST_CASE(full_pulls_fill_whole_batches_under_adaptive_batching) {
   // (one pump pulls up to 8 times, the credit: elements 0..31)
   source_stage s{4, 4, true};
   s.core->start();
-  BOOST_TEST(s.io.take() == (lines{"out 0: [0 2 4 6]", "out 0: [8 10 12 14]", "out 0: [16 18 20 22]",
-                                   "out 0: [24 26 28 30]"}));
+  BOOST_TEST(s.io.take() == (lines{"out 0: [0 2 4 6]", "out 0: [8 10 12 14]",
+                                   "out 0: [16 18 20 22]", "out 0: [24 26 28 30]"}));
   BOOST_TEST(s.io.pumps == 1);
 }
 

@@ -169,7 +169,8 @@ BOOST_FIXTURE_TEST_CASE(what_one_message_puts_on_a_channel_goes_out_in_one_messa
   spawn(1, 8);
   // two batches and a watermark in one burst: they leave in one burst, in order
   std::vector<channel_item> items;
-  for (int x : {1, 2}) items.push_back({batch_holder{std::make_unique<batch<int>>(std::vector<int>{x})}});
+  for (int x : {1, 2})
+    items.push_back({batch_holder{std::make_unique<batch<int>>(std::vector<int>{x})}});
   items.push_back({batch_holder{}, signal_kind::watermark, 3});
   caf::send_as(upstream, stage, burst_msg{0, 0, std::move(items)});
   sched.run();
