@@ -58,6 +58,7 @@ class stage_actor final : public annotated_actor, private stage_io {
         },
         [this](burst_msg& m) {
           for (auto& item : m.items) {
+            if (core_->over()) break;  // as a stage that quit takes no more messages
             if (item.batch.ptr) {
               learn_sender(m.in, m.out);
               core_->on_data(m.in, std::move(item.batch.ptr));
