@@ -2,6 +2,10 @@
 #include "checkpointing.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -31,12 +35,76 @@ std::int64_t wall_ms() {
 
 }  // namespace
 
+/// Runs the store's writes in order on a thread of its own, so the driver's thread (the embedded
+/// driver's loop, the coordinator's control loop with its heartbeats) never waits for the disk:
+/// every piece and record is synced, and a synced write can take seconds on a busy disk.
+class checkpoint_driver::writer {
+ public:
+  writer() : thread_([this] { run(); }) {}
+  ~writer() {
+    {
+      std::lock_guard<std::mutex> lock{mutex_};
+      stop_ = true;  // what is still queued is dropped: no checkpoint is recorded half
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  writer(const writer&) = delete;
+  writer& operator=(const writer&) = delete;
+
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock{mutex_};
+      tasks_.push_back(std::move(task));
+      ++pending_;
+    }
+    wake_.notify_all();
+  }
+  /// Returns once every task posted so far ran.
+  void drain() {
+    std::unique_lock<std::mutex> lock{mutex_};
+    idle_.wait(lock, [&] { return pending_ == 0; });
+  }
+  bool busy() {
+    std::lock_guard<std::mutex> lock{mutex_};
+    return pending_ > 0;
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock{mutex_};
+        wake_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+        if (stop_) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+      {
+        std::lock_guard<std::mutex> lock{mutex_};
+        --pending_;
+      }
+      idle_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<std::function<void()>> tasks_;
+  std::size_t pending_ = 0;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the rest is there
+};
+
 checkpoint_driver::checkpoint_driver(const checkpoint_options& opts, std::string job,
                                      const std::string& plan, std::size_t instances)
     : opts_(opts), job_(std::move(job)), plan_(fingerprint(plan + opts.job_settings)), instances_(instances) {
   if (!opts_.enabled()) return;
   enabled_ = true;
   store_ = std::make_unique<persistence::checkpoint_store>(opts_.dir, opts_.retain);
+  writer_ = std::make_unique<writer>();
   next_ = clock::now() + opts_.interval;
 }
 
@@ -45,7 +113,23 @@ persistence::checkpoint_store& checkpoint_driver::store() {
   return *store_;
 }
 
-void checkpoint_driver::fail(std::uint64_t id, const std::string& why, bool reopen) {
+void checkpoint_driver::write(std::uint64_t id, const std::function<void()>& f) {
+  writer_->post([this, id, f] {
+    if (id == write_failed_) return;  // an earlier write of this checkpoint failed
+    try {
+      f();
+    } catch (const persistence::storage_error& e) {
+      write_failed_ = id;
+      // The store's connection is unusable after a panic; the next write opens it again, so it
+      // works once the disk has space (or stops failing).
+      if (e.connection_lost()) store_.reset();
+      std::lock_guard<std::mutex> lock{outcomes_mutex_};
+      outcomes_.push_back({id, e.what()});
+    }
+  });
+}
+
+void checkpoint_driver::fail(std::uint64_t id, const std::string& why) {
   ++failed_;
   ++failed_in_a_row_;
   const auto text = "checkpoint " + std::to_string(id) + " failed: " + why;
@@ -54,10 +138,8 @@ void checkpoint_driver::fail(std::uint64_t id, const std::string& why, bool reop
       "{} (the job goes on; the previous completed checkpoint stays the one to resume "
       "from)",
       text);
-  current_ = 0;
-  // The store's connection is unusable after a panic; the next checkpoint opens it again, so it
-  // works once the disk has space (or stops failing).
-  if (reopen) store_.reset();
+  if (current_ == id) current_ = 0;
+  writing_.erase(id);
   if (opts_.max_consecutive_failures != 0 && failed_in_a_row_ >= opts_.max_consecutive_failures)
     throw job_error(std::to_string(failed_in_a_row_) + " checkpoints in a row failed (the bound " +
                     "is checkpoint_options::max_consecutive_failures); the last: " + text);
@@ -75,8 +157,10 @@ restore_point checkpoint_driver::start_point() {
                       " of job '" + existing.back().job +
                       "': pass --resume to continue from it, or remove the directory to start over");
     store_->clear();  // pieces of checkpoints that never completed
+    last_id_ = store_->next_id() - 1;
     return from;
   }
+  last_id_ = store_->next_id() - 1;
   auto loaded = store_->latest(job_, plan_);
   for (const auto& why : loaded.rejected) spdlog::warn("checkpoint not usable: {}", why);
   if (loaded.record.id == 0) {
@@ -102,9 +186,9 @@ restore_point checkpoint_driver::start_point() {
 restore_point checkpoint_driver::recover() {
   restore_point from;
   if (!enabled_) return from;
+  (void)settle();  // a checkpoint recorded meanwhile is one to restore from
   if (current_ != 0) spdlog::info("checkpoint {} abandoned: the job restarts", current_);
   current_ = 0;
-  stopped_ = false;
   next_ = clock::now() + opts_.interval;
   auto loaded = store().latest(job_, plan_);
   for (const auto& why : loaded.rejected) spdlog::warn("checkpoint not usable: {}", why);
@@ -116,10 +200,16 @@ restore_point checkpoint_driver::recover() {
 restore_point checkpoint_driver::latest() {
   restore_point from;
   if (!enabled_) return from;
+  (void)settle();
   auto loaded = store().latest(job_, plan_);
   from.checkpoint = loaded.record.id;
   from.pieces = std::move(loaded.pieces);
   return from;
+}
+
+std::vector<std::uint64_t> checkpoint_driver::settle() {
+  writer_->drain();
+  return collect();
 }
 
 void checkpoint_driver::warn_unreplayable(const std::vector<std::string>& sources,
@@ -135,20 +225,15 @@ void checkpoint_driver::warn_unreplayable(const std::vector<std::string>& source
 
 std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::uint64_t)>& inject) {
   constexpr std::chrono::milliseconds never = std::chrono::hours{1};
-  if (!enabled_ || stopped_) return never;
+  if (!enabled_) return never;
+  // while the writer works, the caller looks again soon for what became durable (collect)
+  constexpr std::chrono::milliseconds soon{2};
+  const bool writing = !writing_.empty() || writer_->busy();
   const auto now = clock::now();
-  if (current_ == 0 && now >= next_) {
-    std::uint64_t id = last_id_ + 1;
-    try {
-      id = std::max(id, store().next_id());
-    } catch (const persistence::storage_error& e) {
-      last_id_ = id;
-      next_ = now + opts_.interval;
-      fail(id, e.what(), true);  // the store cannot even be opened: try at the next interval
-      return opts_.interval;
-    }
-    last_id_ = id;
-    current_ = id;
+  // one checkpoint at a time, the next once the last one's record is durable: a disk slower than
+  // the interval spaces the checkpoints out instead of queueing their pieces in memory
+  if (current_ == 0 && writing_.empty() && now >= next_) {
+    current_ = ++last_id_;
     started_ = now;
     received_.clear();
     progress_ = {};
@@ -156,28 +241,29 @@ std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::
     next_ = now + opts_.interval;
     inject(current_);
   }
+  if (writing) return soon;
   if (current_ != 0) return never;  // the next one starts after this one completes
   return std::chrono::duration_cast<std::chrono::milliseconds>(next_ - now) + std::chrono::milliseconds{1};
 }
 
-bool checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id,
-                                 std::string_view state, double alignment_ms) {
-  if (!enabled_ || id != current_) return false;  // an abandoned or failed checkpoint
+void checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id,
+                                 std::string state, double alignment_ms) {
+  if (!enabled_ || id != current_) return;  // an abandoned or failed checkpoint
   // replicas of an instance snapshot at the same barrier: the first copy's piece is kept
-  if (received_.count({stage, instance})) return false;
-  try {
-    store_->put_piece(id, stage, instance, state);
-  } catch (const persistence::storage_error& e) {
-    fail(id,
-         "writing the piece of stage " + std::to_string(stage) + " instance " +
-             std::to_string(instance) + ": " + e.what(),
-         e.connection_lost());
-    return false;
-  }
+  if (received_.count({stage, instance})) return;
   received_.insert({stage, instance});
   progress_.bytes += state.size();
   progress_.alignment_ms = std::max(progress_.alignment_ms, alignment_ms);
-  if (received_.size() < instances_) return false;
+  write(id, [this, id, stage, instance, state = std::move(state)] {
+    try {
+      store().put_piece(id, stage, instance, state);
+    } catch (const persistence::storage_error& e) {
+      throw persistence::storage_error(e.code(), "writing the piece of stage " +
+                                                     std::to_string(stage) + " instance " +
+                                                     std::to_string(instance) + ": " + e.what());
+    }
+  });
+  if (received_.size() < instances_) return;
   progress_.pieces = static_cast<std::uint32_t>(received_.size());
   progress_.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - started_).count();
   persistence::checkpoint_record r;
@@ -189,36 +275,53 @@ bool checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, st
   r.completed_ms = wall_ms();
   r.duration_ms = progress_.duration_ms;
   r.alignment_ms = progress_.alignment_ms;
-  try {
-    store_->complete(r);
-  } catch (const persistence::storage_error& e) {
-    // complete() commits the record synced before anything else: when it throws, the record is
-    // not durable (a failure in the retention after it is harmless, the next complete() redoes
-    // it), so the checkpoint is not reported complete and no sink commits it
-    fail(id, "recording it: " + std::string{e.what()}, e.connection_lost());
-    return false;
-  }
-  failed_in_a_row_ = 0;
-  completed_.push_back(progress_);
-  spdlog::debug("checkpoint {} complete: {} pieces, {} bytes, {:.1f} ms", r.id, r.pieces, r.bytes,
-                r.duration_ms);
+  // complete() commits the record synced before anything else: when it throws, the record is
+  // not durable (a failure in the retention after it is harmless, the next complete() redoes
+  // it), so the checkpoint is not reported complete and no sink commits it
+  write(id, [this, r] {
+    try {
+      store().complete(r);
+    } catch (const persistence::storage_error& e) {
+      throw persistence::storage_error(e.code(), "recording it: " + std::string{e.what()});
+    }
+    std::lock_guard<std::mutex> lock{outcomes_mutex_};
+    outcomes_.push_back({r.id, {}});
+  });
+  writing_[id] = progress_;
   current_ = 0;
-  // a checkpoint that took longer than the interval is followed at once, not by a burst
-  next_ = std::max(next_, clock::now());
-  return true;
 }
 
-void checkpoint_driver::on_done(std::uint32_t stage, std::uint32_t instance) {
-  stopped_ = true;
-  if (current_ != 0 && !received_.count({stage, instance})) {
-    spdlog::debug("checkpoint {} abandoned: stage {} instance {} finished before its barrier",
-                  current_, stage, instance);
-    current_ = 0;
+std::vector<std::uint64_t> checkpoint_driver::collect() {
+  std::vector<std::uint64_t> durable;
+  if (!enabled_) return durable;
+  std::vector<outcome> done;
+  {
+    std::lock_guard<std::mutex> lock{outcomes_mutex_};
+    done.swap(outcomes_);
   }
+  for (auto& o : done) {
+    if (!o.error.empty()) {
+      fail(o.id, o.error);
+      continue;
+    }
+    auto it = writing_.find(o.id);
+    if (it == writing_.end()) continue;
+    failed_in_a_row_ = 0;
+    completed_.push_back(it->second);
+    writing_.erase(it);
+    spdlog::debug("checkpoint {} complete: {} pieces, {} bytes, {:.1f} ms", o.id,
+                  completed_.back().pieces, completed_.back().bytes,
+                  completed_.back().duration_ms);
+    durable.push_back(o.id);
+    // a checkpoint that took longer than the interval is followed at once, not by a burst
+    next_ = std::max(next_, clock::now());
+  }
+  return durable;
 }
 
 void checkpoint_driver::finished() {
   if (!enabled_) return;
+  writer_->drain();  // nothing of the run is written after the cleanup
   try {
     store().clear();
   } catch (const persistence::storage_error& e) {

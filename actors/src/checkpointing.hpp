@@ -1,9 +1,10 @@
 // The driver's side of checkpoints: starts one every interval (the caller sends its barrier to
 // the source stages: local actors, or nodes on a cluster), stores the pieces the stage instances
 // send back, and records the checkpoint once every instance sent its piece (the caller then tells
-// every stage to commit). It also finds the checkpoint a resumed run starts from. Pieces are
-// written on the driver's thread, never on a stage's, so writing a snapshot does not stall
-// processing. The embedded driver and the cluster coordinator share it.
+// every stage to commit). It also finds the checkpoint a resumed run starts from. Pieces and
+// records are written in order on a writer thread of the driver's, never on a stage's nor on the
+// driver's own thread, so neither processing nor the driver's loop (the coordinator's heartbeats)
+// waits for a synced write. The embedded driver and the cluster coordinator share it.
 //
 // A checkpoint whose piece or record cannot be written (a full or failing disk) fails: it is
 // counted with its error, never recorded, the job goes on and the next one starts at the next
@@ -15,7 +16,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -53,27 +56,27 @@ class checkpoint_driver {
   /// The state to restart from after a failure mid-run (a lost node): the newest completed
   /// checkpoint of this job and plan — of this run or of the one it resumed from — or nothing
   /// when none completed, so the job starts from the beginning. Abandons the checkpoint in
-  /// progress; checkpoints start again (the restarted instances have not finished).
+  /// progress.
   restore_point recover();
 
   /// The newest completed checkpoint with its pieces, without abandoning anything (a copy
   /// restored after a takeover starts from it); checkpoint 0 when none completed.
   restore_point latest();
 
-  /// Starts the next checkpoint when it is due: `inject(id)` sends its barrier to the sources.
-  /// Returns how long until the next one is due. Throws job_error when too many checkpoints
-  /// failed in a row (as on_piece).
+  /// Starts the next checkpoint when it is due and the last one's record is durable:
+  /// `inject(id)` sends its barrier to the sources. Returns how long until the caller should call
+  /// again: a few ms while the writer works (collect() then reports what became durable).
   std::chrono::milliseconds poll(const std::function<void(std::uint64_t id)>& inject);
-  /// Stores the piece of (stage, instance) for checkpoint `id` (the first one: the copies of a
-  /// replicated instance each send one, identical). Returns true when it was the last one: the
-  /// checkpoint is recorded, and the caller tells every stage to commit `id`. A piece or record
-  /// that cannot be written fails checkpoint `id` (false); when that makes
-  /// `max_consecutive_failures` in a row, throws job_error naming the last error.
-  bool on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id,
-                std::string_view state, double alignment_ms);
-  /// An instance finished: checkpoints can no longer include it, so none starts any more, and the
-  /// one in progress is abandoned unless the instance sent its piece already.
-  void on_done(std::uint32_t stage, std::uint32_t instance);
+  /// Hands the piece of (stage, instance) for checkpoint `id` to the writer (the first one: the
+  /// copies of a replicated instance each send one, identical). After the last piece the
+  /// checkpoint's record follows; collect() reports when it is durable.
+  void on_piece(std::uint32_t stage, std::uint32_t instance, std::uint64_t id, std::string state,
+                double alignment_ms);
+  /// The checkpoints whose pieces and record became durable since the last call, in order: the
+  /// caller tells every stage to commit each. A piece or record that could not be written fails
+  /// its checkpoint; when that makes `max_consecutive_failures` in a row, throws job_error naming
+  /// the last error.
+  std::vector<std::uint64_t> collect();
   /// With checkpoints on, a warning in `result` (and the log) for each of `sources` (sources that
   /// cannot replay their input): after a restore, what they read since the checkpoint is lost.
   void warn_unreplayable(const std::vector<std::string>& sources, job_result& result) const;
@@ -89,10 +92,22 @@ class checkpoint_driver {
 
  private:
   using clock = std::chrono::steady_clock;
-  /// The store, reopened when a failure left its connection unusable.
+  class writer;
+  /// What the writer did with a checkpoint: its record is durable (no error), or it failed.
+  struct outcome {
+    std::uint64_t id;
+    std::string error;
+  };
+  /// The store, reopened when a failure left its connection unusable (writer thread, or the
+  /// driver's after settle()).
   persistence::checkpoint_store& store();
+  /// Runs `f` on the writer for checkpoint `id`, unless an earlier write of `id` failed; a
+  /// storage_error it throws fails `id`.
+  void write(std::uint64_t id, const std::function<void()>& f);
+  /// Waits for the writer, then collect(): the store is the driver's thread's until the next write.
+  std::vector<std::uint64_t> settle();
   /// Checkpoint `id` failed with `why`: counted, abandoned; throws job_error past the bound.
-  void fail(std::uint64_t id, const std::string& why, bool reopen);
+  void fail(std::uint64_t id, const std::string& why);
 
   checkpoint_options opts_;
   std::string job_;
@@ -100,7 +115,6 @@ class checkpoint_driver {
   std::size_t instances_;
   std::unique_ptr<persistence::checkpoint_store> store_;
   clock::time_point next_;
-  bool stopped_ = false;  // an instance finished
   // the checkpoint in progress (id 0: none)
   std::uint64_t current_ = 0;
   clock::time_point started_;
@@ -112,6 +126,12 @@ class checkpoint_driver {
   std::uint32_t failed_ = 0;
   std::uint32_t failed_in_a_row_ = 0;
   std::string first_failure_;
+  // checkpoints whose pieces all came, until their record is durable
+  std::map<std::uint64_t, checkpoint_metrics> writing_;
+  std::uint64_t write_failed_ = 0;  // writer thread: the last checkpoint a write of failed
+  std::mutex outcomes_mutex_;
+  std::vector<outcome> outcomes_;
+  std::unique_ptr<writer> writer_;  // last: stops (and stops touching the rest) first
 };
 
 }  // namespace tidemark::detail

@@ -103,28 +103,24 @@ job_result run(const job& j, const run_options& opts) {
         opts.stop ? std::chrono::milliseconds{100} : std::chrono::hours{1};
     if (live.enabled()) wait = std::min(wait, live.ask(inbox.actor(), actors.stages()));
     try {
-      wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
-        for (const auto& a : actors.sources())
-          caf::anon_send(a, detail::checkpoint_atom::value, id);
-      }));
+      for (auto id : checkpoints.collect())
+        for (const auto& a : actors.stages()) caf::anon_send(a, detail::commit_atom::value, id);
     } catch (const job_error& e) {  // too many checkpoints failed in a row
       failure = e.what();
       break;
     }
+    // every stage hears of it: sources start it, stages that ended answer for themselves
+    wait = std::min(wait, checkpoints.poll([&](std::uint64_t id) {
+      for (const auto& a : actors.stages()) caf::anon_send(a, detail::checkpoint_atom::value, id);
+    }));
     auto message = inbox.pop(wait);
     if (!message) continue;
     if (auto* m = std::get_if<detail::done_msg>(&*message)) {
-      checkpoints.on_done(m->metrics.stage, m->metrics.instance);
       if (live.enabled()) live.update(m->metrics);
       result.instances.push_back(std::move(m->metrics));
       ++done;
     } else if (auto* m = std::get_if<detail::checkpointed_msg>(&*message)) {
-      try {
-        if (checkpoints.on_piece(m->stage, m->instance, m->id, m->state, m->alignment_ms))
-          for (const auto& a : actors.stages()) caf::anon_send(a, detail::commit_atom::value, m->id);
-      } catch (const job_error& e) {  // too many checkpoints failed in a row
-        failure = e.what();
-      }
+      checkpoints.on_piece(m->stage, m->instance, m->id, std::move(m->state), m->alignment_ms);
     } else if (auto* m = std::get_if<detail::live_metrics_msg>(&*message)) {
       live.update(std::move(m->metrics));
     } else if (auto* m = std::get_if<detail::failed_msg>(&*message)) {
@@ -139,10 +135,8 @@ job_result run(const job& j, const run_options& opts) {
     actors.stop();
     throw job_error("job '" + j.name() + "' failed: " + failure);
   }
-  if (done < total) {
-    actors.stop();
-    result.warnings.push_back("stopped on request before the end of the job");
-  }
+  if (done < total) result.warnings.push_back("stopped on request before the end of the job");
+  actors.stop();  // stages that are done wait for it (they answer checkpoints until the end)
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   result.checkpoints = checkpoints.completed();
   result.failed_checkpoints = checkpoints.failed();

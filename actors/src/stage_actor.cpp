@@ -42,6 +42,7 @@ class stage_actor final : public annotated_actor, private stage_io {
       if (auto self = caf::actor_cast<caf::actor>(addr)) caf::anon_send(self, wake_atom::value);
     });
     core_->restore();
+    send_pending();  // a stage restored as finished ended its outputs already
     return {
         [this](start_atom) {
           core_->start();
@@ -58,7 +59,7 @@ class stage_actor final : public annotated_actor, private stage_io {
         },
         [this](burst_msg& m) {
           for (auto& item : m.items) {
-            if (core_->over()) break;  // as a stage that quit takes no more messages
+            if (core_->over()) break;  // nothing more goes into a stage that is done or failed
             if (item.batch.ptr) {
               learn_sender(m.in, m.out);
               core_->on_data(m.in, std::move(item.batch.ptr));
@@ -168,10 +169,11 @@ class stage_actor final : public annotated_actor, private stage_io {
     delayed_send(this, linger, flush_atom::value);
   }
   void schedule_pump() override { send(this, pump_atom::value); }
+  // A stage that is done stays until the deployment stops it: checkpoints taken later hear from
+  // it that it had finished (stage_core::on_checkpoint).
   void done(instance_metrics m) override {
     send_pending();
     send(driver_, done_msg{std::move(m)});
-    quit();
   }
   void failed(std::string what) override {
     send_pending();

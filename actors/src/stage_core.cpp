@@ -1,6 +1,8 @@
 // The logic of one stage instance (see stage_core.hpp).
 #include "stage_core.hpp"
 
+#include <string_view>
+
 #include <algorithm>
 #include <exception>
 #include <iterator>
@@ -14,6 +16,9 @@ using clock = std::chrono::steady_clock;
 
 /// Version of the layout write_state produces; restore refuses any other.
 constexpr std::uint32_t state_format = 1;
+/// The piece of a stage that had ended when a checkpoint was taken (no layout starts like it: a
+/// state starts with its format).
+constexpr std::string_view finished_state = "tidemark:finished";
 
 /// Thrown through the stage once a user function failed; carries the final message.
 struct operator_failure {
@@ -81,6 +86,7 @@ stage_core::~stage_core() = default;
 // ---- what the shell feeds in -------------------------------------------------------------------
 
 void stage_core::start() {
+  if (finished_) return;  // restored as finished
   guarded([&] {
     if (cfg_.source) {
       call(0, [&] {
@@ -543,11 +549,26 @@ void stage_core::after_work() {
 // ---- checkpoints -------------------------------------------------------------------------------
 
 void stage_core::on_checkpoint(std::uint64_t id) {
-  if (finished_ || !cfg_.source) return;
+  if (eos_sent_ && !failed_) {  // done, too: guarded() does nothing more then
+    answer_finished(id);
+    return;
+  }
   guarded([&] {
-    take_checkpoint(id, 0);
-    after_work();
+    if (cfg_.source && !finished_) {
+      take_checkpoint(id, 0);
+      after_work();
+    } else {
+      announced_ = std::max(announced_, id);  // its barrier comes in band, or the inputs end
+    }
   });
+}
+
+/// The stage ended its outputs before barrier `id` could reach it: everything it will ever emit
+/// is in its receivers' part of checkpoint `id`, and a restore from it ends the stage at once.
+void stage_core::answer_finished(std::uint64_t id) {
+  if (id <= checkpointed_) return;
+  checkpointed_ = id;
+  io_.checkpointed(id, std::string{finished_state}, 0);
 }
 
 void stage_core::on_checkpoint_complete(std::uint64_t id) {
@@ -580,6 +601,7 @@ bool stage_core::aligned() const {
 
 /// Writes the state, then sends the barrier on every output behind everything emitted before it.
 void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
+  checkpointed_ = id;
   auto state = write_state(id);
   signal_all(signal_kind::barrier, static_cast<event_time>(id));
   io_.checkpointed(id, std::move(state), alignment_ms);
@@ -624,6 +646,16 @@ std::string stage_core::write_state(std::uint64_t id) {
 
 void stage_core::restore() {
   if (cfg_.restore_checkpoint == 0) return;
+  if (cfg_.restore_state == finished_state) {
+    // it had ended: it ends its outputs again, without finishing its operators a second time
+    // (what they emitted at their end is in the receivers' state already)
+    cfg_.restore_state = {};
+    checkpointed_ = cfg_.restore_checkpoint;
+    finished_ = true;
+    finish_next_ = cfg_.nodes.size();
+    guarded([&] { continue_finish(); });
+    return;
+  }
   guarded([&] {
     const auto id = cfg_.restore_checkpoint;
     const auto& s = cfg_.restore_state;
@@ -715,6 +747,8 @@ void stage_core::continue_finish() {
   if (eos_sent_) return;
   eos_sent_ = true;
   signal_all(signal_kind::eos, end_of_time);
+  // a checkpoint heard of whose barrier never came (the inputs ended first)
+  if (announced_ > checkpointed_) answer_finished(announced_);
   maybe_done();
 }
 

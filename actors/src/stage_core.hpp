@@ -101,7 +101,10 @@ class stage_core {
   void restore();
   /// Opens the source and starts pulling (or finishes at once a stage without inputs).
   void start();
-  /// A source stage takes its part of checkpoint `id` and sends the barrier downstream.
+  /// Checkpoint `id` started (every stage hears of it): a source stage takes its part and sends
+  /// the barrier downstream; a stage whose outputs ended answers with the state "finished" (its
+  /// inputs ended before the barrier could reach it, so its state is final); any other stage takes
+  /// its part when the barrier arrives, or answers "finished" if its inputs end first.
   void on_checkpoint(std::uint64_t id);
   /// Checkpoint `id` is complete: the operators commit what they staged for it.
   void on_checkpoint_complete(std::uint64_t id);
@@ -227,6 +230,7 @@ class stage_core {
   void on_barrier(std::uint32_t input, std::uint64_t id);
   bool aligned() const;
   void take_checkpoint(std::uint64_t id, double alignment_ms);
+  void answer_finished(std::uint64_t id);
   std::string write_state(std::uint64_t id);
   void read_source_state();
 
@@ -294,6 +298,9 @@ class stage_core {
   bool failed_ = false;
   bool done_ = false;
   std::chrono::steady_clock::time_point busy_since_;  // start of the call that is running
+  // checkpoints: the highest one heard of, the last one answered (taken, or "finished")
+  std::uint64_t announced_ = 0;
+  std::uint64_t checkpointed_ = 0;
   // checkpoints: the barrier being aligned (0: none), input parked behind it, the last taken
   std::uint64_t aligning_ = 0;
   std::chrono::steady_clock::time_point aligning_since_;

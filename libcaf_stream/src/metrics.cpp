@@ -59,7 +59,7 @@ std::string job_result::summary() const {
     out << "restored " << restores.size() << " replica cop" << (restores.size() == 1 ? "y" : "ies")
         << ", the slowest caught up "
         << std::lround(1000 * *std::max_element(restores.begin(), restores.end()))
-        << " ms after its node was lost\n";
+        << " ms after it was lost\n";
   if (!checkpoints.empty()) {
     std::vector<double> durations;
     std::uint64_t bytes = 0;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "net/node_dispatch.hpp"
+#include "../support/recording_port.hpp"
 
 namespace tidemark::fuzz {
 
@@ -18,43 +18,7 @@ inline const std::string peer_key = "fuzz-peer-key";      ///< node "n2", the de
 inline const std::string stranger_key = "fuzz-stranger-key";  ///< allow-listed, not the coordinator
 inline const std::string coordinator_route = "coordinator";
 
-/// Counts what the dispatch asked of the node.
-struct recording_port final : net::node_port {
-  std::uint64_t replies = 0, launches = 0, starts = 0, halts = 0, checkpoints = 0, commits = 0;
-  std::uint64_t lost_nodes = 0, restored = 0;
-  std::uint64_t credits = 0, batches = 0, values = 0, signals = 0;
-
-  /// Calls that change what the node runs (only the coordinator may cause them).
-  std::uint64_t job_changes() const {
-    return launches + starts + halts + checkpoints + commits + lost_nodes + restored;
-  }
-
-  void reply(std::string_view, zmq::message_t) override { ++replies; }
-  std::vector<std::string> launch(net::deployment&, detail::restore_point) override {
-    ++launches;
-    return {};
-  }
-  void start() override { ++starts; }
-  void halt() override { ++halts; }
-  void lose_node(std::uint32_t) override { ++lost_nodes; }
-  void lose_copy(std::uint32_t, std::uint32_t) override { ++lost_nodes; }
-  void restore_copy(const net::deployment&, detail::wiring::endpoint, std::uint32_t,
-                    const detail::restore_point&) override {
-    ++restored;
-  }
-  void connect_copy(const net::deployment&, detail::wiring::endpoint, std::uint64_t) override {
-    ++restored;
-  }
-  void checkpoint(std::uint64_t) override { ++checkpoints; }
-  void commit(std::uint64_t) override { ++commits; }
-  void to_sender(std::uint32_t, detail::credit_msg) override { ++credits; }
-  void to_receiver(std::uint32_t, detail::data_msg m) override {
-    ++batches;
-    values += m.batch.ptr->size();
-  }
-  void to_receiver(std::uint32_t, detail::signal_msg) override { ++signals; }
-  void outside_counters(node_status&) override {}
-};
+using test::recording_port;
 
 /// Separates the frames of one fuzz input.
 inline constexpr const char* separator = "|TM|";

@@ -4,6 +4,7 @@
 #include <deque>
 #include <tuple>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -546,6 +547,9 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     };
     std::deque<restoring> restores;
     std::vector<restoring> catching_up;
+    // replicas dropped for lagging are made again this often at most, per copy
+    constexpr std::uint32_t max_recreations = 3;
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> recreated;  // (k, copy)
     std::vector<std::uint64_t> held_commits;
     // A new replica plan is due: the job moves to it when the next checkpoint completes.
     std::optional<std::string> replan;
@@ -575,15 +579,16 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                             std::to_string(piece->instance) + ", which does not run there");
         return;
       }
-      bool complete = false;
+      checkpoints.on_piece(piece->stage, piece->instance, piece->checkpoint,
+                           std::move(piece->bytes), piece->alignment_ms);
+    };
+    auto commit_durable = [&] {
       try {
-        complete = checkpoints.on_piece(piece->stage, piece->instance, piece->checkpoint,
-                                        piece->bytes, piece->alignment_ms);
+        for (auto id : checkpoints.collect()) commit(id);
       } catch (const job_error& e) {  // too many checkpoints failed in a row
         stop_all("checkpoints failed");
         throw job_error("job '" + j.name() + "' failed: " + e.what());
       }
-      if (complete) commit(piece->checkpoint);
     };
 
     for (auto& a : assemblers) a.clear();
@@ -616,6 +621,22 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         if (!gone[*member_of[member]]) out.push_back(member);
       return out;
     };
+    // Where copy `c` of flat instance `k`, lost or dropped on member `m`, runs again: the first
+    // node after `m`, in the cluster file's order, that is still in the job and holds no copy of
+    // `k` (nor is about to).
+    auto restore_target = [&](std::uint32_t k, std::uint32_t c,
+                              std::uint32_t m) -> std::optional<std::uint32_t> {
+      for (std::uint32_t step = 1; step < job_nodes; ++step) {
+        const auto t = (m + step) % job_nodes;
+        bool holds = gone[t];
+        for (std::uint32_t o = 0; o <= where.replicas_of(k); ++o)
+          holds |= o != c && where.node(k, o) == t && !dropped.count({k, o});
+        for (const auto& r : restores)
+          holds |= r.node == t && offsets[r.copy.stage] + r.copy.instance == k;
+        if (!holds) return t;
+      }
+      return std::nullopt;
+    };
     // The copies that member `m` ran are lost: each is restored on the next node after `m` that
     // still runs and holds no copy of its instance, or the job warns that its level stays lower.
     auto plan_restores = [&](std::uint32_t m) {
@@ -635,16 +656,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
             std::string why;
             if (!checkpoints.enabled())
               why = "restoring a copy needs checkpoints (its state comes from the latest one)";
-            std::optional<std::uint32_t> to;
-            for (std::uint32_t step = 1; why.empty() && !to && step < job_nodes; ++step) {
-              const auto t = (m + step) % job_nodes;
-              bool holds = gone[t];
-              for (std::uint32_t o = 0; o <= where.replicas_of(k); ++o)
-                holds |= o != c && where.node(k, o) == t && !dropped.count({k, o});
-              for (const auto& r : restores)
-                holds |= r.node == t && offsets[r.copy.stage] + r.copy.instance == k;
-              if (!holds) to = t;
-            }
+            const auto to = why.empty() ? restore_target(k, c, m) : std::nullopt;
             if (why.empty() && !to)
               why = "every node still in the job holds a copy of it";
             if (!why.empty()) {
@@ -682,6 +694,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       r.checkpoint = state.checkpoint;
       r.readying = true;
       const auto k = offsets[r.copy.stage] + r.copy.instance;
+      dropped.erase({k, r.copy.copy});  // a replica dropped for lagging is made again
       (r.copy.copy == 0 ? where.node_of[k] : where.replicas[k][r.copy.copy - 1]) = r.node;
       const auto target = members[r.node];
       if (auto piece = state.pieces.find({r.copy.stage, r.copy.instance});
@@ -706,7 +719,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       const auto seconds = std::chrono::duration<double>(clock::now() - r.lost_at).count();
       result.restores.push_back(seconds);
       spdlog::warn("coordinator: {} runs again on node '{}' from {} and caught up {:.0f} ms after "
-                   "its node was lost: the replication level is restored",
+                   "it was lost: the replication level is restored",
                    copy_name(r.copy), on.nodes[r.node].id,
                    r.checkpoint ? "checkpoint " + std::to_string(r.checkpoint)
                                 : std::string{"the start of the deployment"},
@@ -843,12 +856,19 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       for (auto member : members)
         if (!gone[*member_of[member]])
           links.send(member, net::copy_lost_frame(to.stage, to.instance, to.copy));
-      const auto text = "replica " + std::to_string(to.copy) + " of " +
-                        g.node(plan.stages[to.stage].ops.front().node).name + " instance " +
-                        std::to_string(to.instance) + " on node '" +
-                        on.nodes[where.node(k, to.copy)].id + "' fell more than " +
-                        std::to_string(opts.replica_lag) +
-                        " items behind (replica_lag) and was dropped; its primary goes on";
+      const auto at = where.node(k, to.copy);  // member index
+      auto text = copy_name(to) + " on node '" + on.nodes[at].id +
+                  "' fell more than " + std::to_string(opts.replica_lag) +
+                  " items behind (replica_lag) and was dropped; its primary goes on";
+      // it is made again from the latest checkpoint, where it lagged or (better) on a node
+      // holding no copy; a copy that keeps falling behind stays dropped after a few tries
+      const auto again = ++recreated[{k, to.copy}];
+      if (!checkpoints.enabled())
+        text += "; it is not made again: that needs checkpoints";
+      else if (again > max_recreations)
+        text += "; it is not made again: it was dropped " + std::to_string(again) + " times";
+      else
+        restores.push_back({to, restore_target(k, to.copy, at).value_or(at), clock::now()});
       spdlog::warn("coordinator: {}", text);
       result.warnings.push_back(text);
     };
@@ -871,15 +891,10 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         next_beat = clock::now() + beat_every;
       }
       bool fresh = false;
-      std::chrono::milliseconds wait{};
-      try {
-        wait = checkpoints.poll([&](std::uint64_t id) {
-          for (auto member : members) links.send(member, net::checkpoint_start_frame(id));
-        });
-      } catch (const job_error& e) {  // too many checkpoints failed in a row
-        stop_all("checkpoints failed");
-        throw job_error("job '" + j.name() + "' failed: " + e.what());
-      }
+      commit_durable();
+      const auto wait = checkpoints.poll([&](std::uint64_t id) {
+        for (auto member : members) links.send(member, net::checkpoint_start_frame(id));
+      });
       links.poll(std::min<std::chrono::milliseconds>(50ms, wait),
                  [&](std::uint32_t n, const wire::ControlFrame& f) {
         if (f.body_type() == wire::Body::HelloReply) {
@@ -914,7 +929,6 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           ++finished;
           const auto* d = f.body_as_Done();
           for (auto& m : net::read_metrics(*d)) {
-            checkpoints.on_done(m.stage, m.instance);
             if (live.enabled()) live.update(m);
             // one entry per instance: the first copy's
             if (reported.insert({m.stage, m.instance}).second)

@@ -471,8 +471,9 @@ struct node_server::impl final : net::node_port {
   }
 
   void checkpoint(std::uint64_t id) override {
+    // every stage hears of it: sources start it, stages that ended answer for themselves
     if (actors)
-      for (const auto& a : actors->stages->sources())
+      for (const auto& a : actors->stages->stages())
         caf::anon_send(a, detail::checkpoint_atom::value, id);
   }
 

@@ -633,16 +633,28 @@ void node_dispatch::deliver(std::uint32_t c, zmq::message_t& payload) {
 
 // ---- sending ---------------------------------------------------------------------------------
 
+/// A channel whose copy at one end was restored on another node has a new incarnation: new
+/// reliable ends, new proxies numbering frames from 0. The old proxies may still hand over what
+/// they had queued (addressed to the old node); that must not reach the new ends, or a frame of
+/// the old sequence would take the place of the new one with the same number at the receiver.
 void node_dispatch::on_outgoing(outgoing o, clock::time_point now) {
   if (!dep_) return;
   auto& x = *dep_;
   if (o.msg.size() == 0) {  // credit a local receiver returned: reported by keep_channels
-    if (o.channel < x.receivers.size() && x.receivers[o.channel])
+    if (o.channel < x.receivers.size() && x.receivers[o.channel] &&
+        o.peer == x.sender_node(x.channels[o.channel]))
       x.receivers[o.channel]->add_credit(o.credit, now);
     return;
   }
   const auto& f = read_data(o.msg);
-  if (f.channel() < x.senders.size() && x.senders[f.channel()]) {
+  if (f.channel() >= x.channels.size() || o.peer != x.receiver_node(x.channels[f.channel()])) {
+    const auto to = o.peer < x.nodes.size() ? x.nodes[o.peer].id : std::string{"?"};
+    spdlog::info("node '{}': dropped frame {} of channel {}, queued for node '{}' before the "
+                 "channel's receiving copy moved",
+                 opts_.id, f.seq(), f.channel(), to);
+    return;
+  }
+  if (x.senders[f.channel()]) {
     zmq::message_t kept;
     kept.copy(o.msg);  // shares the buffer
     x.senders[f.channel()]->sent(f.seq(), std::move(kept), f.kind() == wire::FrameKind::data,

@@ -5,8 +5,9 @@
 // between results at the sink (as the sink's stage stamped their arrival) at most 100 ms above
 // the fault-free run's. The negative control: the same kill without the replica fails the job. A
 // replica behind a slow link is dropped and the job goes on at the primary's pace. With
-// checkpoints the replication level is restored after a takeover: a new copy from the latest
-// checkpoint, caught up from its senders' replay logs, and it takes over the next loss in turn.
+// checkpoints the replication level is restored after a takeover, and a dropped replica is made
+// again: a new copy from the latest checkpoint, caught up from its senders' replay logs, and it
+// takes over the next loss in turn.
 // Placement refusals need no processes. The setup (nodes, job, reference, comparisons) is
 // tests/support/replicated_window.hpp, which the takeover benchmark shares.
 #define BOOST_TEST_MODULE replica_takeover
@@ -220,6 +221,35 @@ BOOST_FIXTURE_TEST_CASE(a_lost_copy_is_restored_from_a_checkpoint_and_takes_over
     BOOST_TEST_MESSAGE("a copy caught up " << seconds * 1000 << " ms after its node was lost");
     BOOST_TEST(seconds <= 5.0);
   }
+}
+
+// Past replica_lag a replica is dropped (its primary never waits for it); with checkpoints it is
+// made again from the latest one on a node that holds no copy, and there it takes over when the
+// primaries' node dies. Without the re-creation the kill finds no live copy and the job recovers.
+BOOST_FIXTURE_TEST_CASE(a_dropped_replica_is_made_again_and_takes_over_the_next_loss,
+                        four_nodes_with_faults) {
+  constexpr std::int64_t events = 40000;
+  const auto& expected = reference(events);
+  lay_out(true, "n1");  // source and sink on n1, primaries on n2, replicas on n3; n4 runs nothing
+  auto ro = options("remade", true);
+  ro.replica_lag = 16;
+  const auto r = run(events, 5000, "remade", ro, [&](test::running_job& job) {
+    job.wait_for_results(1);
+    // every frame from the source's node to the replicas' now takes 300 ms: they fall behind
+    fault_command slow;
+    slow.links["n3"].delay = 300ms;
+    inject_faults(nodes.cluster, "n1", slow);
+    // both replicas are dropped and made again on n4, which then receives the source's batches
+    job.wait_until([&] { return nodes.status(3).batch_frames_in > 0; }, "n4 receives batches");
+    job.wait_for_results(expected.size() / 2);
+    job.kill(1);
+  });
+  for (const auto& w : r.result.warnings) BOOST_TEST_MESSAGE(w);
+  BOOST_TEST((r.results == expected));
+  BOOST_TEST(r.result.recoveries == 0u);
+  BOOST_TEST(mentions(r.result.warnings, "replica 1", "was dropped") >= 2u);
+  BOOST_TEST(mentions(r.result.warnings, "node 'n2'", "replicas took over") == 1u);
+  BOOST_TEST(r.result.restores.size() >= 2u);  // the two replicas made again
 }
 
 BOOST_FIXTURE_TEST_CASE(without_a_free_node_the_job_warns_that_the_level_is_not_restored,

@@ -16,6 +16,7 @@
 #include "../../support/wait_until.hpp"
 #include "net/frames.hpp"
 #include "tidemark/examples/example_jobs.hpp"
+#include "tidemark/persistence/faults.hpp"
 #include "tidemark/runtime/cluster.hpp"
 
 using namespace tidemark;
@@ -197,6 +198,53 @@ BOOST_FIXTURE_TEST_CASE(pieces_are_stored_at_the_coordinator_and_committed_on_ev
   BOOST_REQUIRE(!seen->nodes.empty());
   BOOST_TEST(seen->nodes.back().node == "coordinator");
   BOOST_TEST(seen->nodes.back().bad_frames == 1u);  // the stray chunk
+}
+
+// Every piece and record is a synced write; on a busy disk one takes hundreds of ms. Written on
+// the control loop's thread they held back the coordinator's heartbeats, and the nodes fenced
+// themselves (seen in CI beside a build). The writer thread keeps the heartbeats going.
+BOOST_FIXTURE_TEST_CASE(a_slow_checkpoint_disk_does_not_hold_up_the_heartbeats, fixture) {
+  scripted_node n1{"n1"};
+  cluster_config cluster;
+  cluster.insecure = true;
+  cluster.nodes = {{"n1", n1.endpoint, ""}};
+  cluster.heartbeat_timeout = 1000ms;  // a node fences itself after 750 ms without a word
+  const auto fence = cluster.heartbeat_timeout * 3 / 4;
+  auto running = std::async(std::launch::async, [&] {
+    return run_on_cluster(*spec, options, cluster, checkpointed());
+  });
+  n1.reply_hello();
+  auto deploy = n1.deployed();
+  const auto mine = scripted_node::mine(*net::read_control(deploy).body_as_Deploy(), plan);
+  n1.expect(wire::Body::Start);
+  n1.beating = true;
+  // from now on every write to the checkpoint database waits 300 ms first
+  constexpr auto delay = 300ms;
+  persistence::storage_faults slow;
+  slow.write_delay = delay;
+  slow.dir = (dir / "checkpoints").string();
+  persistence::set_storage_faults(slow);
+  using clock = std::chrono::steady_clock;
+  const auto sent = clock::now();
+  answer_checkpoint(n1, mine);
+  std::vector<clock::time_point> beats{sent};
+  n1.expect(wire::Body::Commit, [&](const wire::ControlFrame& f) {
+    if (f.body_type() == wire::Body::Heartbeat) beats.push_back(clock::now());
+  });
+  const auto committed = clock::now();
+  persistence::set_storage_faults({});
+  beats.push_back(committed);
+  n1.send(net::done_frame("n1", {}, 0));
+  n1.expect(wire::Body::Stop);
+  running.get();
+  // the writes were slow: every piece and the record waited
+  BOOST_TEST((committed - sent >= delay * static_cast<int>(mine.size() + 1)));
+  clock::duration longest{};
+  for (std::size_t i = 1; i < beats.size(); ++i) longest = std::max(longest, beats[i] - beats[i - 1]);
+  BOOST_TEST_MESSAGE("longest time without a heartbeat: "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(longest).count()
+                     << " ms over " << beats.size() - 2 << " heartbeats");
+  BOOST_TEST((longest < fence));
 }
 
 BOOST_FIXTURE_TEST_CASE(a_silent_node_is_replaced_from_the_latest_checkpoint, fixture) {

@@ -1,6 +1,7 @@
 // stage_core step by step, without threads or actors: credit, signal order, watermark alignment
 // over several inputs, idleness, end-of-stream behind blocked outputs, key_hash scatter, the
-// alignment of checkpoint barriers with the state they capture, duplicate suppression over
+// alignment of checkpoint barriers with the state they capture, checkpoints after a stage ended,
+// duplicate suppression over
 // replica copies of an input, the deterministic merge of several inputs, and what restores a copy
 // mid-run: the sender's replay log since a checkpoint and the receiver's place for the copy.
 #define BOOST_TEST_MODULE stage_core
@@ -399,6 +400,59 @@ BOOST_AUTO_TEST_CASE(a_restore_into_another_plan_fails_naming_what_changed) {
   BOOST_TEST(other.io.failure.find("checkpoint 4") != std::string::npos, other.io.failure);
   BOOST_TEST(other.io.failure.find("2 inputs in the checkpoint, 1 in the plan") != std::string::npos,
              other.io.failure);
+}
+
+// A checkpoint taken after a stage ended hears from it that it had finished: checkpoints go on
+// when part of a job ends before the rest (a short side input, say), and a restore from one ends
+// the stage again without finishing its operators a second time.
+BOOST_AUTO_TEST_CASE(a_stage_that_ended_answers_later_checkpoints_that_it_finished) {
+  one_operator_stage s{1, 1, partitioning::forward, 1, 8};
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  BOOST_TEST(s.io.take() == (lines{"out 0: watermark " + std::to_string(end_of_time), "out 0: eos"}));
+  BOOST_TEST(s.io.is_done);
+  s.core->on_checkpoint(4);
+  s.core->on_checkpoint(4);  // once per checkpoint
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.checkpoints[0].first == 4u);
+
+  one_operator_stage restored{1, 1, partitioning::forward, 1, 8, false, 4, s.io.checkpoints[0].second};
+  restored.core->restore();
+  BOOST_TEST(restored.io.failure == "");
+  // the end of its outputs again, but not the end-of-time watermark its operator sent when it
+  // finished: that is in its receivers' part of the checkpoint
+  BOOST_TEST(restored.io.take() == (lines{"out 0: eos"}));
+  BOOST_TEST(restored.watermarks.empty());
+  BOOST_TEST(restored.io.is_done);
+  restored.core->on_checkpoint(6);
+  BOOST_REQUIRE(restored.io.checkpoints.size() == 1u);
+  BOOST_TEST(restored.io.checkpoints[0].first == 6u);
+  BOOST_TEST(restored.io.checkpoints[0].second == s.io.checkpoints[0].second);
+}
+
+BOOST_AUTO_TEST_CASE(a_stage_whose_inputs_end_before_the_barrier_answers_that_it_finished) {
+  one_operator_stage s{2, 1, partitioning::forward, 1, 8, true};
+  s.core->on_checkpoint(3);  // heard of; its barrier never comes: the inputs end first
+  BOOST_TEST(s.io.checkpoints.empty());
+  s.core->on_data(0, ints({1}));
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  BOOST_TEST(s.io.checkpoints.empty());
+  s.core->on_signal(1, signal_kind::eos, end_of_time);
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.checkpoints[0].first == 3u);
+  // the same as a stage that had ended when it heard of the checkpoint
+  one_operator_stage ended{1, 1, partitioning::forward, 1, 8};
+  ended.core->on_signal(0, signal_kind::eos, end_of_time);
+  ended.core->on_checkpoint(3);
+  BOOST_REQUIRE(ended.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.checkpoints[0].second == ended.io.checkpoints[0].second);
+  // a stage whose barrier came takes its state as before
+  one_operator_stage aligned{1, 1, partitioning::forward, 1, 8, true};
+  aligned.core->on_checkpoint(3);
+  aligned.core->on_signal(0, signal_kind::barrier, 3);
+  BOOST_REQUIRE(aligned.io.checkpoints.size() == 1u);
+  BOOST_TEST(aligned.io.checkpoints[0].second != ended.io.checkpoints[0].second);
+  aligned.core->on_signal(0, signal_kind::eos, end_of_time);
+  BOOST_TEST(aligned.io.checkpoints.size() == 1u);  // nothing more for checkpoint 3
 }
 
 // ---- replica copies of one input ----------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -119,6 +120,12 @@ blob_upload::blob_upload(blob_upload_config config)
     : prefix_(std::move(config.name_prefix)), container_(open_blob_container(config.target)) {}
 
 std::optional<std::string> blob_upload::process(const std::string& file_path) {
+  auto blob = read(file_path);
+  if (!blob || !put(*blob)) return std::nullopt;
+  return blob->first;
+}
+
+std::optional<named_blob> blob_upload::read(const std::string& file_path) {
   std::ifstream in(file_path, std::ios::binary);
   if (!in) {
     errors_.report({"blob_upload to " + container_->describe() + ": cannot read file " + file_path});
@@ -126,16 +133,73 @@ std::optional<std::string> blob_upload::process(const std::string& file_path) {
   }
   std::ostringstream bytes;
   bytes << in.rdbuf();
-  auto name = prefix_ + fs::path(file_path).filename().string();
-  const auto& data = bytes.str();
+  return named_blob{prefix_ + fs::path(file_path).filename().string(), bytes.str()};
+}
+
+bool blob_upload::put(const named_blob& blob) {
   try {
-    container_->put(name, data);
+    container_->put(blob.first, blob.second);
   } catch (const std::exception& e) {
-    errors_.report({"blob_upload of " + file_path + " to " + container_->describe() + ": " + e.what()});
-    return std::nullopt;
+    errors_.report({"blob_upload of " + blob.first + " to " + container_->describe() + ": " +
+                    e.what()});
+    return false;
   }
-  bytes_ += data.size();
-  return name;
+  bytes_ += blob.second.size();
+  return true;
+}
+
+// ---- blob_upload_sink ----
+
+blob_upload_sink::blob_upload_sink(blob_upload_config config) : task_(std::move(config)) {}
+
+void blob_upload_sink::process(std::size_t, batch_ptr in, emitter&) {
+  for (const auto& path : static_cast<batch<std::string>&>(*in).values) {
+    if (!checkpointing_) {
+      put_ += task_.process(path).has_value();
+      continue;
+    }
+    if (auto blob = task_.read(path)) pending_.push_back(std::move(*blob));
+  }
+}
+
+void blob_upload_sink::finish(emitter&) {
+  if (!checkpointing_) return;
+  staged_.emplace_back(std::numeric_limits<std::uint64_t>::max(), std::move(pending_));
+  pending_.clear();
+  commit(staged_.size());
+}
+
+void blob_upload_sink::snapshot(state_writer& out) {
+  checkpointing_ = true;
+  if (!pending_.empty()) staged_.emplace_back(out.checkpoint(), std::move(pending_));
+  pending_.clear();
+  out.write(staged_);
+}
+
+void blob_upload_sink::restore(state_reader& in) {
+  checkpointing_ = true;
+  in.read(staged_);
+  commit(staged_.size());  // every staged checkpoint is <= the restored one, so complete
+}
+
+void blob_upload_sink::on_checkpoint_complete(std::uint64_t id) {
+  std::size_t n = 0;
+  while (n < staged_.size() && staged_[n].first <= id) ++n;
+  commit(n);
+}
+
+void blob_upload_sink::commit(std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    for (const auto& blob : staged_[i].second) put_ += task_.put(blob);
+  staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+void blob_upload_sink::add_metrics(std::map<std::string, double>& out) const {
+  out["task_errors"] = static_cast<double>(task_.errors().count());
+  out["blobs_put"] = static_cast<double>(put_);
+  std::size_t staged = pending_.size();
+  for (const auto& s : staged_) staged += s.second.size();
+  out["blobs_staged"] = static_cast<double>(staged);
 }
 
 // ---- blob_download ----

@@ -59,9 +59,9 @@ struct job_result {
   std::uint64_t restored_from = 0;
   /// Times a cluster run restarted from its latest checkpoint after losing a node.
   std::uint32_t recoveries = 0;
-  /// Per replica copy a cluster run restored after a takeover (docs/replication.md, "Restoring
-  /// the replication level"): seconds from noticing the node loss to the new copy having caught
-  /// up at every receiver.
+  /// Per replica copy a cluster run restored after a takeover, or made again after it was dropped
+  /// for lagging (docs/replication.md, "Restoring the replication level"): seconds from noticing
+  /// the loss to the new copy having caught up at every receiver.
   std::vector<double> restores;
   /// Checkpoints completed during the run, in order.
   std::vector<checkpoint_metrics> checkpoints;

@@ -4,15 +4,19 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
-#include "tidemark/persistence/blob_store.hpp"
 #include "tidemark/core/error.hpp"
+#include "tidemark/core/operator.hpp"
+#include "tidemark/core/state.hpp"
+#include "tidemark/persistence/blob_store.hpp"
 
 namespace tidemark::riot::io {
 
@@ -56,12 +60,19 @@ struct blob_upload_config {
   std::string name_prefix{};  ///< prepended to the file's name to form the blob name
 };
 
+/// A blob to put: its name and bytes.
+using named_blob = std::pair<std::string, std::string>;
+
 /// Uploads a local file (a model, an archive) as blob "<name_prefix><file name>".
 class blob_upload {
  public:
   explicit blob_upload(blob_upload_config config);
   /// The blob name, or nullopt (counted) when the file cannot be read or the upload fails.
   std::optional<std::string> process(const std::string& file_path);
+  /// The two halves of process: the blob a file makes (nullopt, counted, when it cannot be read),
+  /// and putting one (false, counted, when the upload fails).
+  std::optional<named_blob> read(const std::string& file_path);
+  bool put(const named_blob& blob);
 
   std::uint64_t bytes_uploaded() const noexcept { return bytes_; }
   const error_sink& errors() const noexcept { return errors_; }
@@ -71,6 +82,34 @@ class blob_upload {
   std::unique_ptr<blob_container> container_;
   std::uint64_t bytes_ = 0;
   error_sink errors_;
+};
+
+/// The upload sink of upload_blobs, one per instance. Without checkpoints each file is uploaded as
+/// it arrives. Once the job checkpoints (the first barrier reached the sink), each file is read
+/// as it arrives and its bytes are staged in the sink's snapshot; they are put when the checkpoint
+/// covering them completes, and a restore puts again what its snapshot staged (a put replaces the
+/// blob by name, so the repeat leaves what the first put left). So a blob appears only once the
+/// checkpoint covering it completed, with the bytes its file had when it reached the sink, and a
+/// restored job leaves the container as a run without faults does. The end of the input puts what
+/// no checkpoint covers yet.
+class blob_upload_sink final : public operator_logic {
+ public:
+  explicit blob_upload_sink(blob_upload_config config);
+  void process(std::size_t input, batch_ptr in, emitter& out) override;
+  void finish(emitter& out) override;
+  void snapshot(state_writer& out) override;
+  void restore(state_reader& in) override;
+  void on_checkpoint_complete(std::uint64_t id) override;
+  /// task_errors, blobs_put, blobs_staged.
+  void add_metrics(std::map<std::string, double>& out) const override;
+
+ private:
+  void commit(std::size_t n);  // puts the first `n` staged checkpoints' blobs
+  blob_upload task_;
+  bool checkpointing_ = false;
+  std::vector<named_blob> pending_;  // since the last snapshot
+  std::vector<std::pair<std::uint64_t, std::vector<named_blob>>> staged_;  // per checkpoint
+  std::uint64_t put_ = 0;
 };
 
 struct blob_download_config {

@@ -96,14 +96,13 @@ inline stream<mqtt_message> subscribe_from_mqtt(job& j, mqtt_source_config confi
       std::move(name));
 }
 
-/// Sink: uploads each named local file as a blob (blob_upload).
+/// Sink: uploads each named local file as a blob (blob_upload_sink: with checkpoints, each blob
+/// once the checkpoint covering it completed).
 inline void upload_blobs(const stream<std::string>& file_paths, blob_upload_config config,
                          std::string name = "") {
   file_paths.sink(
       "blob_upload",
-      detail::task_sinks<std::string, blob_upload>(
-          [config](const instance_info&) { return std::make_unique<blob_upload>(config); },
-          [](blob_upload& t, const std::string& path) { t.process(path); }, [](blob_upload&) {}),
+      [config](const instance_info&) { return std::make_unique<blob_upload_sink>(config); },
       std::move(name));
 }
 
