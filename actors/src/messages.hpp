@@ -48,6 +48,22 @@ struct signal_msg {
   event_time wm;
 };
 
+/// One item of a channel in a burst_msg: a batch, or (batch null) a signal as in signal_msg.
+struct channel_item {
+  batch_holder batch;
+  signal_kind kind = signal_kind::watermark;
+  event_time wm = 0;
+};
+
+/// What one message of the sender put on a channel, in order, when that is more than one item:
+/// one message instead of one per batch or signal (the receiver takes them one by one, as if
+/// they came as data_msg and signal_msg).
+struct burst_msg {
+  std::uint32_t in;
+  std::uint32_t out;
+  std::vector<channel_item> items;
+};
+
 /// The receiver of output slot `out` processed `n` more batches.
 struct credit_msg {
   std::uint32_t out;
@@ -132,6 +148,7 @@ using commit_atom = caf::atom_constant<caf::atom("commit")>;
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::data_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::signal_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::burst_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::credit_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::done_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copies_lost_msg)

@@ -1,4 +1,5 @@
-// The stage actor: CAF messages and timers in, stage_core logic, CAF messages out.
+// The stage actor: CAF messages and timers in, stage_core logic, CAF messages out. What the core
+// sends on a channel while the actor handles one message goes out at its end, in one message.
 #include "stage_actor.hpp"
 
 #include <chrono>
@@ -18,6 +19,8 @@ class stage_actor final : public annotated_actor, private stage_io {
         outputs_(std::move(setup.outputs)),
         driver_(std::move(setup.driver)),
         senders_(setup.core.input_ports.size()),
+        pending_(outputs_.size()),
+        burst_capacity_(setup.core.opts.credit + 1),
         adaptive_(setup.core.opts.adaptive_batching),
         core_(std::make_unique<stage_core>(std::move(setup.core), static_cast<stage_io&>(*this))) {}
 
@@ -27,6 +30,8 @@ class stage_actor final : public annotated_actor, private stage_io {
     core_.reset();
     outputs_.clear();
     senders_.clear();
+    pending_.clear();
+    dirty_.clear();
     driver_ = nullptr;
   }
 
@@ -37,6 +42,7 @@ class stage_actor final : public annotated_actor, private stage_io {
       if (auto self = caf::actor_cast<caf::actor>(addr)) caf::anon_send(self, wake_atom::value);
     });
     core_->restore();
+    send_pending();  // a stage restored as finished ended its outputs already
     return {
         [this](start_atom) {
           core_->start();
@@ -47,9 +53,20 @@ class stage_actor final : public annotated_actor, private stage_io {
           after_message();
         },
         [this](data_msg& m) {
-          auto& s = senders_[m.in];
-          if (!s.actor) s = {caf::actor_cast<caf::actor>(current_sender()), m.out};
+          learn_sender(m.in, m.out);
           core_->on_data(m.in, std::move(m.batch.ptr));
+          after_message();
+        },
+        [this](burst_msg& m) {
+          for (auto& item : m.items) {
+            if (core_->over()) break;  // nothing more goes into a stage that is done or failed
+            if (item.batch.ptr) {
+              learn_sender(m.in, m.out);
+              core_->on_data(m.in, std::move(item.batch.ptr));
+            } else {
+              core_->on_signal(m.in, item.kind, item.wm);
+            }
+          }
           after_message();
         },
         [this](signal_msg& m) {
@@ -74,7 +91,10 @@ class stage_actor final : public annotated_actor, private stage_io {
           core_->on_input_restored(m.in, m.checkpoint);
           after_message();
         },
-        [this](flush_atom) { core_->on_flush(); },
+        [this](flush_atom) {
+          core_->on_flush();
+          send_pending();
+        },
         [this](wake_atom) {
           core_->on_wakeup();
           after_message();
@@ -105,13 +125,42 @@ class stage_actor final : public annotated_actor, private stage_io {
     std::uint32_t out = 0;
   };
 
+  /// The sender of input slot `in` is learnt from its first batch (its credit goes back there).
+  void learn_sender(std::uint32_t in, std::uint32_t out) {
+    auto& s = senders_[in];
+    if (!s.actor) s = {caf::actor_cast<caf::actor>(current_sender()), out};
+  }
+
   void send_batch(std::uint32_t out, batch_ptr b) override {
-    const auto& o = outputs_[out];
-    send(o.target, data_msg{o.in, out, batch_holder{std::move(b)}});
+    queue(out, {batch_holder{std::move(b)}});
   }
   void send_signal(std::uint32_t out, signal_kind kind, event_time wm) override {
-    const auto& o = outputs_[out];
-    send(o.target, signal_msg{o.in, kind, wm});
+    queue(out, {batch_holder{}, kind, wm});
+  }
+  void queue(std::uint32_t out, channel_item item) {
+    auto& items = pending_[out];
+    if (items.empty()) {
+      dirty_.push_back(out);
+      items.reserve(burst_capacity_);  // a burst moves the vector out: room for the usual one
+    }
+    items.push_back(std::move(item));
+  }
+  /// Sends what the core queued while handling the current message: one message per output slot
+  /// (a CAF message costs about as much as a small batch's processing), in the order queued.
+  void send_pending() {
+    for (auto out : dirty_) {
+      auto& items = pending_[out];
+      const auto& o = outputs_[out];
+      if (items.size() > 1) {
+        send(o.target, burst_msg{o.in, out, std::move(items)});
+      } else if (auto& item = items.front(); item.batch.ptr) {
+        send(o.target, data_msg{o.in, out, std::move(item.batch)});
+      } else {
+        send(o.target, signal_msg{o.in, item.kind, item.wm});
+      }
+      items.clear();
+    }
+    dirty_.clear();
   }
   void return_credit(std::uint32_t in, std::uint32_t n) override {
     send(senders_[in].actor, credit_msg{senders_[in].out, n});
@@ -122,8 +171,12 @@ class stage_actor final : public annotated_actor, private stage_io {
   void schedule_pump() override { send(this, pump_atom::value); }
   // A stage that is done stays until the deployment stops it: checkpoints taken later hear from
   // it that it had finished (stage_core::on_checkpoint).
-  void done(instance_metrics m) override { send(driver_, done_msg{std::move(m)}); }
+  void done(instance_metrics m) override {
+    send_pending();
+    send(driver_, done_msg{std::move(m)});
+  }
   void failed(std::string what) override {
+    send_pending();
     send(driver_, failed_msg{std::move(what)});
     quit();
   }
@@ -144,6 +197,7 @@ class stage_actor final : public annotated_actor, private stage_io {
   /// check of the mailbox per message, which under load always holds more (so batches fill).
   void after_message() {
     if (adaptive_ && core_ && !core_->over() && mailbox().empty()) core_->on_idle();
+    send_pending();
   }
 
   void schedule_timer() {
@@ -153,6 +207,9 @@ class stage_actor final : public annotated_actor, private stage_io {
   std::vector<output_channel> outputs_;
   caf::actor driver_;
   std::vector<sender> senders_;
+  std::vector<std::vector<channel_item>> pending_;  // per output slot: not sent yet
+  std::vector<std::uint32_t> dirty_;                // output slots with pending items
+  std::size_t burst_capacity_;                      // credit batches and a signal
   bool adaptive_;
   std::unique_ptr<stage_core> core_;
 };

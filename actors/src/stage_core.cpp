@@ -427,20 +427,28 @@ void stage_core::acknowledge(std::uint32_t slot) {
   }
 }
 
+/// Pulls while the source has more at once (full pulls), at most `credit` pulls per pump: one
+/// pump message per pull would cost as much as the pull itself at small batch sizes, and the bound
+/// keeps credit, checkpoints and live requests from waiting long behind a fast source.
 void stage_core::pump() {
   if (finished_ || !cfg_.source || blocked() || held()) return;
-  bool more = true;
-  const auto before = metrics_.operators[0].events_out;
-  call(0, [&] { more = cfg_.source->pull(cfg_.opts.batch_size, *links_[0]); });
-  if (!more) {
-    watermark_from(0, end_of_time);
-    finish();
-    return;
+  const auto max_pulls = std::max<std::uint32_t>(1, cfg_.opts.credit);
+  for (std::uint32_t pulls = 0; pulls < max_pulls && !blocked() && !held(); ++pulls) {
+    bool more = true;
+    const auto before = metrics_.operators[0].events_out;
+    call(0, [&] { more = cfg_.source->pull(cfg_.opts.batch_size, *links_[0]); });
+    if (!more) {
+      watermark_from(0, end_of_time);
+      finish();
+      return;
+    }
+    // A short pull means the source has nothing more right now: under adaptive batching what it
+    // emitted goes out now instead of waiting for the next pulls (the pump keeps the mailbox busy).
+    if (metrics_.operators[0].events_out - before < cfg_.opts.batch_size) {
+      if (cfg_.opts.adaptive_batching) send_partial();
+      break;
+    }
   }
-  // A short pull means the source has nothing more right now: under adaptive batching what it
-  // emitted goes out now instead of waiting for the next pulls (the pump keeps the mailbox busy).
-  if (cfg_.opts.adaptive_batching && metrics_.operators[0].events_out - before < cfg_.opts.batch_size)
-    send_partial();
   after_work();
   if (!blocked() && !held() && !pump_scheduled_) {
     pump_scheduled_ = true;
@@ -516,12 +524,11 @@ void stage_core::advance_inputs() {
   if (all_eos) finish();
 }
 
+/// A source that stopped for credit (or for a saturated operator) pulls at once, without a pump
+/// message; one with a pump scheduled waits for it.
 void stage_core::resume() {
   if (cfg_.source) {
-    if (!blocked() && !held() && !pump_scheduled_ && !finished_) {
-      pump_scheduled_ = true;
-      io_.schedule_pump();
-    }
+    if (!pump_scheduled_) pump();
   } else {
     drain();
   }

@@ -54,7 +54,8 @@ struct measurement {
 };
 
 /// `read_late`: the late output is read too (by a counting sink; the ascending stream has none).
-measurement run_pipeline(std::uint64_t events, std::size_t batch_size, bool read_late) {
+measurement run_pipeline(std::uint64_t events, std::size_t batch_size, std::uint32_t credit,
+                         bool read_late) {
   const auto windows = static_cast<std::size_t>(events / events_per_time_unit / window_size) + 1;
   auto log = std::make_shared<delay_log>(windows);
   auto results = std::make_shared<std::uint64_t>(0);
@@ -77,6 +78,7 @@ measurement run_pipeline(std::uint64_t events, std::size_t batch_size, bool read
       }, "count");
   run_options opts;
   opts.batch_size = batch_size;
+  opts.credit = credit;
   const auto cpu_before = bench::process_cpu_seconds();
   auto r = run(j, opts);
   measurement m;
@@ -131,6 +133,26 @@ measurement run_plain_loop(std::uint64_t events) {
   return m;
 }
 
+/// The pipeline's result matches the plain loop's (count and sum); prints what differs otherwise.
+bool matches(const measurement& m, const measurement& reference) {
+  if (m.results == reference.results && m.checksum == reference.checksum) return true;
+  std::fprintf(stderr,
+               "results differ from the plain loop: %llu results (checksum %lld), expected %llu "
+               "(%lld)\n",
+               static_cast<unsigned long long>(m.results), static_cast<long long>(m.checksum),
+               static_cast<unsigned long long>(reference.results),
+               static_cast<long long>(reference.checksum));
+  return false;
+}
+
+/// Events per second of each run: median, lowest and highest.
+nlohmann::json rate_summary(std::uint64_t events, std::vector<measurement> runs) {
+  std::vector<double> rates;
+  for (const auto& m : runs) rates.push_back(events / m.seconds);
+  std::sort(rates.begin(), rates.end());
+  return {{"events_per_s", rates[rates.size() / 2]}, {"min", rates.front()}, {"max", rates.back()}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,10 +161,17 @@ int main(int argc, char** argv) {
   std::uint64_t events = 20'000'000;
   std::size_t batch = run_options{}.batch_size;
   int repeats = 3;
+  std::uint32_t credit = run_options{}.credit;
+  bool sweep = true;
+  std::uint64_t batch1_events = 2'000'000;
   app.add_option("--out", out, "JSON report");
   app.add_option("--events", events, "events per run");
   app.add_option("--batch", batch, "batch size");
+  app.add_option("--credit", credit, "credit per channel (batches in flight)");
   app.add_option("--repeats", repeats, "runs of each variant (the median is reported)");
+  app.add_flag("!--no-sweep", sweep, "skip the batch sweep (batch 1, 64, 1024, 4096)");
+  app.add_option("--sweep-batch1-events", batch1_events,
+                 "events per run at batch 1 in the sweep (at most --events)");
   CLI11_PARSE(app, argc, argv);
 
   const double load_before = bench::load_average();
@@ -154,20 +183,31 @@ int main(int argc, char** argv) {
     std::printf("plain loop: %.1f M events/s\n", events / plain.back().seconds / 1e6);
     for (bool read_late : {false, true}) {
       auto& runs = read_late ? with_late_runs : tidemark_runs;
-      runs.push_back(run_pipeline(events, batch, read_late));
+      runs.push_back(run_pipeline(events, batch, credit, read_late));
       const auto& m = runs.back();
       std::printf("tidemark%s %.1f M events/s (%.2f s CPU for %.2f s), %llu results\n",
                   read_late ? " (results+late):" : ":              ", events / m.seconds / 1e6,
                   m.cpu_seconds, m.seconds, static_cast<unsigned long long>(m.results));
-      if (m.results != plain.back().results || m.checksum != plain.back().checksum) {
-        std::fprintf(stderr, "results differ from the plain loop: %llu results (checksum %lld), expected %llu (%lld)\n",
-                     static_cast<unsigned long long>(m.results), static_cast<long long>(m.checksum),
-                     static_cast<unsigned long long>(plain.back().results),
-                     static_cast<long long>(plain.back().checksum));
-        return 1;
-      }
+      if (!matches(m, plain.back())) return 1;
     }
   }
+  // The sweep: results only, `repeats` runs per batch size, checked against the plain loop.
+  nlohmann::json batch_sweep = nlohmann::json::array();
+  if (sweep)
+    for (std::size_t size : {1, 64, 1024, 4096}) {
+      const auto n = size == 1 ? std::min(events, batch1_events) : events;
+      const auto reference = run_plain_loop(n);
+      std::vector<measurement> runs;
+      for (int r = 0; r < repeats; ++r) {
+        runs.push_back(run_pipeline(n, size, credit, false));
+        std::printf("batch %zu: %.2f M events/s\n", size, n / runs.back().seconds / 1e6);
+        if (!matches(runs.back(), reference)) return 1;
+      }
+      auto entry = rate_summary(n, runs);
+      entry["batch_size"] = size;
+      entry["events"] = n;
+      batch_sweep.push_back(entry);
+    }
   auto by_time = [](const measurement& a, const measurement& b) { return a.seconds < b.seconds; };
   std::sort(plain.begin(), plain.end(), by_time);
   std::sort(tidemark_runs.begin(), tidemark_runs.end(), by_time);
@@ -183,6 +223,7 @@ int main(int argc, char** argv) {
                      {"window_size", window_size},
                      {"events_per_window", events_per_time_unit * window_size},
                      {"batch_size", batch},
+                     {"credit", credit},
                      {"repeats", repeats},
                      {"results", t.results},
                      {"events_per_s", eps},
@@ -197,7 +238,9 @@ int main(int argc, char** argv) {
                      {"cpu_seconds", t.cpu_seconds},
                      {"plain_loop_cpu_seconds", p.cpu_seconds},
                      {"events_per_cpu_s", events / t.cpu_seconds},
+                     {"batch_sweep", batch_sweep},
                      {"load_average_before", load_before},
+                     {"load_average_after", bench::load_average()},
                      {"target_events_per_s", 100e6}};
   std::ofstream{out} << doc.dump(2) << '\n';
   std::printf("tidemark %.1f M events/s = %.2f x the plain loop (%.1f M/s); with the late output "

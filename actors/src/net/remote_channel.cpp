@@ -29,34 +29,47 @@ struct outbound_state {
   std::uint64_t seq = 0;
 };
 
-caf::behavior outbound(caf::stateful_actor<outbound_state, detail::annotated_actor>* self, std::shared_ptr<outbox> out,
-                       std::uint32_t channel, std::uint32_t peer, const batch_codec* codec,
-                       std::uint32_t deployment) {
+using outbound_actor = caf::stateful_actor<outbound_state, detail::annotated_actor>;
+
+/// The frame of one batch, handed to the I/O thread.
+void push_data(outbound_actor* self, outbox& out, std::uint32_t channel, std::uint32_t peer,
+               const batch_codec* codec, std::uint32_t deployment, const batch_base& b) {
+  auto& st = self->state;
+  st.scratch.clear();
+  codec->encode_values(b, st.scratch);
+  flatbuffers::FlatBufferBuilder fb{st.scratch.size() + 16 * b.size() + 128};
+  auto payload = fb.CreateVector(st.scratch);
+  auto times = b.times.empty() ? 0 : fb.CreateVector(b.times).o;
+  auto hashes = b.hashes.empty() ? 0 : fb.CreateVector(b.hashes).o;
+  wire::DataFrameBuilder f{fb};
+  f.add_channel(channel);
+  f.add_deployment(deployment);
+  f.add_seq(st.seq++);
+  f.add_kind(wire::FrameKind::data);
+  f.add_count(static_cast<std::uint32_t>(b.size()));
+  f.add_payload(payload);
+  if (times) f.add_times(flatbuffers::Offset<flatbuffers::Vector<std::int64_t>>{times});
+  if (hashes) f.add_hashes(flatbuffers::Offset<flatbuffers::Vector<std::uint64_t>>{hashes});
+  wire::FinishDataFrameBuffer(fb, f.Finish());
+  out.push({peer, to_message(fb)});
+}
+
+caf::behavior outbound(outbound_actor* self, std::shared_ptr<outbox> out, std::uint32_t channel,
+                       std::uint32_t peer, const batch_codec* codec, std::uint32_t deployment) {
+  auto push_signal = [=](detail::signal_kind kind, event_time wm) {
+    out->push({peer, signal_frame(channel, self->state.seq++, kind_of(kind), wm, 0, deployment)});
+  };
   return {
       [=](detail::data_msg& m) {
-        auto& st = self->state;
-        const auto& b = *m.batch.ptr;
-        st.scratch.clear();
-        codec->encode_values(b, st.scratch);
-        flatbuffers::FlatBufferBuilder fb{st.scratch.size() + 16 * b.size() + 128};
-        auto payload = fb.CreateVector(st.scratch);
-        auto times = b.times.empty() ? 0 : fb.CreateVector(b.times).o;
-        auto hashes = b.hashes.empty() ? 0 : fb.CreateVector(b.hashes).o;
-        wire::DataFrameBuilder f{fb};
-        f.add_channel(channel);
-        f.add_deployment(deployment);
-        f.add_seq(st.seq++);
-        f.add_kind(wire::FrameKind::data);
-        f.add_count(static_cast<std::uint32_t>(b.size()));
-        f.add_payload(payload);
-        if (times) f.add_times(flatbuffers::Offset<flatbuffers::Vector<std::int64_t>>{times});
-        if (hashes) f.add_hashes(flatbuffers::Offset<flatbuffers::Vector<std::uint64_t>>{hashes});
-        wire::FinishDataFrameBuffer(fb, f.Finish());
-        out->push({peer, to_message(fb)});
+        push_data(self, *out, channel, peer, codec, deployment, *m.batch.ptr);
       },
-      [=](detail::signal_msg& m) {
-        out->push({peer, signal_frame(channel, self->state.seq++, kind_of(m.kind), m.wm, 0,
-                                          deployment)});
+      [=](detail::signal_msg& m) { push_signal(m.kind, m.wm); },
+      [=](detail::burst_msg& m) {
+        for (const auto& item : m.items)
+          if (item.batch.ptr)
+            push_data(self, *out, channel, peer, codec, deployment, *item.batch.ptr);
+          else
+            push_signal(item.kind, item.wm);
       },
   };
 }

@@ -1,7 +1,7 @@
 // The narrow hook between stage actors and the transport: a channel whose other end is on
 // another node gets a proxy actor. Stage actors talk to proxies exactly as to each other
-// (data_msg, signal_msg, credit_msg); proxies encode with the channel's codec and hand frames
-// to the node's I/O thread through an outbox.
+// (data_msg, signal_msg, burst_msg, credit_msg); proxies encode with the channel's codec and hand
+// frames to the node's I/O thread through an outbox.
 #pragma once
 
 #include <cstdint>

@@ -236,17 +236,34 @@ BOOST_AUTO_TEST_CASE(a_short_pull_goes_out_at_once_under_adaptive_batching) {
 }
 
 BOOST_AUTO_TEST_CASE(full_pulls_fill_whole_batches_under_adaptive_batching) {
-  // each full pull of 4 leaves 2 after the filter: the stage is busy, so the batch fills up
+  // each full pull of 4 leaves 2 after the filter: the stage is busy, so the batches fill up
+  // (one pump pulls up to 8 times, the credit: elements 0..31)
   source_stage s{4, 4, true};
   s.core->start();
-  BOOST_TEST(s.io.take().empty());
+  BOOST_TEST(s.io.take() == (lines{"out 0: [0 2 4 6]", "out 0: [8 10 12 14]",
+                                   "out 0: [16 18 20 22]", "out 0: [24 26 28 30]"}));
   BOOST_TEST(s.io.pumps == 1);
-  s.core->on_pump();
-  BOOST_TEST(s.io.take() == (lines{"out 0: [0 2 4 6]"}));
-  // an idle moment (the shell found its mailbox empty) sends what is there
-  s.core->on_pump();
-  s.core->on_idle();
-  BOOST_TEST(s.io.take() == (lines{"out 0: [8 10]"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_pump_pulls_while_the_source_has_more_until_its_output_blocks) {
+  // full pulls of 1 at batch size 1: a pump pulls up to 8 times (the credit), not once
+  source_stage s{1, 1, false};
+  s.core->start();
+  BOOST_TEST(s.io.take() == (lines{"out 0: [0]", "out 0: [2]", "out 0: [4]", "out 0: [6]"}));
+  BOOST_TEST(s.io.pumps == 1);
+  s.core->on_pump();  // 8..15: the last credit goes
+  BOOST_TEST(s.io.take() == (lines{"out 0: [8]", "out 0: [10]", "out 0: [12]", "out 0: [14]"}));
+  BOOST_TEST(s.io.pumps == 2);
+  s.core->on_pump();  // 16 waits for credit: the pump stops pulling and schedules no other
+  BOOST_TEST(s.io.take().empty());
+  BOOST_TEST(s.core->waiting(0) == 1u);
+  BOOST_TEST(s.io.pumps == 2);
+  // credit: 16 goes, and the source pulls at once, without a pump message: 18 takes the last
+  // credit, 20 waits
+  s.core->on_credit(0, 2);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [16]", "out 0: [18]"}));
+  BOOST_TEST(s.core->waiting(0) == 1u);
+  BOOST_TEST(s.io.pumps == 2);
 }
 
 BOOST_AUTO_TEST_CASE(adaptive_batching_sends_early_only_while_fewer_than_half_the_credit_is_out) {

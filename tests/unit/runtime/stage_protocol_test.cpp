@@ -22,20 +22,44 @@ namespace {
 using lines = std::vector<std::string>;
 
 /// An actor that writes every protocol message it receives as one line.
-caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<lines> log) {
+void record_data(lines& log, const batch_base& b) {
+  std::string line = "data [";
+  const auto& xs = static_cast<const batch<int>&>(b).values;
+  for (std::size_t i = 0; i < xs.size(); ++i) line += (i ? " " : "") + std::to_string(xs[i]);
+  log.push_back(line + "]");
+}
+
+void record_signal(lines& log, signal_kind kind, event_time wm) {
+  static const char* names[] = {"watermark", "idle", "active", "eos", "barrier"};
+  std::string line = names[static_cast<int>(kind)];
+  if (kind != signal_kind::idle && kind != signal_kind::active && kind != signal_kind::eos)
+    line += " " + std::to_string(wm);
+  log.push_back(line);
+}
+
+/// An actor that writes every protocol message it receives as one line (a burst: one line per
+/// item); `messages` (when set) gets one line per channel message: "data", "signal", "burst of N".
+caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<lines> log,
+                       std::shared_ptr<lines> messages) {
+  auto message = [messages](std::string what) {
+    if (messages) messages->push_back(std::move(what));
+  };
   return {
-      [log](data_msg& m) {
-        std::string line = "data [";
-        const auto& xs = static_cast<batch<int>&>(*m.batch.ptr).values;
-        for (std::size_t i = 0; i < xs.size(); ++i) line += (i ? " " : "") + std::to_string(xs[i]);
-        log->push_back(line + "]");
+      [log, message](data_msg& m) {
+        record_data(*log, *m.batch.ptr);
+        message("data");
       },
-      [log](signal_msg& m) {
-        static const char* names[] = {"watermark", "idle", "active", "eos", "barrier"};
-        std::string line = names[static_cast<int>(m.kind)];
-        if (m.kind != signal_kind::idle && m.kind != signal_kind::active && m.kind != signal_kind::eos)
-          line += " " + std::to_string(m.wm);
-        log->push_back(line);
+      [log, message](signal_msg& m) {
+        record_signal(*log, m.kind, m.wm);
+        message("signal");
+      },
+      [log, message](burst_msg& m) {
+        for (auto& item : m.items)
+          if (item.batch.ptr)
+            record_data(*log, *item.batch.ptr);
+          else
+            record_signal(*log, item.kind, item.wm);
+        message("burst of " + std::to_string(m.items.size()));
       },
       [log](credit_msg& m) { log->push_back("credit " + std::to_string(m.n)); },
       [log](done_msg&) { log->push_back("done"); },
@@ -72,11 +96,12 @@ struct fixture {
   std::shared_ptr<lines> upstream_log = std::make_shared<lines>();
   std::shared_ptr<lines> downstream_log = std::make_shared<lines>();
   std::shared_ptr<lines> driver_log = std::make_shared<lines>();
-  caf::actor upstream = sys.spawn(recorder, upstream_log);
+  std::shared_ptr<lines> downstream_messages = std::make_shared<lines>();
+  caf::actor upstream = sys.spawn(recorder, upstream_log, nullptr);
   std::shared_ptr<lines> replica_log = std::make_shared<lines>();
-  caf::actor replica = sys.spawn(recorder, replica_log);
-  caf::actor downstream = sys.spawn(recorder, downstream_log);
-  caf::actor driver = sys.spawn(recorder, driver_log);
+  caf::actor replica = sys.spawn(recorder, replica_log, nullptr);
+  caf::actor downstream = sys.spawn(recorder, downstream_log, downstream_messages);
+  caf::actor driver = sys.spawn(recorder, driver_log, nullptr);
   std::shared_ptr<lines> operator_log = std::make_shared<lines>();
   logical_node node;
   caf::actor stage;
@@ -138,6 +163,25 @@ BOOST_FIXTURE_TEST_CASE(no_batch_goes_out_without_credit, fixture) {
   sched.run();
   BOOST_TEST(downstream_log->back() == "data [3]");
   BOOST_TEST(upstream_log->size() == 4u);
+}
+
+BOOST_FIXTURE_TEST_CASE(what_one_message_puts_on_a_channel_goes_out_in_one_message, fixture) {
+  spawn(1, 8);
+  // two batches and a watermark in one burst: they leave in one burst, in order
+  std::vector<channel_item> items;
+  for (int x : {1, 2})
+    items.push_back({batch_holder{std::make_unique<batch<int>>(std::vector<int>{x})}});
+  items.push_back({batch_holder{}, signal_kind::watermark, 3});
+  caf::send_as(upstream, stage, burst_msg{0, 0, std::move(items)});
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [1]", "data [2]", "watermark 3"}));
+  BOOST_TEST(*downstream_messages == (lines{"burst of 3"}));
+  // a lone batch goes as a plain data message; credit is still per batch (credit/2 = 4)
+  data({4});
+  data({5});
+  sched.run();
+  BOOST_TEST(*downstream_messages == (lines{"burst of 3", "data", "data"}));
+  BOOST_TEST(*upstream_log == (lines{"credit 4"}));
 }
 
 BOOST_FIXTURE_TEST_CASE(no_element_overtakes_a_watermark, fixture) {

@@ -293,8 +293,9 @@ class filter_logic final : public operator_logic {
   void process(std::size_t, batch_ptr in, emitter& out) override {
     auto& b = static_cast<batch<T>&>(*in);
     auto& xs = b.values;
-    const bool columns = !b.times.empty() || !b.hashes.empty();
-    std::vector<std::uint8_t> keep(columns ? xs.size() : 0);
+    // the columns move with their elements in the same pass: no mask to allocate per batch
+    const bool times = !b.times.empty();
+    const bool hashes = !b.hashes.empty();
     std::size_t j = 0;
     for (std::size_t i = 0; i < xs.size(); ++i) {
       bool pass = false;
@@ -302,14 +303,17 @@ class filter_logic final : public operator_logic {
         pass = static_cast<bool>(f_(xs[i]));
       else
         guarded([&] { pass = static_cast<bool>(f_(xs[i])); });
-      if (columns) keep[i] = pass;
-      if (pass) {
-        if (j != i) xs[j] = std::move(xs[i]);
-        ++j;
+      if (!pass) continue;
+      if (j != i) {
+        xs[j] = std::move(xs[i]);
+        if (times) b.times[j] = b.times[i];
+        if (hashes) b.hashes[j] = b.hashes[i];
       }
+      ++j;
     }
     xs.resize(j);
-    if (columns) compact_columns(b, keep);
+    if (times) b.times.resize(j);
+    if (hashes) b.hashes.resize(j);
     if (!xs.empty()) out.emit(std::move(in));
   }
 
