@@ -1,7 +1,7 @@
 // Benchmark `availability`: the heuristic replication paper's availability experiment run live
 // (issue 16). example-queries (by default 3 sources, 21 queries sharing their sources' windows)
-// runs on local tidemark-node processes with replicas on 50 % spare CPU, degraded mode
-// (`on_loss: continue`) and no checkpoints. A seeded fault injector draws per trial which nodes
+// runs on local tidemark-node processes with replicas on spare CPU (--spare, 50 % by default),
+// degraded mode (`on_loss: continue`) and no checkpoints. A seeded fault injector draws per trial which nodes
 // crash (each with probability p); the same crash sets hit the product and the random plan. Per
 // trial the live figure is the fraction of queries whose sink still wrote every result of the
 // fault-free embedded run (observed in the sinks' files), the simulated one is
@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   std::int64_t rate = 2000;    // per source and second: 4 s per run
   int sources = 3, queries = 7;
   double kill_at = 0.2;
+  std::string spare = "50%";
   app.add_option("--out", out, "JSON report");
   app.add_option("--trials", trials, "crash draws; each is run once per heuristic");
   app.add_option("--nodes", node_count, "tidemark-node processes");
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
   app.add_option("--sources", sources, "sources (each with a shared window)");
   app.add_option("--queries", queries, "queries per source");
   app.add_option("--kill-at", kill_at, "share of all results written before the crash");
+  app.add_option("--spare", spare, "CPU for replicas: a share of the job's load (\"50%\") or cores");
   CLI11_PARSE(app, argc, argv);
   // the coordinator's warnings name every stopped instance of every trial: the report has them
   spdlog::set_level(spdlog::level::err);
@@ -125,7 +127,7 @@ int main(int argc, char** argv) {
   chaos::local_cluster nodes{lo};
   auto& cluster = nodes.cluster;
   cluster.continue_on_loss = true;
-  cluster.planned.spare = "50%";
+  cluster.planned.spare = spare;
   cluster.planned.failure_probability = p;
   cluster.planned.replan_interval = std::chrono::milliseconds{0};  // the deployment's plan stays
   // 12 processes on a small shared machine: a starved node must not be taken for a lost one (at
