@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -113,8 +114,8 @@ persistence::checkpoint_store& checkpoint_driver::store() {
   return *store_;
 }
 
-void checkpoint_driver::write(std::uint64_t id, const std::function<void()>& f) {
-  writer_->post([this, id, f] {
+void checkpoint_driver::write(std::uint64_t id, std::string what, std::function<void()> f) {
+  writer_->post([this, id, what = std::move(what), f = std::move(f)] {
     if (id == write_failed_) return;  // an earlier write of this checkpoint failed
     try {
       f();
@@ -124,7 +125,7 @@ void checkpoint_driver::write(std::uint64_t id, const std::function<void()>& f) 
       // works once the disk has space (or stops failing).
       if (e.connection_lost()) store_.reset();
       std::lock_guard<std::mutex> lock{outcomes_mutex_};
-      outcomes_.push_back({id, e.what()});
+      outcomes_.push_back({id, what + ": " + e.what()});
     }
   });
 }
@@ -187,7 +188,7 @@ restore_point checkpoint_driver::start_point() {
 restore_point checkpoint_driver::recover() {
   restore_point from;
   if (!enabled_) return from;
-  (void)settle();  // a checkpoint recorded meanwhile is one to restore from
+  settle();  // a checkpoint recorded meanwhile is one to restore from
   if (current_ != 0) spdlog::info("checkpoint {} abandoned: the job restarts", current_);
   current_ = 0;
   next_ = clock::now() + opts_.interval;
@@ -199,18 +200,12 @@ restore_point checkpoint_driver::recover() {
   return from;
 }
 
-restore_point checkpoint_driver::latest() {
+restore_point checkpoint_driver::latest() const {
   restore_point from;
   if (!enabled_) return from;
-  if (keep_latest_) {
-    from.checkpoint = latest_id_;
-    for (const auto& [k, bytes] : latest_) from.pieces.emplace(k, *bytes);
-    return from;
-  }
-  (void)settle();
-  auto loaded = store().latest(job_, plan_);
-  from.checkpoint = loaded.record.id;
-  from.pieces = std::move(loaded.pieces);
+  if (!keep_latest_) throw std::logic_error("checkpoint_driver::latest() needs keep_latest()");
+  from.checkpoint = latest_id_;
+  for (const auto& [k, bytes] : latest_) from.pieces.emplace(k, *bytes);
   return from;
 }
 
@@ -221,9 +216,9 @@ void checkpoint_driver::remember(const restore_point& from) {
   for (const auto& [k, bytes] : from.pieces) latest_.emplace(k, std::make_shared<const std::string>(bytes));
 }
 
-std::vector<std::uint64_t> checkpoint_driver::settle() {
+void checkpoint_driver::settle() {
   writer_->drain();
-  return collect();
+  (void)collect();
 }
 
 void checkpoint_driver::warn_unreplayable(const std::vector<std::string>& sources,
@@ -271,15 +266,10 @@ void checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, st
   progress_.alignment_ms = std::max(progress_.alignment_ms, alignment_ms);
   auto bytes = std::make_shared<const std::string>(std::move(state));
   if (keep_latest_) collecting_.emplace(std::make_pair(stage, instance), bytes);
-  write(id, [this, id, stage, instance, bytes] {
-    try {
-      store().put_piece(id, stage, instance, *bytes);
-    } catch (const persistence::storage_error& e) {
-      throw persistence::storage_error(e.code(), "writing the piece of stage " +
-                                                     std::to_string(stage) + " instance " +
-                                                     std::to_string(instance) + ": " + e.what());
-    }
-  });
+  write(id,
+        "writing the piece of stage " + std::to_string(stage) + " instance " +
+            std::to_string(instance),
+        [this, id, stage, instance, bytes] { store().put_piece(id, stage, instance, *bytes); });
   if (received_.size() < instances_) return;
   progress_.pieces = static_cast<std::uint32_t>(received_.size());
   progress_.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - started_).count();
@@ -295,12 +285,8 @@ void checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, st
   // complete() commits the record synced before anything else: when it throws, the record is
   // not durable (a failure in the retention after it is harmless, the next complete() redoes
   // it), so the checkpoint is not reported complete and no sink commits it
-  write(id, [this, r] {
-    try {
-      store().complete(r);
-    } catch (const persistence::storage_error& e) {
-      throw persistence::storage_error(e.code(), "recording it: " + std::string{e.what()});
-    }
+  write(id, "recording it", [this, r] {
+    store().complete(r);
     std::lock_guard<std::mutex> lock{outcomes_mutex_};
     outcomes_.push_back({r.id, {}});
   });

@@ -59,10 +59,10 @@ class checkpoint_driver {
   /// progress.
   restore_point recover();
 
-  /// The newest completed checkpoint with its pieces, without abandoning anything (a copy
-  /// restored after a takeover starts from it); checkpoint 0 when none completed. With
-  /// keep_latest() it comes from memory at once; otherwise it waits for the writer first.
-  restore_point latest();
+  /// The newest completed checkpoint with its pieces, from memory, without abandoning anything
+  /// (a copy restored after a takeover starts from it); checkpoint 0 when none completed. Needs
+  /// keep_latest() (std::logic_error otherwise).
+  restore_point latest() const;
   /// Keeps the pieces of the newest completed checkpoint in memory (shared with the writer, not
   /// copied), so latest() never waits for the disk: the coordinator calls it, whose control loop
   /// must not stall while a restore reads its state. Costs one checkpoint's state in memory.
@@ -107,10 +107,11 @@ class checkpoint_driver {
   /// driver's after settle()).
   persistence::checkpoint_store& store();
   /// Runs `f` on the writer for checkpoint `id`, unless an earlier write of `id` failed; a
-  /// storage_error it throws fails `id`.
-  void write(std::uint64_t id, const std::function<void()>& f);
-  /// Waits for the writer, then collect(): the store is the driver's thread's until the next write.
-  std::vector<std::uint64_t> settle();
+  /// storage_error it throws fails `id` with `what` and the error's text.
+  void write(std::uint64_t id, std::string what, std::function<void()> f);
+  /// Waits for the writer, then collect(): the store is the driver's thread's until the next
+  /// write. What became durable meanwhile is not committed (the caller restores instead).
+  void settle();
   /// Checkpoint `id` failed with `why`: counted, abandoned; throws job_error past the bound.
   void fail(std::uint64_t id, const std::string& why);
 

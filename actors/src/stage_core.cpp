@@ -1,11 +1,10 @@
 // The logic of one stage instance (see stage_core.hpp).
 #include "stage_core.hpp"
 
-#include <string_view>
-
 #include <algorithm>
 #include <exception>
 #include <iterator>
+#include <string_view>
 
 #include "tidemark/core/state.hpp"
 

@@ -931,9 +931,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
         return;  // the primary slot leads to a copy 0 only once that copy was restored elsewhere
       }
       if (!dropped.insert({k, to.copy}).second) return;
-      for (auto member : members)
-        if (!gone[*member_of[member]])
-          links.send(member, net::copy_lost_frame(to.stage, to.instance, to.copy));
+      for (auto member : live_members())
+        links.send(member, net::copy_lost_frame(to.stage, to.instance, to.copy));
       const auto at = where.node(k, to.copy);  // member index
       auto text = copy_name(to) + " on node '" + on.nodes[at].id + "' " + why +
                   " and was dropped; the other copies go on";
