@@ -65,6 +65,7 @@ job_result run(const job& j, const run_options& opts) {
   auto w = detail::wire(plan);
   // Tiered window stores keep the storage service alive as long as they run.
   auto run_opts = opts;
+  run_opts.checkpoints.unaligned &= opts.checkpoints.enabled();
   if (!run_opts.state_storage)
     run_opts.state_storage = std::make_shared<persistence::storage_service>(opts.storage);
 

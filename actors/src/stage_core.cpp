@@ -14,7 +14,7 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 /// Version of the layout write_state produces; restore refuses any other.
-constexpr std::uint32_t state_format = 1;
+constexpr std::uint32_t state_format = 2;
 /// The piece of a stage that had ended when a checkpoint was taken (no layout starts like it: a
 /// state starts with its format).
 constexpr std::string_view finished_state = "tidemark:finished";
@@ -23,6 +23,44 @@ constexpr std::string_view finished_state = "tidemark:finished";
 struct operator_failure {
   std::string what;
 };
+
+
+/// An item in flight of an unaligned checkpoint: a batch (its values through its stream's codec,
+/// then its event times and key hashes) or a signal.
+void write_item(state_writer& out, const batch_codec& codec, const batch_base* b, signal_kind kind,
+                event_time wm, std::vector<std::uint8_t>& scratch) {
+  out.write(b != nullptr);
+  if (!b) {
+    out.write(static_cast<std::uint8_t>(kind));
+    out.write(wm);
+    return;
+  }
+  scratch.clear();
+  codec.encode_values(*b, scratch);
+  out.write(scratch);
+  out.write(b->times);
+  out.write(b->hashes);
+}
+
+/// Reads what write_item wrote into `item` (its batch, or its signal).
+void read_item(state_reader& in, const batch_codec& codec, input_item& item) {
+  if (!in.read<bool>()) {
+    const auto kind = in.read<std::uint8_t>();
+    if (kind >= static_cast<std::uint8_t>(signal_kind::barrier))
+      throw wire_error("signal kind " + std::to_string(kind) + " in flight");
+    item.kind = static_cast<signal_kind>(kind);
+    in.read(item.wm);
+    return;
+  }
+  const auto values = in.read<std::vector<std::uint8_t>>();
+  item.batch = codec.decode_values(values.data(), values.size());
+  in.read(item.batch->times);
+  in.read(item.batch->hashes);
+  const auto n = item.batch->size();
+  if ((!item.batch->times.empty() && item.batch->times.size() != n) ||
+      (!item.batch->hashes.empty() && item.batch->hashes.size() != n))
+    throw wire_error("batch in flight with misaligned columns");
+}
 
 }  // namespace
 
@@ -78,15 +116,46 @@ stage_core::stage_core(stage_config cfg, stage_io& io) : cfg_(std::move(cfg)), i
     if (auto p = op->timer_period_ms(); p > 0 && (timer_period_ == 0 || p < timer_period_))
       timer_period_ = p;
   build_routes();
+  out_ports_.resize(outs_.size());
+  for (const auto& e : cfg_.edges)
+    for (auto k : e.slots) out_ports_.at(k) = &cfg_.nodes.at(e.from_op)->outputs.at(e.port);
+  if (cfg_.opts.checkpoints.unaligned) {
+    // the batches in flight are stored with the piece: every stream needs a codec, and there is
+    // one in-flight state per channel, which copies of an input or output would not share
+    const bool copies = std::any_of(cfg_.output_copies.begin(), cfg_.output_copies.end(),
+                                    [](const auto& c) { return !c.empty(); });
+    if (arranged_ || copies)
+      throw job_error("stage " + std::to_string(cfg_.stage) +
+                      ": unaligned checkpoints do not work with replicas or the deterministic "
+                      "merge; use aligned checkpoints (without --unaligned)");
+    if (cfg_.input_from.size() != cfg_.input_ports.size())
+      throw job_error("stage " + std::to_string(cfg_.stage) +
+                      ": unaligned checkpoints need the producer of every input slot");
+    for (auto* p : out_ports_) codec_of(p);
+    for (auto* p : cfg_.input_from) codec_of(p);
+  }
 }
 
 stage_core::~stage_core() = default;
+
+const batch_codec& stage_core::codec_of(const output_port* port) const {
+  if (!port || !port->codec)
+    throw job_error("stage " + std::to_string(cfg_.stage) + ": unaligned checkpoints store the "
+                    "batches in flight, but a stream of " +
+                    (port ? port->value_type : std::string{"unknown values"}) +
+                    " has no tidemark::codec (list its fields with TIDEMARK_FIELDS, or use "
+                    "aligned checkpoints)");
+  return *port->codec;
+}
 
 // ---- what the shell feeds in -------------------------------------------------------------------
 
 void stage_core::start() {
   if (finished_) return;  // restored as finished
   guarded([&] {
+    // what an unaligned checkpoint found in flight goes on first
+    for (std::uint32_t k = 0; k < outs_.size(); ++k) try_send(k);
+    if (!inbox_.empty()) drain();
     if (cfg_.source) {
       call(0, [&] {
         cfg_.source->open();
@@ -105,6 +174,7 @@ void stage_core::on_pump() {
 }
 
 void stage_core::on_data(std::uint32_t in, batch_ptr b) {
+  if (cut_ && cut_->open[in]) cut_->in_flight.push_back({in, in, b->clone()});
   if (arranged_) {
     receive({in, input_of_[in], std::move(b)});
   } else {
@@ -116,6 +186,28 @@ void stage_core::on_data(std::uint32_t in, batch_ptr b) {
 }
 
 void stage_core::on_signal(std::uint32_t in, signal_kind kind, event_time wm) {
+  if (cfg_.opts.checkpoints.unaligned) {
+    // the barrier overtakes what waits in the inbox (Flink's unaligned checkpoints)
+    if (kind == signal_kind::barrier) {
+      guarded([&] {
+        const auto id = static_cast<std::uint64_t>(wm);
+        if (!cut_)
+          start_cut(id, in);
+        else
+          cut_->open[in] = false;
+        maybe_complete_cut();
+        after_work();
+      });
+      return;
+    }
+    if (cut_ && cut_->open[in]) {
+      cut_->in_flight.push_back({in, in, nullptr, kind, wm});
+      if (kind == signal_kind::eos) {
+        cut_->open[in] = false;
+        guarded([&] { maybe_complete_cut(); });
+      }
+    }
+  }
   if (arranged_)
     receive({in, input_of_[in], nullptr, kind, wm});
   else
@@ -473,7 +565,7 @@ void stage_core::drain() {
     if (item.batch) {
       --queued_;
       deliver(0, in.port, std::move(item.batch));
-      acknowledge(item.slot);
+      if (item.credited) acknowledge(item.slot);
       continue;
     }
     switch (item.kind) {
@@ -577,6 +669,7 @@ void stage_core::on_checkpoint_complete(std::uint64_t id) {
     if (cfg_.source) call(0, [&] { cfg_.source->on_checkpoint_complete(id); });
     for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p)
       call(p, [&] { op(p).on_checkpoint_complete(id); });
+    resume();  // an operator that waited for the commit may take input again
   });
 }
 
@@ -600,10 +693,54 @@ bool stage_core::aligned() const {
 
 /// Writes the state, then sends the barrier on every output behind everything emitted before it.
 void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
+  if (cfg_.opts.checkpoints.unaligned) {  // a source: its barrier overtakes its outputs' queues
+    start_cut(id, 0);
+    maybe_complete_cut();
+    return;
+  }
   checkpointed_ = id;
   auto state = write_state(id);
   signal_all(signal_kind::barrier, static_cast<event_time>(id));
-  io_.checkpointed(id, std::move(state), alignment_ms);
+  std::uint32_t none = 0;
+  state_writer{id, state}.write(none);  // nothing in flight on the inputs
+  io_.checkpointed(id, {state.begin(), state.end()}, alignment_ms);
+}
+
+/// Unaligned checkpoint `id`: its first barrier arrived on `input` (a source: when it heard of
+/// the checkpoint). The state is taken now, with what waits on the outputs (it is sent after the
+/// barrier, which goes out at once) and what waits in the inbox; what the other inputs receive
+/// before their barrier is added as it arrives (maybe_complete_cut).
+void stage_core::start_cut(std::uint64_t id, std::uint32_t input) {
+  for (std::uint32_t k = 0; k < outs_.size(); ++k) seal(k);
+  cut_ = std::make_unique<cut>();
+  cut_->id = id;
+  cut_->since = clock::now();
+  cut_->state = write_state(id);
+  for (std::uint32_t k = 0; k < outs_.size(); ++k)
+    if (!outs_[k].lost) io_.send_signal(k, signal_kind::barrier, static_cast<event_time>(id));
+  cut_->open.assign(ins_.size(), false);
+  for (std::uint32_t i = 0; i < ins_.size(); ++i) cut_->open[i] = !ins_[i].eos && i != input;
+  for (const auto& item : inbox_) {
+    if (!item.batch && item.kind == signal_kind::eos) cut_->open[item.input] = false;
+    cut_->in_flight.push_back({item.slot, item.input, item.batch ? item.batch->clone() : nullptr,
+                               item.kind, item.wm, item.credited});
+  }
+}
+
+/// Every input delivered the barrier of the cut, or ended: the piece is complete.
+void stage_core::maybe_complete_cut() {
+  if (!cut_ || std::find(cut_->open.begin(), cut_->open.end(), true) != cut_->open.end()) return;
+  auto c = std::move(cut_);
+  state_writer out{c->id, c->state};
+  out.write(static_cast<std::uint32_t>(c->in_flight.size()));
+  std::vector<std::uint8_t> bytes;
+  for (const auto& item : c->in_flight) {
+    out.write(item.slot);
+    write_item(out, codec_of(cfg_.input_from[item.slot]), item.batch.get(), item.kind, item.wm, bytes);
+  }
+  checkpointed_ = c->id;
+  io_.checkpointed(c->id, {c->state.begin(), c->state.end()},
+                   std::chrono::duration<double, std::milli>(clock::now() - c->since).count());
 }
 
 /// The layout: format, per logical input its watermark and flags, the stage watermarks, per
@@ -611,7 +748,7 @@ void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
 /// length-prefixed section per operator (the source first), each written by the operator itself.
 /// Nothing in it depends on how many copies the stage or its neighbours run, so a job can move
 /// to other replicas through a checkpoint.
-std::string stage_core::write_state(std::uint64_t id) {
+std::vector<std::uint8_t> stage_core::write_state(std::uint64_t id) {
   std::vector<std::uint8_t> bytes;
   state_writer out{id, bytes};
   out.write(state_format);
@@ -640,7 +777,17 @@ std::string stage_core::write_state(std::uint64_t id) {
     });
     out.write(section);
   }
-  return {bytes.begin(), bytes.end()};
+  // unaligned: what waits on the outputs is sent after the barrier, so it belongs to the state
+  std::uint32_t waiting = 0;
+  if (cfg_.opts.checkpoints.unaligned)
+    for (const auto& o : outs_) waiting += static_cast<std::uint32_t>(o.ready.size());
+  out.write(waiting);
+  for (std::uint32_t k = 0; waiting > 0 && k < outs_.size(); ++k)
+    for (const auto& item : outs_[k].ready) {
+      out.write(k);
+      write_item(out, codec_of(out_ports_[k]), item.batch.get(), item.kind, item.wm, section);
+    }
+  return bytes;
 }
 
 void stage_core::restore() {
@@ -699,6 +846,25 @@ void stage_core::restore() {
           throw job_error(where + std::to_string(r.remaining()) +
                           " bytes of its state were not read: the job changed since");
       });
+    }
+    // what an unaligned checkpoint found in flight: on the outputs, then on the inputs
+    for (auto n = in.read<std::uint32_t>(); n > 0; --n) {
+      const auto k = in.read<std::uint32_t>();
+      if (k >= outs_.size()) throw wire_error("output slot " + std::to_string(k) + " in flight");
+      input_item item;
+      read_item(in, codec_of(out_ports_[k]), item);
+      outs_[k].ready.push_back({std::move(item.batch), item.kind, item.wm});
+    }
+    for (auto n = in.read<std::uint32_t>(); n > 0; --n) {
+      input_item item;
+      in.read(item.slot);
+      if (item.slot >= cfg_.input_from.size())
+        throw wire_error("input slot " + std::to_string(item.slot) + " in flight");
+      read_item(in, codec_of(cfg_.input_from[item.slot]), item);
+      item.input = item.slot;
+      item.credited = false;
+      if (item.batch) ++queued_;
+      inbox_.push_back(std::move(item));
     }
     if (in.remaining())
       throw job_error(where + std::to_string(in.remaining()) +

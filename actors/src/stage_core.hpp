@@ -37,6 +37,9 @@ struct stage_config {
   std::unique_ptr<source_logic> source;    ///< set when nodes[0] is a source
   std::vector<std::unique_ptr<operator_logic>> ops;  ///< one per non-source node, in order
   std::vector<std::uint32_t> input_ports;  ///< per input slot: input index of the head operator
+  /// Per input slot: the producer's output port it reads (its codec stores the batches in flight
+  /// of an unaligned checkpoint). Needed only with run_options::checkpoints.unaligned.
+  std::vector<const output_port*> input_from;
   /// Per input slot: the logical input it feeds (values 0..n-1). Slots of one logical input carry
   /// copies of one upstream instance (its primary and replicas), which must send the same element
   /// sequence; the stage passes each element on once, from whichever copy brought it first, and
@@ -231,7 +234,11 @@ class stage_core {
   bool aligned() const;
   void take_checkpoint(std::uint64_t id, double alignment_ms);
   void answer_finished(std::uint64_t id);
-  std::string write_state(std::uint64_t id);
+  std::vector<std::uint8_t> write_state(std::uint64_t id);
+  void start_cut(std::uint64_t id, std::uint32_t input);
+  void record_in_flight(const input_item& item);
+  void maybe_complete_cut();
+  const batch_codec& codec_of(const output_port* port) const;
   void read_source_state();
 
   // finishing
@@ -305,6 +312,18 @@ class stage_core {
   std::uint64_t aligning_ = 0;
   std::chrono::steady_clock::time_point aligning_since_;
   std::deque<input_item> parked_;
+  // unaligned checkpoints: per output slot the port whose stream it carries; the checkpoint whose
+  // first barrier arrived, its state so far, the inputs whose barrier is still to come and what
+  // they (and the inbox, when the cut was taken) received before it
+  std::vector<const output_port*> out_ports_;
+  struct cut {
+    std::uint64_t id = 0;
+    std::chrono::steady_clock::time_point since;
+    std::vector<std::uint8_t> state;
+    std::vector<bool> open;
+    std::vector<input_item> in_flight;
+  };
+  std::unique_ptr<cut> cut_;
   std::string source_state_;  // the source's restored position, loaded in start()
 };
 

@@ -23,6 +23,8 @@ struct input_item {
   batch_ptr batch;
   signal_kind kind = signal_kind::watermark;
   event_time wm = 0;
+  /// false: restored from an unaligned checkpoint, so no sender waits for its credit.
+  bool credited = true;
 };
 
 /// Duplicate suppression for logical inputs fed by several copies of one upstream instance (its

@@ -97,6 +97,13 @@ stage_setup make_stage_setup(const logical_graph& g, const physical_plan& p, con
     }
   }
   c.input_ports = w.input_ports[s][i];
+  if (!c.input_ports.empty()) {
+    const auto& head = *c.nodes.front();
+    for (auto port : c.input_ports) {
+      const auto& in = head.inputs.at(port);
+      c.input_from.push_back(&g.node(in.from).outputs.at(in.port));
+    }
+  }
   c.logical_input = w.logical_input[s][i];
   // the copies of a replicated instance must see their inputs in one order to emit one sequence
   c.deterministic_merge = opts.deterministic_merge || w.copies[s][i] > 1;

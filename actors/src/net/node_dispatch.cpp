@@ -54,6 +54,7 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   x.opts.deterministic_merge = d.deterministic_merge();
   x.opts.replica_lag = d.replica_lag();
   x.opts.replay_limit = d.replay_limit();
+  x.opts.checkpoints.unaligned = d.unaligned_checkpoints();
   x.spare_budget = d.spare_budget();
   x.replica_load = d.replica_load();
   x.predicted_availability = d.predicted_availability();

@@ -194,6 +194,9 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
                       "with --data-dir: milliseconds between checkpoints (0: none; default 1000)");
   run_cmd->add_flag("--resume", opts->checkpoints.resume,
                     "with --data-dir: continue from the newest usable checkpoint in it");
+  run_cmd->add_flag("--unaligned", opts->checkpoints.unaligned,
+                    "with --data-dir: unaligned checkpoints (barriers overtake queued batches, "
+                    "which are stored with the checkpoint: checkpoints complete under backpressure)");
   run_cmd->add_option("--max-checkpoint-failures", opts->checkpoints.max_consecutive_failures,
                       "with --data-dir: fail the job after this many checkpoints in a row could "
                       "not be written (a full or failing disk; 0: never; default 10)");

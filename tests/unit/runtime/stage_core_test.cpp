@@ -455,6 +455,103 @@ BOOST_AUTO_TEST_CASE(a_stage_whose_inputs_end_before_the_barrier_answers_that_it
   BOOST_TEST(aligned.io.checkpoints.size() == 1u);  // nothing more for checkpoint 3
 }
 
+// ---- unaligned checkpoints ----------------------------------------------------------------------
+
+namespace {
+
+/// A summing stage over ints with `inputs` input slots and one output, checkpointing unaligned:
+/// every stream it touches has the int codec.
+struct unaligned_stage {
+  explicit unaligned_stage(std::uint32_t inputs, std::uint32_t credit, std::uint64_t restore_from = 0,
+                           std::string state = {}, const batch_codec* codec = batch_codec_for<int>()) {
+    producer.outputs[0] = {"main", codec, "int"};
+    node.name = "sum";
+    node.op = "summing";
+    node.outputs[0] = {"main", codec, "int"};
+    stage_config cfg;
+    cfg.nodes = {&node};
+    cfg.tree = {{0, 0, 0}};
+    cfg.ops.push_back(std::make_unique<summing>(total));
+    cfg.restore_checkpoint = restore_from;
+    cfg.restore_state = std::move(state);
+    cfg.input_ports.assign(inputs, 0);
+    cfg.input_from.assign(inputs, &producer.outputs[0]);
+    cfg.outputs = 1;
+    cfg.edges = {output_edge{partitioning::forward, 0, 0, {0}}};
+    cfg.opts.batch_size = 1;
+    cfg.opts.credit = credit;
+    cfg.opts.checkpoints.unaligned = true;
+    core = std::make_unique<stage_core>(std::move(cfg), io);
+  }
+
+  logical_node producer;
+  logical_node node;
+  long total = 0;
+  recording_io io;
+  std::unique_ptr<stage_core> core;
+};
+
+}  // namespace
+
+// Under backpressure the barrier does not wait for the queues: it goes out when it arrives, and
+// what it overtook (the output waiting for credit, the inbox, what the other input sends before
+// its barrier) is stored with the piece and handled first after a restore.
+BOOST_AUTO_TEST_CASE(an_unaligned_barrier_overtakes_the_queues_which_the_piece_keeps) {
+  unaligned_stage s{2, 1};
+  s.core->on_data(0, ints({1}));  // goes out with the only credit
+  s.core->on_data(0, ints({2}));  // waits on the output for credit
+  s.core->on_data(0, ints({3}));  // waits in the inbox
+  s.core->on_data(1, ints({10}));
+  BOOST_TEST(s.io.take() == (lines{"out 0: [1]"}));
+  s.core->on_signal(0, signal_kind::barrier, 7);
+  BOOST_TEST(s.io.take() == (lines{"out 0: barrier 7"}));  // ahead of [2]
+  BOOST_TEST(s.io.checkpoints.empty());                    // input 1's barrier is still to come
+  s.core->on_data(1, ints({20}));                          // before that barrier: in flight
+  s.core->on_signal(1, signal_kind::barrier, 7);
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.checkpoints[0].first == 7u);
+  s.core->on_data(0, ints({100}));  // after the barrier: not in the piece
+  s.core->on_credit(0, 100);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [2]", "out 0: [3]", "out 0: [10]", "out 0: [20]", "out 0: [100]"}));
+  BOOST_TEST(s.total == 136);
+
+  // the restored stage sends and handles what was in flight, then what follows the barrier
+  unaligned_stage r{2, 2, 7, s.io.checkpoints[0].second};  // credit 2: returned per batch
+  r.core->restore();
+  r.core->start();
+  r.core->on_credit(0, 100);
+  BOOST_TEST(r.io.failure == "");
+  BOOST_TEST(r.io.take() == (lines{"out 0: [2]", "out 0: [3]", "out 0: [10]", "out 0: [20]"}));
+  BOOST_TEST(r.total == 1 + 2 + 3 + 10 + 20);
+  BOOST_TEST(r.io.credits.empty());  // no sender gave credit for what the piece held
+  r.core->on_data(0, ints({100}));
+  BOOST_TEST(r.io.credits == (std::vector<std::string>{"in 0: 1"}));
+  BOOST_TEST(r.total == s.total);
+}
+
+BOOST_AUTO_TEST_CASE(an_unaligned_piece_keeps_signals_in_flight_and_an_ended_input_needs_no_barrier) {
+  unaligned_stage s{2, 1};
+  s.core->on_data(0, ints({1}));
+  s.core->on_data(0, ints({2}));  // blocks the stage: what follows waits in the inbox
+  s.core->on_signal(1, signal_kind::watermark, 5);
+  s.core->on_signal(0, signal_kind::barrier, 3);
+  s.core->on_signal(1, signal_kind::eos, end_of_time);  // ends input 1 before its barrier
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  unaligned_stage r{2, 100, 3, s.io.checkpoints[0].second};
+  r.core->restore();
+  r.core->start();
+  BOOST_TEST(r.io.failure == "");
+  r.core->on_signal(0, signal_kind::watermark, 9);
+  // input 1 brought watermark 5 and then ended, from the piece
+  BOOST_TEST(r.io.take() == (lines{"out 0: [2]", "out 0: watermark 9"}));
+}
+
+BOOST_AUTO_TEST_CASE(unaligned_checkpoints_refuse_a_stream_without_codec) {
+  BOOST_CHECK_EXCEPTION(unaligned_stage(1, 8, 0, {}, nullptr), job_error, [](const job_error& e) {
+    return std::string{e.what()}.find("has no tidemark::codec") != std::string::npos;
+  });
+}
+
 // ---- replica copies of one input ----------------------------------------------------------------
 
 namespace {

@@ -32,6 +32,12 @@ struct checkpoint_options {
   bool resume = false;
   /// Completed checkpoints kept.
   std::uint32_t retain = 3;
+  /// Unaligned checkpoints: a stage takes its part when the first barrier reaches it, the barrier
+  /// overtakes the batches queued in front of it (on the stage's inputs and outputs) and those are
+  /// stored with the piece, so a checkpoint completes under backpressure in the time a barrier
+  /// takes to cross the job, not the time the queues take to drain. Every stream must have a
+  /// tidemark::codec; refused with replicas and the deterministic merge (fault-tolerance.md).
+  bool unaligned = false;
   /// A checkpoint that cannot be written (a full or failing disk) fails and the job goes on;
   /// this many failures in a row fail the job (0: never). Ten: ten seconds at the default
   /// interval, long enough to ride out a transient fault, short enough that a full disk is not
