@@ -103,7 +103,10 @@ class stage_actor final : public annotated_actor, private stage_io {
           core_->on_checkpoint(id);
           after_message();
         },
-        [this](commit_atom, std::uint64_t id) { core_->on_checkpoint_complete(id); },
+        [this](commit_atom, std::uint64_t id) {
+          core_->on_checkpoint_complete(id);
+          after_message();
+        },
         [this](live_atom) {
           send(caf::actor_cast<caf::actor>(current_sender()), live_metrics_msg{core_->snapshot()});
         },

@@ -170,7 +170,12 @@ void stage_core::start() {
 
 void stage_core::on_pump() {
   pump_scheduled_ = false;
-  guarded([&] { pump(); });
+  guarded([&] {
+    if (cfg_.source)
+      pump();
+    else
+      drain();
+  });
 }
 
 void stage_core::on_data(std::uint32_t in, batch_ptr b) {
@@ -182,7 +187,17 @@ void stage_core::on_data(std::uint32_t in, batch_ptr b) {
     ++queued_;
     metrics_.max_queued_batches = std::max(metrics_.max_queued_batches, queued_);
   }
-  guarded([&] { drain(); });
+  if (cfg_.opts.checkpoints.unaligned)
+    yield();  // what else waits (the rest of a burst, a barrier) comes in before the work
+  else
+    guarded([&] { drain(); });
+}
+
+/// The pump drains (or pulls) once the messages that wait now are handled.
+void stage_core::yield() {
+  if (pump_scheduled_) return;
+  pump_scheduled_ = true;
+  io_.schedule_pump();
 }
 
 void stage_core::on_signal(std::uint32_t in, signal_kind kind, event_time wm) {
@@ -213,7 +228,7 @@ void stage_core::on_signal(std::uint32_t in, signal_kind kind, event_time wm) {
   else
     inbox_.push_back({in, in, nullptr, kind, wm});
   guarded([&] {
-    drain();
+    if (!pump_scheduled_) drain();
     // the stage may have finished before its last copy ended
     if (kind == signal_kind::eos) maybe_done();
   });
@@ -566,6 +581,13 @@ void stage_core::drain() {
       --queued_;
       deliver(0, in.port, std::move(item.batch));
       if (item.credited) acknowledge(item.slot);
+      // unaligned: the stage yields after each batch (and takes in data without working on
+      // it), so that what waits in its mailbox, a barrier among it, reaches the inbox, where a
+      // barrier overtakes, without waiting for the inbox to be worked off; the pump drains
+      if (cfg_.opts.checkpoints.unaligned && !inbox_.empty()) {
+        yield();
+        break;
+      }
       continue;
     }
     switch (item.kind) {
@@ -618,8 +640,10 @@ void stage_core::advance_inputs() {
 /// A source that stopped for credit (or for a saturated operator) pulls at once, without a pump
 /// message; one with a pump scheduled waits for it.
 void stage_core::resume() {
-  if (cfg_.source) {
-    if (!pump_scheduled_) pump();
+  if (pump_scheduled_) {
+    // the pump comes: it pulls or drains
+  } else if (cfg_.source) {
+    pump();
   } else {
     drain();
   }

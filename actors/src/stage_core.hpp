@@ -73,7 +73,8 @@ class stage_io {
   virtual void return_credit(std::uint32_t in, std::uint32_t n) = 0;
   /// Calls stage_core::on_flush after `linger`.
   virtual void schedule_flush(std::chrono::milliseconds linger) = 0;
-  /// Calls stage_core::on_pump soon, after pending messages (a source yields between pulls).
+  /// Calls stage_core::on_pump soon, after pending messages (a source yields between pulls, a
+  /// stage with unaligned checkpoints between batches).
   virtual void schedule_pump() = 0;
   /// The stage ended: every output got end-of-stream and every batch was sent.
   virtual void done(instance_metrics m) = 0;
@@ -111,6 +112,7 @@ class stage_core {
   void on_checkpoint(std::uint64_t id);
   /// Checkpoint `id` is complete: the operators commit what they staged for it.
   void on_checkpoint_complete(std::uint64_t id);
+  /// Pulls (a source) or handles what waits in the inbox (a stage that yielded).
   void on_pump();
   void on_data(std::uint32_t in, batch_ptr b);
   void on_signal(std::uint32_t in, signal_kind kind, event_time wm);
@@ -227,6 +229,7 @@ class stage_core {
   void drain();
   void advance_inputs();
   void resume();
+  void yield();
   void after_work();
 
   // checkpoints

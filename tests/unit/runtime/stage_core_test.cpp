@@ -491,6 +491,11 @@ struct unaligned_stage {
   std::unique_ptr<stage_core> core;
 };
 
+/// Runs the pumps the stage asked for: with unaligned checkpoints it yields after each batch.
+void settle(unaligned_stage& s) {
+  for (int pumped = 0; pumped < s.io.pumps; ++pumped) s.core->on_pump();
+}
+
 }  // namespace
 
 // Under backpressure the barrier does not wait for the queues: it goes out when it arrives, and
@@ -502,6 +507,8 @@ BOOST_AUTO_TEST_CASE(an_unaligned_barrier_overtakes_the_queues_which_the_piece_k
   s.core->on_data(0, ints({2}));  // waits on the output for credit
   s.core->on_data(0, ints({3}));  // waits in the inbox
   s.core->on_data(1, ints({10}));
+  BOOST_TEST(s.io.take().empty());  // taken in, not worked on yet: the stage yields
+  settle(s);
   BOOST_TEST(s.io.take() == (lines{"out 0: [1]"}));
   s.core->on_signal(0, signal_kind::barrier, 7);
   BOOST_TEST(s.io.take() == (lines{"out 0: barrier 7"}));  // ahead of [2]
@@ -512,6 +519,7 @@ BOOST_AUTO_TEST_CASE(an_unaligned_barrier_overtakes_the_queues_which_the_piece_k
   BOOST_TEST(s.io.checkpoints[0].first == 7u);
   s.core->on_data(0, ints({100}));  // after the barrier: not in the piece
   s.core->on_credit(0, 100);
+  settle(s);
   BOOST_TEST(s.io.take() == (lines{"out 0: [2]", "out 0: [3]", "out 0: [10]", "out 0: [20]", "out 0: [100]"}));
   BOOST_TEST(s.total == 136);
 
@@ -520,12 +528,39 @@ BOOST_AUTO_TEST_CASE(an_unaligned_barrier_overtakes_the_queues_which_the_piece_k
   r.core->restore();
   r.core->start();
   r.core->on_credit(0, 100);
+  settle(r);
   BOOST_TEST(r.io.failure == "");
   BOOST_TEST(r.io.take() == (lines{"out 0: [2]", "out 0: [3]", "out 0: [10]", "out 0: [20]"}));
   BOOST_TEST(r.total == 1 + 2 + 3 + 10 + 20);
   BOOST_TEST(r.io.credits.empty());  // no sender gave credit for what the piece held
   r.core->on_data(0, ints({100}));
+  settle(r);
   BOOST_TEST(r.io.credits == (std::vector<std::string>{"in 0: 1"}));
+  BOOST_TEST(r.total == s.total);
+}
+
+// What waits in the mailbox reaches the inbox, where a barrier overtakes, while the inbox is
+// being worked off: the stage yields after each batch and the pump goes on.
+BOOST_AUTO_TEST_CASE(with_unaligned_checkpoints_a_stage_yields_after_each_batch) {
+  unaligned_stage s{1, 1};
+  s.core->on_data(0, ints({1}));
+  s.core->on_data(0, ints({2}));  // blocks the output
+  s.core->on_data(0, ints({3}));
+  s.core->on_data(0, ints({4}));
+  settle(s);
+  s.core->on_credit(0, 100);  // takes [3], then yields
+  BOOST_TEST(s.io.take() == (lines{"out 0: [1]", "out 0: [2]", "out 0: [3]"}));
+  s.core->on_data(0, ints({5}));  // only taken in: the pump drains
+  s.core->on_signal(0, signal_kind::barrier, 2);  // overtakes [4] and [5]
+  BOOST_TEST(s.io.take() == (lines{"out 0: barrier 2"}));
+  settle(s);
+  BOOST_TEST(s.io.take() == (lines{"out 0: [4]", "out 0: [5]"}));
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  unaligned_stage r{1, 100, 2, s.io.checkpoints[0].second};
+  r.core->restore();
+  r.core->start();
+  settle(r);
+  BOOST_TEST(r.io.take() == (lines{"out 0: [4]", "out 0: [5]"}));
   BOOST_TEST(r.total == s.total);
 }
 
@@ -533,6 +568,7 @@ BOOST_AUTO_TEST_CASE(an_unaligned_piece_keeps_signals_in_flight_and_an_ended_inp
   unaligned_stage s{2, 1};
   s.core->on_data(0, ints({1}));
   s.core->on_data(0, ints({2}));  // blocks the stage: what follows waits in the inbox
+  settle(s);
   s.core->on_signal(1, signal_kind::watermark, 5);
   s.core->on_signal(0, signal_kind::barrier, 3);
   s.core->on_signal(1, signal_kind::eos, end_of_time);  // ends input 1 before its barrier
