@@ -13,7 +13,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// Version of the layout write_state produces; restore refuses any other.
+/// Version of the layout captured_state::write produces; restore refuses any other.
 constexpr std::uint32_t state_format = 1;
 /// The piece of a stage that had ended when a checkpoint was taken (no layout starts like it: a
 /// state starts with its format).
@@ -598,12 +598,32 @@ bool stage_core::aligned() const {
   return true;
 }
 
-/// Writes the state, then sends the barrier on every output behind everything emitted before it.
+/// Captures the state, sends the barrier on every output behind everything emitted before it,
+/// then writes the state, on another thread when the shell can (asynchronous snapshots): the
+/// stage goes on while a large state is written. One state is written elsewhere at a time; should
+/// the next barrier come before it is written (the drivers start a checkpoint only once every
+/// piece of the last one arrived, so they never do), the next is written here, at once.
 void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
   checkpointed_ = id;
-  auto state = write_state(id);
+  auto state = std::make_shared<const captured_state>(capture_state(id));
   signal_all(signal_kind::barrier, static_cast<event_time>(id));
-  io_.checkpointed(id, std::move(state), alignment_ms);
+  if (!writing_ && io_.write_elsewhere(id, [state] { return state->write(); })) {
+    writing_ = id;
+    writing_alignment_ms_ = alignment_ms;
+    return;
+  }
+  io_.checkpointed(id, state->write(), alignment_ms);
+}
+
+void stage_core::on_state_written(std::uint64_t id, std::string state, std::string error) {
+  if (id != writing_) return;
+  writing_ = 0;
+  if (failed_) return;
+  if (!error.empty()) {
+    fail(std::move(error));
+    return;
+  }
+  io_.checkpointed(id, std::move(state), writing_alignment_ms_);
 }
 
 /// The layout: format, per logical input its watermark and flags, the stage watermarks, per
@@ -611,9 +631,10 @@ void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
 /// length-prefixed section per operator (the source first), each written by the operator itself.
 /// Nothing in it depends on how many copies the stage or its neighbours run, so a job can move
 /// to other replicas through a checkpoint.
-std::string stage_core::write_state(std::uint64_t id) {
-  std::vector<std::uint8_t> bytes;
-  state_writer out{id, bytes};
+captured_state stage_core::capture_state(std::uint64_t id) {
+  captured_state c;
+  c.id = id;
+  state_writer out{id, c.head};
   out.write(state_format);
   out.write(static_cast<std::uint32_t>(ins_.size()));
   for (const auto& in : ins_) {
@@ -628,16 +649,31 @@ std::string stage_core::write_state(std::uint64_t id) {
   for (std::size_t k = 0; k < outs_.size(); ++k)
     if (!copy_slot_[k]) out.write(outs_[k].idle);
   out.write(rr_);
-  std::vector<std::uint8_t> section;
   for (std::size_t p = 0; p < cfg_.nodes.size(); ++p) {
-    section.clear();
-    state_writer w{id, section};
+    auto& section = c.sections.emplace_back();
+    section.failure = failure_text(p, "");
     call(p, [&] {
       if (p < offset_)
-        cfg_.source->snapshot(w);
+        section.state = capture_now(id, [&](state_writer& w) { cfg_.source->snapshot(w); });
       else
-        op(p).snapshot(w);
+        section.state = op(p).capture(id);
     });
+  }
+  return c;
+}
+
+std::string captured_state::write() const {
+  std::vector<std::uint8_t> bytes = head;
+  state_writer out{id, bytes};
+  std::vector<std::uint8_t> section;
+  for (const auto& s : sections) {
+    section.clear();
+    state_writer w{id, section};
+    try {
+      if (s.state) s.state(w);
+    } catch (const std::exception& e) {
+      throw job_error(s.failure + e.what());
+    }
     out.write(section);
   }
   return {bytes.begin(), bytes.end()};
