@@ -2,6 +2,7 @@
 #include "stage_core.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <iterator>
 #include <string_view>
@@ -664,17 +665,19 @@ captured_state stage_core::capture_state(std::uint64_t id) {
 
 std::string captured_state::write() const {
   std::vector<std::uint8_t> bytes = head;
-  state_writer out{id, bytes};
-  std::vector<std::uint8_t> section;
   for (const auto& s : sections) {
-    section.clear();
-    state_writer w{id, section};
+    // a section is a std::vector<std::uint8_t> through its codec: a 32-bit length, then the bytes;
+    // written in place (no copy of a large section), the length once it is known
+    const auto at = bytes.size();
+    bytes.resize(at + sizeof(std::uint32_t));
+    state_writer w{id, bytes};
     try {
       if (s.state) s.state(w);
     } catch (const std::exception& e) {
       throw job_error(s.failure + e.what());
     }
-    out.write(section);
+    const auto n = static_cast<std::uint32_t>(bytes.size() - at - sizeof(std::uint32_t));
+    std::memcpy(bytes.data() + at, &n, sizeof n);
   }
   return {bytes.begin(), bytes.end()};
 }
