@@ -96,6 +96,7 @@ caf::actor deployment_actors::spawn_copy(wiring::endpoint e, const remote_channe
   const auto [s, i, c] = e;
   auto setup = make_stage_setup(g_, p_, w_, s, i, opts_);
   setup.driver = driver_;
+  setup.snapshots = snapshots_;
   if (from && from->checkpoint) {
     // every copy starts from the instance's one piece
     auto piece = from->pieces.find({s, i});

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -149,6 +150,7 @@ class deployment_actors {
   placement where_;  // updated as copies are restored elsewhere
   run_options opts_;
   caf::actor driver_;
+  std::shared_ptr<snapshot_writer> snapshots_ = std::make_shared<snapshot_writer>();
   std::vector<std::uint32_t> offset_;  // per stage: flat index of its first instance
   std::vector<std::vector<std::vector<std::uint32_t>>> first_channel_;  // per stage, instance, copy
   std::vector<std::vector<std::vector<caf::actor>>> actor_of_;          // local copies

@@ -126,6 +126,14 @@ struct failed_msg {
   std::string what;
 };
 
+/// To a stage, from the snapshot writer: the state of checkpoint `id` it captured is written
+/// (stage_core::on_state_written); `error` says what failed.
+struct state_written_msg {
+  std::uint64_t id;
+  std::string state;
+  std::string error;
+};
+
 /// A stage's counters as they are now, the answer to live_atom (live views).
 struct live_metrics_msg {
   instance_metrics metrics;
@@ -157,5 +165,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::output_restored_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::input_restored_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copy_caught_up_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::failed_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::state_written_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::checkpointed_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::live_metrics_msg)

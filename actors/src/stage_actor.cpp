@@ -4,6 +4,9 @@
 
 #include <chrono>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <caf/send.hpp>
 
 #include "annotated_actor.hpp"
@@ -18,6 +21,7 @@ class stage_actor final : public annotated_actor, private stage_io {
       : annotated_actor(cfg),
         outputs_(std::move(setup.outputs)),
         driver_(std::move(setup.driver)),
+        snapshots_(std::move(setup.snapshots)),
         senders_(setup.core.input_ports.size()),
         pending_(outputs_.size()),
         burst_capacity_(setup.core.opts.credit + 1),
@@ -33,6 +37,7 @@ class stage_actor final : public annotated_actor, private stage_io {
     pending_.clear();
     dirty_.clear();
     driver_ = nullptr;
+    snapshots_ = nullptr;
   }
 
   caf::behavior make_behavior() override {
@@ -105,6 +110,10 @@ class stage_actor final : public annotated_actor, private stage_io {
         },
         [this](commit_atom, std::uint64_t id) {
           core_->on_checkpoint_complete(id);
+          after_message();
+        },
+        [this](state_written_msg& m) {
+          core_->on_state_written(m.id, std::move(m.state), std::move(m.error));
           after_message();
         },
         [this](live_atom) {
@@ -188,6 +197,20 @@ class stage_actor final : public annotated_actor, private stage_io {
     send(driver_, checkpointed_msg{core_->stage(), core_->instance(), id, std::move(state), alignment_ms});
   }
 
+  bool write_elsewhere(std::uint64_t id, std::function<std::string()> write) override {
+    if (!snapshots_) return false;
+    snapshots_->post([addr = address(), id, write = std::move(write)] {
+      state_written_msg m{id, {}, {}};
+      try {
+        m.state = write();
+      } catch (const std::exception& e) {
+        m.error = e.what();
+      }
+      if (auto self = caf::actor_cast<caf::actor>(addr)) caf::anon_send(self, std::move(m));
+    });
+    return true;
+  }
+
   void copy_dropped(std::uint32_t out) override {
     send(driver_, copy_dropped_msg{core_->stage(), core_->instance(), out});
   }
@@ -209,6 +232,7 @@ class stage_actor final : public annotated_actor, private stage_io {
 
   std::vector<output_channel> outputs_;
   caf::actor driver_;
+  std::shared_ptr<snapshot_writer> snapshots_;
   std::vector<sender> senders_;
   std::vector<std::vector<channel_item>> pending_;  // per output slot: not sent yet
   std::vector<std::uint32_t> dirty_;                // output slots with pending items
@@ -218,6 +242,15 @@ class stage_actor final : public annotated_actor, private stage_io {
 };
 
 }  // namespace
+
+void snapshot_writer::post(std::function<void()> write) {
+  std::call_once(started_, [this] {
+    thread_ = std::make_unique<worker_pool>(1);
+    // nice 10 for this thread only (Linux: a thread is a process to setpriority)
+    thread_->submit([](std::size_t) { setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10); });
+  });
+  thread_->submit([write = std::move(write)](std::size_t) { write(); });
+}
 
 caf::actor spawn_stage(caf::actor_system& sys, stage_setup setup) {
   return sys.spawn<stage_actor>(std::move(setup));

@@ -2,6 +2,7 @@
 #include "stage_core.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <iterator>
 #include <string_view>
@@ -13,7 +14,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// Version of the layout write_state produces; restore refuses any other.
+/// Version of the layout captured_state::write produces; restore refuses any other.
 constexpr std::uint32_t state_format = 2;
 /// The piece of a stage that had ended when a checkpoint was taken (no layout starts like it: a
 /// state starts with its format).
@@ -715,7 +716,9 @@ bool stage_core::aligned() const {
   return true;
 }
 
-/// Writes the state, then sends the barrier on every output behind everything emitted before it.
+/// Captures the state, then sends the barrier on every output behind everything emitted before
+/// it (unaligned: ahead of what waits on the outputs, see start_cut); the piece is written by
+/// send_piece.
 void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
   if (cfg_.opts.checkpoints.unaligned) {  // a source: its barrier overtakes its outputs' queues
     start_cut(id, 0);
@@ -723,23 +726,48 @@ void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
     return;
   }
   checkpointed_ = id;
-  auto state = write_state(id);
+  auto state = capture_state(id);
   signal_all(signal_kind::barrier, static_cast<event_time>(id));
-  std::uint32_t none = 0;
-  state_writer{id, state}.write(none);  // nothing in flight on the inputs
-  io_.checkpointed(id, {state.begin(), state.end()}, alignment_ms);
+  state_writer{id, state.tail}.write(std::uint32_t{0});  // nothing in flight on the inputs
+  send_piece(id, std::move(state), alignment_ms);
+}
+
+/// Writes the captured state of checkpoint `id`, on another thread when the shell can
+/// (asynchronous snapshots): the stage goes on while a large state is written. One state is
+/// written elsewhere at a time; should the next one be ready before it is written (the drivers
+/// start a checkpoint only once every piece of the last one arrived, so they never do), it is
+/// written here, at once.
+void stage_core::send_piece(std::uint64_t id, captured_state state, double alignment_ms) {
+  auto shared = std::make_shared<const captured_state>(std::move(state));
+  if (!writing_ && io_.write_elsewhere(id, [shared] { return shared->write(); })) {
+    writing_ = id;
+    writing_alignment_ms_ = alignment_ms;
+    return;
+  }
+  io_.checkpointed(id, shared->write(), alignment_ms);
+}
+
+void stage_core::on_state_written(std::uint64_t id, std::string state, std::string error) {
+  if (id != writing_) return;
+  writing_ = 0;
+  if (failed_) return;
+  if (!error.empty()) {
+    fail(std::move(error));
+    return;
+  }
+  io_.checkpointed(id, std::move(state), writing_alignment_ms_);
 }
 
 /// Unaligned checkpoint `id`: its first barrier arrived on `input` (a source: when it heard of
-/// the checkpoint). The state is taken now, with what waits on the outputs (it is sent after the
-/// barrier, which goes out at once) and what waits in the inbox; what the other inputs receive
-/// before their barrier is added as it arrives (maybe_complete_cut).
+/// the checkpoint). The state is captured now, with what waits on the outputs (it is sent after
+/// the barrier, which goes out at once) and what waits in the inbox; what the other inputs
+/// receive before their barrier is added as it arrives (maybe_complete_cut).
 void stage_core::start_cut(std::uint64_t id, std::uint32_t input) {
   for (std::uint32_t k = 0; k < outs_.size(); ++k) seal(k);
   cut_ = std::make_unique<cut>();
   cut_->id = id;
   cut_->since = clock::now();
-  cut_->state = write_state(id);
+  cut_->state = capture_state(id);
   for (std::uint32_t k = 0; k < outs_.size(); ++k)
     if (!outs_[k].lost) io_.send_signal(k, signal_kind::barrier, static_cast<event_time>(id));
   cut_->open.assign(ins_.size(), false);
@@ -755,7 +783,7 @@ void stage_core::start_cut(std::uint64_t id, std::uint32_t input) {
 void stage_core::maybe_complete_cut() {
   if (!cut_ || std::find(cut_->open.begin(), cut_->open.end(), true) != cut_->open.end()) return;
   auto c = std::move(cut_);
-  state_writer out{c->id, c->state};
+  state_writer out{c->id, c->state.tail};
   out.write(static_cast<std::uint32_t>(c->in_flight.size()));
   std::vector<std::uint8_t> bytes;
   for (const auto& item : c->in_flight) {
@@ -763,18 +791,20 @@ void stage_core::maybe_complete_cut() {
     write_item(out, codec_of(cfg_.input_from[item.slot]), item.batch.get(), item.kind, item.wm, bytes);
   }
   checkpointed_ = c->id;
-  io_.checkpointed(c->id, {c->state.begin(), c->state.end()},
-                   std::chrono::duration<double, std::milli>(clock::now() - c->since).count());
+  send_piece(c->id, std::move(c->state),
+             std::chrono::duration<double, std::milli>(clock::now() - c->since).count());
 }
 
 /// The layout: format, per logical input its watermark and flags, the stage watermarks, per
 /// receiver (its copies share the flag) its idle flag, the round-robin positions, then one
-/// length-prefixed section per operator (the source first), each written by the operator itself.
-/// Nothing in it depends on how many copies the stage or its neighbours run, so a job can move
-/// to other replicas through a checkpoint.
-std::vector<std::uint8_t> stage_core::write_state(std::uint64_t id) {
-  std::vector<std::uint8_t> bytes;
-  state_writer out{id, bytes};
+/// length-prefixed section per operator (the source first), each written by the operator itself,
+/// then what an unaligned checkpoint found in flight: on the outputs (here), on the inputs
+/// (maybe_complete_cut; aligned: none). Nothing in it depends on how many copies the stage or its
+/// neighbours run, so a job can move to other replicas through a checkpoint.
+captured_state stage_core::capture_state(std::uint64_t id) {
+  captured_state c;
+  c.id = id;
+  state_writer out{id, c.head};
   out.write(state_format);
   out.write(static_cast<std::uint32_t>(ins_.size()));
   for (const auto& in : ins_) {
@@ -789,29 +819,49 @@ std::vector<std::uint8_t> stage_core::write_state(std::uint64_t id) {
   for (std::size_t k = 0; k < outs_.size(); ++k)
     if (!copy_slot_[k]) out.write(outs_[k].idle);
   out.write(rr_);
-  std::vector<std::uint8_t> section;
   for (std::size_t p = 0; p < cfg_.nodes.size(); ++p) {
-    section.clear();
-    state_writer w{id, section};
+    auto& section = c.sections.emplace_back();
+    section.failure = failure_text(p, "");
     call(p, [&] {
       if (p < offset_)
-        cfg_.source->snapshot(w);
+        section.state = capture_now(id, [&](state_writer& w) { cfg_.source->snapshot(w); });
       else
-        op(p).snapshot(w);
+        section.state = op(p).capture(id);
     });
-    out.write(section);
   }
   // unaligned: what waits on the outputs is sent after the barrier, so it belongs to the state
+  state_writer tail{id, c.tail};
   std::uint32_t waiting = 0;
   if (cfg_.opts.checkpoints.unaligned)
     for (const auto& o : outs_) waiting += static_cast<std::uint32_t>(o.ready.size());
-  out.write(waiting);
+  tail.write(waiting);
+  std::vector<std::uint8_t> scratch;
   for (std::uint32_t k = 0; waiting > 0 && k < outs_.size(); ++k)
     for (const auto& item : outs_[k].ready) {
-      out.write(k);
-      write_item(out, codec_of(out_ports_[k]), item.batch.get(), item.kind, item.wm, section);
+      tail.write(k);
+      write_item(tail, codec_of(out_ports_[k]), item.batch.get(), item.kind, item.wm, scratch);
     }
-  return bytes;
+  return c;
+}
+
+std::string captured_state::write() const {
+  std::vector<std::uint8_t> bytes = head;
+  for (const auto& s : sections) {
+    // a section is a std::vector<std::uint8_t> through its codec: a 32-bit length, then the bytes;
+    // written in place (no copy of a large section), the length once it is known
+    const auto at = bytes.size();
+    bytes.resize(at + sizeof(std::uint32_t));
+    state_writer w{id, bytes};
+    try {
+      if (s.state) s.state(w);
+    } catch (const std::exception& e) {
+      throw job_error(s.failure + e.what());
+    }
+    const auto n = static_cast<std::uint32_t>(bytes.size() - at - sizeof(std::uint32_t));
+    std::memcpy(bytes.data() + at, &n, sizeof n);
+  }
+  bytes.insert(bytes.end(), tail.begin(), tail.end());
+  return {bytes.begin(), bytes.end()};
 }
 
 void stage_core::restore() {

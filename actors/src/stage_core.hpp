@@ -15,6 +15,7 @@
 #include "stage_inputs.hpp"
 #include "tidemark/core/graph.hpp"
 #include "tidemark/core/plan.hpp"
+#include "tidemark/core/state.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 namespace tidemark::detail {
@@ -82,6 +83,13 @@ class stage_io {
   virtual void failed(std::string what) = 0;
   /// The stage took its part of checkpoint `id` (its barrier went out behind the state it saw).
   virtual void checkpointed(std::uint64_t id, std::string state, double alignment_ms) = 0;
+  /// Runs `write` (it writes the state of checkpoint `id` the stage captured at the barrier) on a
+  /// thread other than the stage's, and then, on the stage's thread, calls
+  /// stage_core::on_state_written with what it returned or the message of what it threw. False:
+  /// the shell cannot (the default), and the core writes the state at once.
+  virtual bool write_elsewhere(std::uint64_t id, std::function<std::string()> write) {
+    return false;
+  }
   /// Output slot `out` leads to a replica that fell more than run_options::replica_lag items
   /// behind: the stage sends it nothing more (the replica is gone for good). Also when a copy
   /// restored behind `out` cannot be caught up (on_output_restored).
@@ -89,6 +97,23 @@ class stage_io {
   /// The copy restored behind input slot `in` delivered again everything its logical input had
   /// received when it was restored (on_input_restored): it has caught up.
   virtual void copy_caught_up(std::uint32_t in) = 0;
+};
+
+/// The state of a stage instance for one checkpoint as captured at its barrier: what write()
+/// turns into the piece, on any thread, while the stage goes on.
+struct captured_state {
+  std::uint64_t id = 0;
+  std::vector<std::uint8_t> head;  ///< the stage's own part, written at the capture
+  struct section {
+    std::string failure;  ///< how a failure of this operator's capture is worded (its name)
+    state_capture state;
+  };
+  std::vector<section> sections;  ///< one per operator, the source first
+  /// After the sections: what an unaligned checkpoint found in flight (on the outputs, then on
+  /// the inputs; two zero counts otherwise).
+  std::vector<std::uint8_t> tail;
+  /// The piece; throws job_error (with the operator's name) when a capture fails.
+  std::string write() const;
 };
 
 class stage_core {
@@ -110,6 +135,9 @@ class stage_core {
   /// inputs ended before the barrier could reach it, so its state is final); any other stage takes
   /// its part when the barrier arrives, or answers "finished" if its inputs end first.
   void on_checkpoint(std::uint64_t id);
+  /// The state of checkpoint `id` that stage_io::write_elsewhere wrote, or what failed (`error`
+  /// not empty: the stage fails).
+  void on_state_written(std::uint64_t id, std::string state, std::string error);
   /// Checkpoint `id` is complete: the operators commit what they staged for it.
   void on_checkpoint_complete(std::uint64_t id);
   /// Pulls (a source) or handles what waits in the inbox (a stage that yielded).
@@ -237,9 +265,9 @@ class stage_core {
   bool aligned() const;
   void take_checkpoint(std::uint64_t id, double alignment_ms);
   void answer_finished(std::uint64_t id);
-  std::vector<std::uint8_t> write_state(std::uint64_t id);
+  captured_state capture_state(std::uint64_t id);
+  void send_piece(std::uint64_t id, captured_state state, double alignment_ms);
   void start_cut(std::uint64_t id, std::uint32_t input);
-  void record_in_flight(const input_item& item);
   void maybe_complete_cut();
   const batch_codec& codec_of(const output_port* port) const;
   void read_source_state();
@@ -322,12 +350,15 @@ class stage_core {
   struct cut {
     std::uint64_t id = 0;
     std::chrono::steady_clock::time_point since;
-    std::vector<std::uint8_t> state;
+    captured_state state;
     std::vector<bool> open;
     std::vector<input_item> in_flight;
   };
   std::unique_ptr<cut> cut_;
   std::string source_state_;  // the source's restored position, loaded in start()
+  // the checkpoint whose captured state is being written elsewhere (0: none), its alignment time
+  std::uint64_t writing_ = 0;
+  double writing_alignment_ms_ = 0;
 };
 
 }  // namespace tidemark::detail

@@ -471,3 +471,99 @@ BOOST_AUTO_TEST_CASE(truncated_or_mismatched_window_state_is_refused) {
   BOOST_CHECK_EXCEPTION(restore(*sessions, bytes, 1), job_error,
                         [](const job_error& e) { return names(e, "another kind of window"); });
 }
+
+// ---- asynchronous snapshots: capture at the barrier, written later ------------------------------
+
+namespace {
+
+/// An event whose encodings are counted: capturing the memory store must not encode (or copy) a
+/// single event; writing the capture later does.
+struct counted_ev : ev {};
+std::size_t encoded_events = 0;
+
+}  // namespace
+
+template <>
+struct tidemark::codec<counted_ev> {
+  static void encode(byte_writer& w, const counted_ev& x) {
+    ++encoded_events;
+    codec<ev>::encode(w, x);
+  }
+  static void decode(byte_reader& r, counted_ev& x) { codec<ev>::decode(r, x); }
+};
+
+namespace {
+
+struct counted_ids_of {
+  std::vector<int> operator()(const int&, const window_id&, window_events<counted_ev>& events) const {
+    std::vector<int> ids;
+    for (const auto& e : events) ids.push_back(e.id);
+    return ids;
+  }
+};
+
+/// Runs steps [from, to) of `steps` (and finish() when `to` is the end) on `op`, with counted events.
+void run_counted(operator_logic& op, const std::vector<step>& steps, std::size_t from, std::size_t to) {
+  recording_emitter out;
+  for (auto i = from; i < to; ++i) {
+    const auto& s = steps[i];
+    if (s.k != step::kind::events) {
+      apply(op, s, out);
+      continue;
+    }
+    std::vector<counted_ev> es;
+    std::vector<event_time> ts;
+    std::vector<std::uint64_t> hs;
+    for (const auto& e : s.events) {
+      es.push_back(counted_ev{e});
+      ts.push_back(e.t);
+      hs.push_back(detail::mix_hash(std::hash<int>{}(e.key)));
+    }
+    op.process(0, make_batch(std::move(es), std::move(ts), std::move(hs)), out);
+  }
+  if (to == steps.size()) op.finish(out);
+}
+
+/// Captures the state at two cuts and writes both captures only after the operator ran to the end
+/// of the script (appending to, firing, merging and purging the captured windows): each must
+/// write exactly what a snapshot wrote at its cut. No event is encoded at a capture.
+template <class Assigner>
+void check_captures(Assigner a, window_config cfg, const std::vector<step>& steps) {
+  auto op = ops::make_window_logic<counted_ev, int>(
+      a, key_of{},
+      ops::process_function<counted_ev, int, counted_ids_of>{
+          counted_ids_of{}, std::make_unique<memory_window_store<int, counted_ev>>()},
+      cfg, "w");
+  std::vector<std::vector<std::uint8_t>> at_cut;
+  std::vector<state_capture> captured;
+  std::size_t from = 0;
+  for (auto cut : {steps.size() / 3, 2 * steps.size() / 3}) {
+    run_counted(*op, steps, from, cut);
+    from = cut;
+    at_cut.push_back(snapshot(*op, cut));
+    encoded_events = 0;
+    captured.push_back(op->capture(cut));
+    BOOST_TEST(encoded_events == 0u, "the capture at step " << cut << " encoded events");
+  }
+  BOOST_TEST(metric(*op, "window_store_events") > 0.0);
+  run_counted(*op, steps, from, steps.size());
+  BOOST_TEST(metric(*op, "window_store_events") == 0.0);  // every captured window was purged
+  for (std::size_t k = 0; k < captured.size(); ++k) {
+    std::vector<std::uint8_t> written;
+    state_writer w{k, written};
+    encoded_events = 0;
+    captured[k](w);
+    BOOST_TEST(encoded_events > 0u);
+    BOOST_TEST(written == at_cut[k], "capture " << k << " differs from the snapshot at its cut");
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_capture_written_later_equals_the_snapshot_at_the_barrier) {
+  check_captures(tumbling{50}, with(150, late_trigger::at_offsets({3, 20}), trigger::on_count(3)),
+                 script(11, 220, 60));
+  check_captures(sliding{60, 25}, with(80, late_trigger::every_events(2)), script(13, 200, 50));
+  check_captures(session{12}, with(300, late_trigger::every_ms(7)), script(14, 200, 40));
+  check_captures(count_window{5, 3}, window_config{}, script(15, 150, 30, 30));
+}

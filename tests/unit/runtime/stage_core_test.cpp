@@ -8,6 +8,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -30,6 +31,9 @@ struct recording_io final : stage_io {
   std::vector<std::pair<std::uint64_t, std::string>> checkpoints;  ///< (id, state)
   std::vector<std::uint32_t> dropped;  ///< output slots of replicas dropped for lagging
   std::vector<std::uint32_t> caught_up;  ///< input slots whose restored copy caught up
+  /// Set: the core's checkpoint state is written only when the test runs what `writes` holds.
+  bool writes_elsewhere = false;
+  std::vector<std::pair<std::uint64_t, std::function<std::string()>>> writes;
 
   void send_batch(std::uint32_t out, batch_ptr b) override {
     std::ostringstream line;
@@ -54,6 +58,10 @@ struct recording_io final : stage_io {
   void failed(std::string what) override { failure = std::move(what); }
   void checkpointed(std::uint64_t id, std::string state, double) override {
     checkpoints.emplace_back(id, std::move(state));
+  }
+  bool write_elsewhere(std::uint64_t id, std::function<std::string()> write) override {
+    if (writes_elsewhere) writes.emplace_back(id, std::move(write));
+    return writes_elsewhere;
   }
   void copy_dropped(std::uint32_t out) override { dropped.push_back(out); }
   void copy_caught_up(std::uint32_t in) override { caught_up.push_back(in); }
@@ -379,6 +387,47 @@ BOOST_AUTO_TEST_CASE(a_barrier_parks_its_input_until_every_input_delivered_it) {
   restored.core->restore();
   BOOST_TEST(restored.io.failure == "");
   BOOST_TEST(restored.total == 1 + 10);
+}
+
+// Asynchronous snapshots: the barrier goes out, and the stage goes on, before the state it
+// captured at the barrier is written (here: only when the test runs the write, a slow writer).
+BOOST_AUTO_TEST_CASE(the_barrier_goes_out_before_the_captured_state_is_written) {
+  one_operator_stage s{1, 1, partitioning::forward, 8, 8, true};
+  s.io.writes_elsewhere = true;
+  s.core->on_data(0, ints({1, 2}));
+  s.core->on_signal(0, signal_kind::barrier, 5);
+  s.core->on_data(0, ints({10}));
+  s.core->on_flush();
+  BOOST_TEST(s.io.take() == (lines{"out 0: [1 2]", "out 0: barrier 5", "out 0: [10]"}));
+  BOOST_TEST(s.total == 13);
+  BOOST_TEST(s.io.checkpoints.empty());  // not written yet
+  BOOST_REQUIRE(s.io.writes.size() == 1u);
+  BOOST_TEST(s.io.writes[0].first == 5u);
+
+  // the same as a stage that wrote its state at the barrier
+  one_operator_stage at_once{1, 1, partitioning::forward, 8, 8, true};
+  at_once.core->on_data(0, ints({1, 2}));
+  at_once.core->on_signal(0, signal_kind::barrier, 5);
+  BOOST_REQUIRE(at_once.io.checkpoints.size() == 1u);
+  s.core->on_state_written(5, s.io.writes[0].second(), "");
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.checkpoints[0].first == 5u);
+  BOOST_TEST(s.io.checkpoints[0].second == at_once.io.checkpoints[0].second);
+  BOOST_TEST(s.io.failure == "");
+}
+
+BOOST_AUTO_TEST_CASE(one_state_is_written_elsewhere_at_a_time_and_a_failed_write_fails_the_stage) {
+  one_operator_stage s{1, 1, partitioning::forward, 8, 8, true};
+  s.io.writes_elsewhere = true;
+  s.core->on_signal(0, signal_kind::barrier, 5);
+  // the next barrier comes while 5 is being written: 6 is written at once
+  s.core->on_signal(0, signal_kind::barrier, 6);
+  BOOST_REQUIRE(s.io.writes.size() == 1u);
+  BOOST_REQUIRE(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.checkpoints[0].first == 6u);
+  s.core->on_state_written(5, "", "operator 'pass' failed: no codec");
+  BOOST_TEST(s.io.checkpoints.size() == 1u);
+  BOOST_TEST(s.io.failure == "operator 'pass' failed: no codec");
 }
 
 BOOST_AUTO_TEST_CASE(an_ended_input_does_not_hold_a_barrier_back) {

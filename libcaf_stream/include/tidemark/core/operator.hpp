@@ -54,6 +54,11 @@ class block_storage;
 class state_writer;
 class state_reader;
 
+/// A checkpoint's state of one operator, captured at the barrier and written later, possibly on
+/// another thread (operator_logic::capture): it writes into the writer exactly what snapshot()
+/// would have written at the capture, whatever the operator did since. It owns what it needs.
+using state_capture = std::function<void(state_writer& out)>;
+
 /// Which instance of which operator a logic object serves.
 struct instance_info {
   std::string name;
@@ -107,6 +112,12 @@ class operator_logic {
   /// is right for stateless operators only. A sink with external effects stages here what it
   /// produced since the last checkpoint and commits it in on_checkpoint_complete.
   virtual void snapshot(state_writer& out) {}
+  /// Captures the state snapshot() would write for checkpoint `checkpoint`, at the same moment,
+  /// so that the runtime can write it on another thread while the operator goes on (asynchronous
+  /// snapshots). Override it when the state is large and can be captured in less time than it
+  /// takes to write (copy on write); the default runs snapshot() now and keeps its bytes, which is
+  /// right for everything else, including sinks that stage their output in snapshot().
+  virtual state_capture capture(std::uint64_t checkpoint);
   /// Loads what snapshot wrote, before any other call but set_wakeup. `in.checkpoint()` is
   /// always a completed checkpoint, so a sink commits what that snapshot staged (idempotently:
   /// it may have been committed before the crash).

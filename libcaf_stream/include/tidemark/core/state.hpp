@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "tidemark/core/codec.hpp"
@@ -35,6 +36,19 @@ class state_writer {
   std::uint64_t checkpoint_;
   byte_writer w_;
 };
+
+/// A capture that writes `bytes` as they are (state written at the capture, or a prefix of it).
+state_capture captured_bytes(std::vector<std::uint8_t> bytes);
+/// A capture that writes `bytes`, then what `rest` writes.
+state_capture captured_bytes(std::vector<std::uint8_t> bytes, state_capture rest);
+/// Runs `snapshot(out)` now and keeps what it wrote: the capture of state that is written at once.
+template <class Snapshot>
+state_capture capture_now(std::uint64_t checkpoint, Snapshot&& snapshot) {
+  std::vector<std::uint8_t> bytes;
+  state_writer out{checkpoint, bytes};
+  snapshot(out);
+  return captured_bytes(std::move(bytes));
+}
 
 /// Reads back what a state_writer wrote, for the restore from checkpoint `checkpoint()`.
 /// Malformed bytes throw wire_error.

@@ -71,6 +71,7 @@ struct aggregate_function {
   void snapshot_payload(state_writer& out, const payload& p) const { out.write(p); }
   void restore_payload(state_reader& in, payload& p) const { in.read(p); }
   void snapshot(state_writer&) {}
+  state_capture capture(std::uint64_t) { return nullptr; }
   void restore(state_reader&) {}
 };
 
@@ -115,6 +116,7 @@ struct process_function {
   void snapshot_payload(state_writer&, const payload&) const {}
   void restore_payload(state_reader&, payload&) const {}
   void snapshot(state_writer& out) { store->snapshot(out); }
+  state_capture capture(std::uint64_t checkpoint) { return store->capture(checkpoint); }
   void restore(state_reader& in) { store->restore(in); }
   std::uint64_t memory_bytes() const { return store->memory_bytes(); }
   void add_metrics(std::map<std::string, double>& out) const {
@@ -158,25 +160,17 @@ class window_logic_base : public operator_logic {
   /// function's state (the events of a process function's store). Output batches are always
   /// flushed when a hook returns, so none is pending here.
   void snapshot(state_writer& out) override {
-    out.write(state_format);
-    out.write(kind_tag());
-    out.write(wm_);
-    out.write(max_seen_);
-    out.write(now_ms_);
-    out.write(late_accepted_);
-    out.write(late_dropped_);
-    out.write(gap_dropped_);
-    out.write(results_);
-    out.write(panes_);
-    out.write(skipped);
-    out.write(current_lateness_);
-    out.write(purged_end_);
-    out.write(first_wm_);
-    estimator_.snapshot(out);
-    bound_.snapshot(out);
-    schedules_.snapshot(out);
-    snapshot_windows(out);
+    snapshot_operator(out);
     fn_.snapshot(out);
+  }
+
+  /// The operator's own state (O(windows)) is written at the capture; the function's (the events
+  /// of a process function) is captured by its window store.
+  state_capture capture(std::uint64_t checkpoint) override {
+    std::vector<std::uint8_t> head;
+    state_writer out{checkpoint, head};
+    snapshot_operator(out);
+    return captured_bytes(std::move(head), fn_.capture(checkpoint));
   }
 
   void restore(state_reader& in) override {
@@ -263,6 +257,28 @@ class window_logic_base : public operator_logic {
   void restore_pane(state_reader& in, pane& p) {
     fn_.restore_payload(in, p.data);
     in.read(p.state);
+  }
+
+  /// Everything but the function's state, which snapshot writes last.
+  void snapshot_operator(state_writer& out) const {
+    out.write(state_format);
+    out.write(kind_tag());
+    out.write(wm_);
+    out.write(max_seen_);
+    out.write(now_ms_);
+    out.write(late_accepted_);
+    out.write(late_dropped_);
+    out.write(gap_dropped_);
+    out.write(results_);
+    out.write(panes_);
+    out.write(skipped);
+    out.write(current_lateness_);
+    out.write(purged_end_);
+    out.write(first_wm_);
+    estimator_.snapshot(out);
+    bound_.snapshot(out);
+    schedules_.snapshot(out);
+    snapshot_windows(out);
   }
 
   /// Fires and expires what the watermark `wm` completes (time-based windows only).

@@ -4,12 +4,14 @@
 // process function iterates.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -130,6 +132,11 @@ class window_store {
     throw job_error("this window store cannot be checkpointed: implement window_store::snapshot "
                     "and restore, or use memory_window_store or the tiered store");
   }
+  /// What snapshot would write now, for writing later on another thread while the store goes on
+  /// (operator_logic::capture). The default writes the snapshot now.
+  virtual state_capture capture(std::uint64_t checkpoint) {
+    return capture_now(checkpoint, [&](state_writer& out) { snapshot(out); });
+  }
   /// Loads what snapshot wrote into an empty store constructed like the one that wrote it, so
   /// that later calls behave as they would have on that one.
   virtual void restore(state_reader& in) {
@@ -137,22 +144,27 @@ class window_store {
   }
 };
 
-/// The all-in-memory store: per window an open-addressing table of keys to event vectors.
+/// The all-in-memory store: per window an open-addressing table of keys to their events, kept in
+/// chunks. A capture for an asynchronous snapshot copies the tables and shares the chunks (no
+/// event is copied); a chunk a capture still holds is never written again: the next append to
+/// its key starts a new chunk.
 template <class K, class T>
 class memory_window_store final : public window_store<K, T> {
  public:
   void append(const window_id& w, std::uint64_t h, const K& k, T x) override {
-    auto& events = table(w).find_or_insert(h, k, [] { return std::vector<T>{}; });
-    const auto before = events.capacity();
-    events.push_back(std::move(x));
-    bytes_ += (events.capacity() - before) * sizeof(T);
+    auto& events = table(w).find_or_insert(h, k, [] { return event_list{}; });
+    auto& tail = writable_tail(events);
+    const auto before = tail.capacity();
+    tail.push_back(std::move(x));
+    bytes_ += (tail.capacity() - before) * sizeof(T);
+    ++events.size;
     ++events_;
   }
 
   std::unique_ptr<event_cursor<T>> events(const window_id& w, std::uint64_t h, const K& k) override {
-    const std::vector<T>* events = nullptr;
+    const event_list* events = nullptr;
     if (auto it = windows_.find(w); it != windows_.end()) events = it->second.find(h, k);
-    return std::make_unique<vector_cursor>(events);
+    return std::make_unique<chunk_cursor>(events);
   }
 
   void merge(const window_id& from, const window_id& into, std::uint64_t h, const K& k) override {
@@ -160,15 +172,13 @@ class memory_window_store final : public window_store<K, T> {
     if (it == windows_.end()) return;
     auto* src = it->second.find(h, k);
     if (!src) return;
-    std::vector<T> moved = std::move(*src);
-    bytes_ -= moved.capacity() * sizeof(T);
-    events_ -= moved.size();
-    forget(it, h, k);  // src is empty now
-    auto& dst = table(into).find_or_insert(h, k, [] { return std::vector<T>{}; });
-    bytes_ -= dst.capacity() * sizeof(T);
-    dst.insert(dst.end(), std::make_move_iterator(moved.begin()), std::make_move_iterator(moved.end()));
-    bytes_ += dst.capacity() * sizeof(T);
-    events_ += moved.size();
+    event_list moved = std::move(*src);
+    it->second.erase(h, k);
+    if (it->second.empty()) windows_.erase(it);
+    auto& dst = table(into).find_or_insert(h, k, [] { return event_list{}; });
+    dst.chunks.insert(dst.chunks.end(), std::make_move_iterator(moved.chunks.begin()),
+                      std::make_move_iterator(moved.chunks.end()));
+    dst.size += moved.size;
   }
 
   void expire(const window_id&, std::uint64_t, const K&) override {}
@@ -185,12 +195,12 @@ class memory_window_store final : public window_store<K, T> {
   }
 
   /// Every window with its key table; events through codec<T> (a job_error names T if it has none).
-  void snapshot(state_writer& out) override {
-    out.write(static_cast<std::uint64_t>(windows_.size()));
-    for (const auto& [w, t] : windows_) {
-      out.write(w);
-      detail::snapshot_table(out, t, [](state_writer& o, const std::vector<T>& events) { o.write(events); });
-    }
+  void snapshot(state_writer& out) override { write(out, windows_); }
+
+  /// O(windows and keys): the tables are copied, the events shared.
+  state_capture capture(std::uint64_t) override {
+    auto tables = std::make_shared<const window_tables>(windows_);
+    return [tables](state_writer& out) { write(out, *tables); };
   }
 
   void restore(state_reader& in) override {
@@ -198,43 +208,83 @@ class memory_window_store final : public window_store<K, T> {
     events_ = bytes_ = 0;
     for (auto n = detail::read_count(in); n > 0; --n) {
       const auto w = in.read<window_id>();
-      detail::restore_table(in, windows_[w], [&](state_reader& i, std::vector<T>& events) {
-        i.read(events);
-        events_ += events.size();
-        bytes_ += events.capacity() * sizeof(T);
+      detail::restore_table(in, windows_[w], [&](state_reader& i, event_list& events) {
+        auto chunk = std::make_shared<std::vector<T>>();
+        i.read(*chunk);
+        events.size = chunk->size();
+        events_ += chunk->size();
+        bytes_ += chunk->capacity() * sizeof(T);
+        if (!chunk->empty()) events.chunks.push_back(std::move(chunk));
       });
     }
   }
 
  private:
-  using key_table = detail::flat_hash_map<K, std::vector<T>>;
+  using chunk = std::vector<T>;
+  /// The events of one (window, key) in arrival order; no chunk is empty.
+  struct event_list {
+    std::vector<std::shared_ptr<chunk>> chunks;
+    std::size_t size = 0;
+  };
+  using key_table = detail::flat_hash_map<K, event_list>;
+  using window_tables = std::map<window_id, key_table>;
 
-  class vector_cursor final : public event_cursor<T> {
+  class chunk_cursor final : public event_cursor<T> {
    public:
-    explicit vector_cursor(const std::vector<T>* v) : v_(v) {}
+    explicit chunk_cursor(const event_list* events) : events_(events) {}
     event_block<T> next() override {
-      if (!v_ || done_) return {};
-      done_ = true;
-      return {v_->data(), v_->size()};
+      if (!events_ || next_ == events_->chunks.size()) return {};
+      const auto& c = *events_->chunks[next_++];
+      return {c.data(), c.size()};
     }
 
    private:
-    const std::vector<T>* v_;
-    bool done_ = false;
+    const event_list* events_;
+    std::size_t next_ = 0;
   };
+
+  /// The chunk to append to: the last one, unless a capture shares it.
+  chunk& writable_tail(event_list& events) {
+    if (!events.chunks.empty()) {
+      auto& last = events.chunks.back();
+      if (last.use_count() == 1) {
+        // the capture that shared it dropped it on another thread: see its reads before writing
+        std::atomic_thread_fence(std::memory_order_acquire);
+        return *last;
+      }
+    }
+    return *events.chunks.emplace_back(std::make_shared<chunk>());
+  }
+
+  /// The layout of a std::vector<T> per (window, key), whatever its chunks.
+  static void write(state_writer& out, const window_tables& windows) {
+    out.write(static_cast<std::uint64_t>(windows.size()));
+    for (const auto& [w, t] : windows) {
+      out.write(w);
+      detail::snapshot_table(out, t, [](state_writer& o, const event_list& events) {
+        if constexpr (!has_codec_v<T>) o.write(chunk{});  // throws the job_error naming T
+        o.bytes().write_size(events.size);
+        for (const auto& c : events.chunks)
+          if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+            o.bytes().write(c->data(), c->size() * sizeof(T));
+          else
+            for (const auto& x : *c) o.write(x);
+      });
+    }
+  }
 
   key_table& table(const window_id& w) { return windows_[w]; }
 
-  void forget(typename std::map<window_id, key_table>::iterator it, std::uint64_t h, const K& k) {
+  void forget(typename window_tables::iterator it, std::uint64_t h, const K& k) {
     if (auto* events = it->second.find(h, k)) {
-      bytes_ -= events->capacity() * sizeof(T);
-      events_ -= events->size();
+      for (const auto& c : events->chunks) bytes_ -= c->capacity() * sizeof(T);
+      events_ -= events->size;
       it->second.erase(h, k);
     }
     if (it->second.empty()) windows_.erase(it);
   }
 
-  std::map<window_id, key_table> windows_;
+  window_tables windows_;
   std::uint64_t events_ = 0;
   std::uint64_t bytes_ = 0;
 };
