@@ -4,7 +4,6 @@
 // process function iterates.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -146,7 +145,7 @@ class window_store {
 
 /// The all-in-memory store: per window an open-addressing table of keys to their events, kept in
 /// chunks. A capture for an asynchronous snapshot copies the tables and shares the chunks (no
-/// event is copied); a chunk a capture still holds is never written again: the next append to
+/// event is copied); a chunk started before a capture is never written again: the next append to
 /// its key starts a new chunk.
 template <class K, class T>
 class memory_window_store final : public window_store<K, T> {
@@ -179,6 +178,7 @@ class memory_window_store final : public window_store<K, T> {
     dst.chunks.insert(dst.chunks.end(), std::make_move_iterator(moved.chunks.begin()),
                       std::make_move_iterator(moved.chunks.end()));
     dst.size += moved.size;
+    if (!moved.chunks.empty()) dst.tail_since = moved.tail_since;
   }
 
   void expire(const window_id&, std::uint64_t, const K&) override {}
@@ -199,6 +199,7 @@ class memory_window_store final : public window_store<K, T> {
 
   /// O(windows and keys): the tables are copied, the events shared.
   state_capture capture(std::uint64_t) override {
+    ++captures_;  // no chunk it shares is written again
     auto tables = std::make_shared<const window_tables>(windows_);
     return [tables](state_writer& out) { write(out, *tables); };
   }
@@ -225,6 +226,7 @@ class memory_window_store final : public window_store<K, T> {
   struct event_list {
     std::vector<std::shared_ptr<chunk>> chunks;
     std::size_t size = 0;
+    std::uint64_t tail_since = 0;  // captures_ when the last chunk was started
   };
   using key_table = detail::flat_hash_map<K, event_list>;
   using window_tables = std::map<window_id, key_table>;
@@ -243,16 +245,12 @@ class memory_window_store final : public window_store<K, T> {
     std::size_t next_ = 0;
   };
 
-  /// The chunk to append to: the last one, unless a capture shares it.
+  /// The chunk to append to: the last one, unless it was started before the last capture (which
+  /// may still be reading it on another thread; once started, a chunk is written by this thread
+  /// alone, so no synchronization is needed).
   chunk& writable_tail(event_list& events) {
-    if (!events.chunks.empty()) {
-      auto& last = events.chunks.back();
-      if (last.use_count() == 1) {
-        // the capture that shared it dropped it on another thread: see its reads before writing
-        std::atomic_thread_fence(std::memory_order_acquire);
-        return *last;
-      }
-    }
+    if (!events.chunks.empty() && events.tail_since == captures_) return *events.chunks.back();
+    events.tail_since = captures_;
     return *events.chunks.emplace_back(std::make_shared<chunk>());
   }
 
@@ -287,6 +285,7 @@ class memory_window_store final : public window_store<K, T> {
   window_tables windows_;
   std::uint64_t events_ = 0;
   std::uint64_t bytes_ = 0;
+  std::uint64_t captures_ = 0;  // captures taken so far
 };
 
 /// The events of one (window, key) as a process function sees them: an input range read lazily,
