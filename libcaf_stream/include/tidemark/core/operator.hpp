@@ -112,7 +112,8 @@ class operator_logic {
   /// it may have been committed before the crash).
   virtual void restore(state_reader& in) {}
   /// Instead of restore, when the stage had ended before checkpoint `id`: everything the operator
-  /// emitted, its end included, is in its receivers' state, and nothing but on_wakeup follows.
+  /// emitted, its end included, is in its receivers' state, and only on_wakeup and
+  /// on_checkpoint_complete follow.
   /// For an operator that shares state outside the dataflow (a synchronizer's coordinator).
   virtual void restore_finished(std::uint64_t id) {}
   /// Checkpoint `id` is complete (every piece is durable): commit what was staged for it.

@@ -46,7 +46,7 @@ class timezone_coordinator {
   /// Records that exit `exit` has processed everything below `wm`.
   void report_exit(std::uint32_t exit, event_time wm);
 
-  // ---- restore from a checkpoint (docs/timezones.md, "Checkpoints") ----
+  // ---- restore from a checkpoint (docs/timezones.md, "Checkpoints of a synchronizer") ----
   // The coordinator is not in the dataflow, so no checkpoint holds it: it is rebuilt from what
   // every gate and exit saved. From the first of these calls until every gate and exit has made
   // one, nothing is admitted; then the bound is the lowest bound any gate had emitted, the
