@@ -29,8 +29,10 @@ struct fixture {
   figure1::config c;
   fixture() {
     c.db = persistence::wt_connection::open(dir / "db");
-    c.elements = 300;
+    // long enough (about 0.3 s a run) for checkpoints to complete before the failure
+    c.elements = 800;
     c.concurrency = 8;
+    c.min_delay_us = 500;
     c.max_delay_us = 1500;
     figure1::fill_table(c);
   }
@@ -38,8 +40,7 @@ struct fixture {
   run_options checkpointed(const std::string& name) const {
     run_options o;
     o.threads = 2;
-    // small batches and little credit keep the barriers' alignment short (a few ms): a run of
-    // about 150 ms takes a dozen checkpoints
+    // small batches and little credit keep the barriers' alignment short (a few ms)
     o.batch_size = 8;
     o.credit = 2;
     o.checkpoints.dir = dir / name;
@@ -57,8 +58,8 @@ BOOST_FIXTURE_TEST_CASE(a_run_resumed_from_a_checkpoint_taken_mid_run_gives_the_
     BOOST_TEST_CONTEXT("seed " << seed) {
       c.seed = seed;
       const auto name = "checkpoints-" + std::to_string(seed);
-      // the lookup of a reading half to 95 % of the way fails the first run
-      c.fail_at = static_cast<std::int64_t>(c.elements * (35 + 15 * seed) / 100);
+      // the lookup of a reading 57 to 93 % of the way fails the first run
+      c.fail_at = static_cast<std::int64_t>(c.elements * (45 + 12 * seed) / 100);
       collected<figure1::joined> lost;
       BOOST_CHECK_EXCEPTION(run(figure1::build(c, lost), checkpointed(name)), job_error,
                             [&](const job_error& e) {
