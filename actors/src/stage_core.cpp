@@ -873,7 +873,11 @@ void stage_core::restore() {
     checkpointed_ = cfg_.restore_checkpoint;
     finished_ = true;
     finish_next_ = cfg_.nodes.size();
-    guarded([&] { continue_finish(); });
+    guarded([&] {
+      for (std::size_t p = offset_; p < cfg_.nodes.size(); ++p)
+        call(p, [&] { op(p).restore_finished(checkpointed_); });
+      continue_finish();
+    });
     return;
   }
   guarded([&] {

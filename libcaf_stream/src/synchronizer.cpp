@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "tidemark/core/codec.hpp"
+#include "tidemark/core/state.hpp"
+
 namespace tidemark {
 namespace {
 
@@ -26,7 +29,8 @@ event_time slice_end(event_time t, event_time width) {
 timezone_coordinator::timezone_coordinator(std::uint32_t gates, std::uint32_t exits,
                                            event_time time_slice)
     : slice_(std::max<event_time>(1, time_slice)), gate_wm_(gates, lowest_time),
-      gate_lowest_(gates), wake_(gates), exit_wm_(exits, lowest_time) {}
+      gate_lowest_(gates), wake_(gates), exit_wm_(exits, lowest_time),
+      gate_restored_(gates, false), exit_restored_(exits, false), gate_emitted_(gates, lowest_time) {}
 
 void timezone_coordinator::set_wake(std::uint32_t gate, std::function<void()> wake) {
   std::lock_guard<std::mutex> lock{mutex_};
@@ -75,7 +79,7 @@ event_time timezone_coordinator::sync_gate(
     std::lock_guard<std::mutex> lock{mutex_};
     gate_wm_.at(gate) = wm;
     gate_lowest_.at(gate) = lowest_from(admitted_);
-    moved = advance();
+    moved = !restoring_ && advance();
     bound = admitted_;
     gate_lowest_[gate] = lowest_from(bound);
   }
@@ -90,9 +94,55 @@ void timezone_coordinator::report_exit(std::uint32_t exit, event_time wm) {
     auto& e = exit_wm_.at(exit);
     if (wm <= e) return;
     e = wm;
-    moved = advance();
+    moved = !restoring_ && advance();
   }
   if (moved) wake_others(static_cast<std::uint32_t>(wake_.size()));
+}
+
+// Rebuilding the coordinator from the consistent cut (the argument is in docs/timezones.md,
+// "Checkpoints of a synchronizer"): no gate holds an element below the bound it emitted, and every element that
+// entered the timezone was released below some gate's emitted bound. So the lowest bound emitted
+// is a bound every gate has passed; the slices between it and a higher gate's bound are admitted
+// again, one at a time, for the gates still behind (the others hold nothing there). An exit below
+// it still has part of a slice to finish.
+bool timezone_coordinator::restored(std::vector<bool>& marks, std::uint32_t index) {
+  if (!restoring_) {
+    restoring_ = true;
+    left_to_restore_ = gate_restored_.size() + exit_restored_.size();
+  }
+  marks.at(index) = true;
+  if (--left_to_restore_ > 0) return false;
+  restoring_ = false;
+  admitted_ = gate_emitted_.empty()
+                  ? lowest_time
+                  : *std::min_element(gate_emitted_.begin(), gate_emitted_.end());
+  in_flight_ = !exit_wm_.empty() && *std::min_element(exit_wm_.begin(), exit_wm_.end()) < admitted_;
+  return true;
+}
+
+void timezone_coordinator::restore_gate(std::uint32_t gate, event_time wm, event_time emitted,
+                                        std::optional<event_time> lowest) {
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    if (gate_restored_.at(gate)) return;  // once per run: a second call would start over
+    gate_wm_[gate] = wm;
+    gate_lowest_[gate] = lowest;
+    gate_emitted_.at(gate) = emitted;
+    last = restored(gate_restored_, gate);
+  }
+  if (last) wake_others(static_cast<std::uint32_t>(wake_.size()));
+}
+
+void timezone_coordinator::restore_exit(std::uint32_t exit, event_time wm) {
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    if (exit_restored_.at(exit)) return;
+    exit_wm_[exit] = std::max(exit_wm_[exit], wm);
+    last = restored(exit_restored_, exit);
+  }
+  if (last) wake_others(static_cast<std::uint32_t>(wake_.size()));
 }
 
 void timezone_coordinator::wake_others(std::uint32_t except) {
@@ -124,9 +174,10 @@ std::uint64_t timezone_coordinator::progress_steps() const {
 namespace ops {
 
 gate_logic::gate_logic(std::shared_ptr<timezone_coordinator> coordinator, std::uint32_t gate,
-                       std::size_t max_buffered, std::string timezone_name)
+                       std::size_t max_buffered, std::string timezone_name,
+                       const batch_codec* codec)
     : coordinator_(std::move(coordinator)), gate_(gate), max_buffered_(max_buffered),
-      timezone_name_(std::move(timezone_name)) {}
+      timezone_name_(std::move(timezone_name)), codec_(codec) {}
 
 void gate_logic::set_wakeup(std::function<void()> wake) {
   coordinator_->set_wake(gate_, std::move(wake));
@@ -207,10 +258,56 @@ void gate_logic::add_metrics(std::map<std::string, double>& out) const {
   out["sync_late"] = static_cast<double>(late_);
 }
 
-void gate_logic::snapshot(state_writer&) {
-  throw job_error("the synchronizer of timezone '" + timezone_name_ +
-                  "' cannot be checkpointed yet: run this job without checkpoints "
-                  "(--checkpoint-interval 0) or without the delayed operator");
+// Snapshots fall between two calls, after a release: nothing buffered lies below the bound the
+// gate emitted, which is what the coordinator's restore relies on.
+void gate_logic::snapshot(state_writer& out) {
+  if (!buckets_.empty() && !codec_)
+    throw job_error("the synchronizer of " + timezone_name_ +
+                    " cannot checkpoint the elements it buffers: their type has no "
+                    "tidemark::codec (list its fields with TIDEMARK_FIELDS)");
+  out.write(wm_);
+  out.write(emitted_wm_);
+  out.write(late_);
+  out.write(static_cast<std::uint64_t>(buckets_.size()));
+  std::vector<std::uint8_t> values;
+  for (const auto& [t, bucket] : buckets_) {
+    out.write(t);
+    out.write(bucket->hashes);
+    values.clear();
+    codec_->encode_values(*bucket, values);
+    out.write(values);
+  }
+}
+
+void gate_logic::restore(state_reader& in) {
+  in.read(wm_);
+  in.read(emitted_wm_);
+  in.read(late_);
+  auto n = in.read<std::uint64_t>();
+  if (n > 0 && !codec_)
+    throw job_error("the synchronizer of " + timezone_name_ +
+                    " cannot restore the elements it buffered: their type has no tidemark::codec "
+                    "now; the job changed since the checkpoint");
+  for (; n > 0; --n) {
+    auto t = in.read<event_time>();
+    auto hashes = in.read<std::vector<std::uint64_t>>();
+    auto values = in.read<std::vector<std::uint8_t>>();
+    auto bucket = codec_->decode_values(values.data(), values.size());
+    bucket->times.assign(bucket->size(), t);
+    bucket->hashes = std::move(hashes);
+    buffered_ += bucket->size();
+    buckets_[t] = std::move(bucket);
+  }
+  max_buffered_seen_ = buffered_;
+  coordinator_->restore_gate(gate_, wm_, emitted_wm_,
+                             buckets_.empty() ? std::nullopt
+                                              : std::optional<event_time>{buckets_.begin()->first});
+}
+
+// The stage ended: its gates had emitted end_of_time with nothing left buffered (pending()).
+void gate_logic::restore_finished(std::uint64_t) {
+  wm_ = emitted_wm_ = end_of_time;
+  coordinator_->restore_gate(gate_, end_of_time, end_of_time, std::nullopt);
 }
 
 exit_reporter::exit_reporter(
@@ -227,7 +324,26 @@ void exit_reporter::process(std::size_t input, batch_ptr in, emitter& out) {
 
 void exit_reporter::on_watermark(event_time wm, emitter& out) {
   inner_->on_watermark(wm, out);
+  reported_ = wm;
   for (auto& [coordinator, exit] : to_) coordinator->report_exit(exit, wm);
+}
+
+void exit_reporter::snapshot(state_writer& out) {
+  out.write(reported_);
+  inner_->snapshot(out);
+}
+
+void exit_reporter::restore(state_reader& in) {
+  in.read(reported_);
+  inner_->restore(in);
+  for (auto& [coordinator, exit] : to_) coordinator->restore_exit(exit, reported_);
+}
+
+// The stage ended: nothing passes this exit any more, so it holds no slice back.
+void exit_reporter::restore_finished(std::uint64_t id) {
+  inner_->restore_finished(id);
+  reported_ = end_of_time;
+  for (auto& [coordinator, exit] : to_) coordinator->restore_exit(exit, end_of_time);
 }
 
 }  // namespace ops
@@ -290,8 +406,9 @@ synchronized_graph synchronize(const logical_graph& g, const synchronizer_option
       next_gate[z.id] += from.parallelism;
       gate.make_operator = [c = coordinators[z.id], offset, max = opts.max_buffered,
                             tz = "timezone " + std::to_string(z.id) + " of '" +
-                                 g.node(z.origin).name + "'"](const instance_info& i) {
-        return std::make_unique<ops::gate_logic>(c, offset + i.index, max, tz);
+                                 g.node(z.origin).name + "'",
+                            codec = guarded.codec](const instance_info& i) {
+        return std::make_unique<ops::gate_logic>(c, offset + i.index, max, tz, codec);
       };
       auto id = out.add(std::move(gate));
       auto& moved = out.node(in.to).inputs[in.input];

@@ -17,7 +17,6 @@
 #include "tidemark/core/event_time.hpp"
 #include "tidemark/core/job.hpp"
 #include "tidemark/core/state.hpp"
-#include "tidemark/core/synchronizer.hpp"
 
 using namespace tidemark;
 using tidemark::test::recording_emitter;
@@ -395,9 +394,3 @@ BOOST_AUTO_TEST_CASE(state_without_a_codec_fails_the_checkpoint_naming_its_type)
   });
 }
 
-BOOST_AUTO_TEST_CASE(a_synchronizer_gate_refuses_a_checkpoint_naming_its_timezone) {
-  ops::gate_logic gate{std::make_shared<timezone_coordinator>(1, 1, 1), 0, 100, "after lookup"};
-  BOOST_CHECK_EXCEPTION(snapshot_of(gate), job_error, [](const job_error& e) {
-    return std::string{e.what()}.find("'after lookup' cannot be checkpointed yet") != std::string::npos;
-  });
-}

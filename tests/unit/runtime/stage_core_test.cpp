@@ -70,17 +70,23 @@ struct recording_io final : stage_io {
   std::vector<std::string> take() { return std::exchange(sent, {}); }
 };
 
-/// Passes batches on and records the watermarks it sees.
+/// Passes batches on and records the watermarks it sees (and, given `finished`, the checkpoints
+/// it was restored from as finished).
 struct pass_through final : operator_logic {
-  explicit pass_through(std::vector<event_time>& wms) : wms_(wms) {}
+  explicit pass_through(std::vector<event_time>& wms, std::vector<std::uint64_t>* finished = nullptr)
+      : wms_(wms), finished_(finished) {}
   void process(std::size_t, batch_ptr in, emitter& out) override { out.emit(std::move(in)); }
   void on_watermark(event_time wm, emitter& out) override {
     wms_.push_back(wm);
     out.emit_watermark(wm);
   }
+  void restore_finished(std::uint64_t id) override {
+    if (finished_) finished_->push_back(id);
+  }
 
  private:
   std::vector<event_time>& wms_;
+  std::vector<std::uint64_t>* finished_;
 };
 
 /// Passes batches on and keeps the sum of what it saw as its checkpointed state.
@@ -117,7 +123,7 @@ struct one_operator_stage {
     if (sum)
       cfg.ops.push_back(std::make_unique<summing>(total));
     else
-      cfg.ops.push_back(std::make_unique<pass_through>(watermarks));
+      cfg.ops.push_back(std::make_unique<pass_through>(watermarks, &restored_finished));
     cfg.restore_checkpoint = restore_from;
     cfg.restore_state = std::move(state);
     cfg.input_ports.assign(inputs, 0);
@@ -135,6 +141,7 @@ struct one_operator_stage {
 
   logical_node node;
   std::vector<event_time> watermarks;  ///< what the operator saw
+  std::vector<std::uint64_t> restored_finished;  ///< its restore_finished calls
   long total = 0;                      ///< what a summing operator summed
   recording_io io;
   std::unique_ptr<stage_core> core;
@@ -471,6 +478,9 @@ BOOST_AUTO_TEST_CASE(a_stage_that_ended_answers_later_checkpoints_that_it_finish
   // finished: that is in its receivers' part of the checkpoint
   BOOST_TEST(restored.io.take() == (lines{"out 0: eos"}));
   BOOST_TEST(restored.watermarks.empty());
+  // its operator is told instead of restored (a synchronizer gate counts itself as done)
+  BOOST_TEST(restored.restored_finished == std::vector<std::uint64_t>{4});
+  BOOST_TEST(s.restored_finished.empty());
   BOOST_TEST(restored.io.is_done);
   restored.core->on_checkpoint(6);
   BOOST_REQUIRE(restored.io.checkpoints.size() == 1u);

@@ -39,8 +39,7 @@ class lockstep_join final : public operator_logic {
     out["mismatched"] = static_cast<double>(mismatched_);
   }
 
-  // the elements still waiting for their partner (the synchronizer before this join refuses
-  // checkpoints for now, but the join itself can be saved)
+  // the elements still waiting for their partner
   void snapshot(state_writer& out) override {
     out.write(std::vector<reading>(left_.begin(), left_.end()));
     out.write(std::vector<enriched>(right_.begin(), right_.end()));
@@ -79,7 +78,10 @@ stream<enriched> looked_up(const stream<reading>& in, const config& c) {
   };
   return persistence::table_lookup_join(
       in, c.db, c.table, [](const reading& r) { return std::to_string(r.id); },
-      [](const reading& r, std::optional<std::string> row) {
+      [fail_at = c.fail_at](const reading& r, std::optional<std::string> row) {
+        if (r.id == fail_at)
+          throw job_error("figure1: the lookup of reading " + std::to_string(r.id) +
+                          " fails on purpose (config::fail_at)");
         return enriched{r.id, row.value_or("<missing>")};
       },
       opts, "lookup");

@@ -122,6 +122,11 @@ class operator_logic {
   /// always a completed checkpoint, so a sink commits what that snapshot staged (idempotently:
   /// it may have been committed before the crash).
   virtual void restore(state_reader& in) {}
+  /// Instead of restore, when the stage had ended before checkpoint `id`: everything the operator
+  /// emitted, its end included, is in its receivers' state, and only on_wakeup and
+  /// on_checkpoint_complete follow.
+  /// For an operator that shares state outside the dataflow (a synchronizer's coordinator).
+  virtual void restore_finished(std::uint64_t id) {}
   /// Checkpoint `id` is complete (every piece is durable): commit what was staged for it.
   virtual void on_checkpoint_complete(std::uint64_t id) {}
 

@@ -45,6 +45,21 @@ class timezone_coordinator {
                        const std::function<std::optional<event_time>(event_time)>& lowest_from);
   /// Records that exit `exit` has processed everything below `wm`.
   void report_exit(std::uint32_t exit, event_time wm);
+
+  // ---- restore from a checkpoint (docs/timezones.md, "Checkpoints of a synchronizer") ----
+  // The coordinator is not in the dataflow, so no checkpoint holds it: it is rebuilt from what
+  // every gate and exit saved. From the first of these calls until every gate and exit has made
+  // one, nothing is admitted; then the bound is the lowest bound any gate had emitted, the
+  // timezone is busy while an exit is below it, and every gate is woken.
+
+  /// Gate `gate` restored: its input watermark, the bound it had emitted and its lowest buffered
+  /// time (nullopt: nothing buffered). A gate of a stage that had finished restores with
+  /// end_of_time for both and nothing buffered.
+  void restore_gate(std::uint32_t gate, event_time wm, event_time emitted,
+                    std::optional<event_time> lowest);
+  /// Exit `exit` restored with the watermark it had reported (end_of_time when its stage had
+  /// finished).
+  void restore_exit(std::uint32_t exit, event_time wm);
   /// A slice has been admitted and not yet finished by every exit.
   bool busy() const;
 
@@ -55,6 +70,8 @@ class timezone_coordinator {
  private:
   bool advance();  // under the lock; true when the admitted bound moved or elements entered
   void wake_others(std::uint32_t except);
+  // under the lock: marks one gate or exit restored; true when it was the last one
+  bool restored(std::vector<bool>& marks, std::uint32_t index);
 
   mutable std::mutex mutex_;
   event_time slice_;
@@ -66,6 +83,12 @@ class timezone_coordinator {
   bool in_flight_ = false;
   std::uint64_t slices_ = 0;
   std::uint64_t steps_ = 0;
+  // a restore in progress: which gates and exits have restored, and the bounds the gates emitted
+  bool restoring_ = false;
+  std::size_t left_to_restore_ = 0;
+  std::vector<bool> gate_restored_;
+  std::vector<bool> exit_restored_;
+  std::vector<event_time> gate_emitted_;
 };
 
 /// A synchronizer placed by plan compilation: the gate nodes on the inputs of one timezone.
@@ -97,19 +120,23 @@ std::string to_dot(const synchronized_graph& s, const physical_plan& p);
 namespace ops {
 
 /// One instance of a synchronizer gate: buffers its input by event time and releases what the
-/// coordinator admitted, each release followed by the slice's end as watermark.
+/// coordinator admitted, each release followed by the slice's end as watermark. A checkpoint
+/// saves its watermarks and buffered elements (through `codec`, the guarded port's batch codec;
+/// null: a checkpoint with elements buffered fails naming the timezone).
 class gate_logic final : public operator_logic {
  public:
   gate_logic(std::shared_ptr<timezone_coordinator> coordinator, std::uint32_t gate,
-             std::size_t max_buffered, std::string timezone_name);
+             std::size_t max_buffered, std::string timezone_name,
+             const batch_codec* codec = nullptr);
 
   void set_wakeup(std::function<void()> wake) override;
   void process(std::size_t input, batch_ptr in, emitter& out) override;
   void on_watermark(event_time wm, emitter& out) override;
   void on_wakeup(emitter& out) override { release(out); }
-  /// Not supported yet: the buffered slices and the coordinator shared by the timezone's gates
-  /// would have to be saved together. Throws job_error naming the timezone.
   void snapshot(state_writer& out) override;
+  /// Also gives the coordinator this gate's part of its state (restore_gate).
+  void restore(state_reader& in) override;
+  void restore_finished(std::uint64_t id) override;
   bool pending() const override { return !buckets_.empty() || emitted_wm_ < wm_; }
   bool saturated() const override;
   void add_metrics(std::map<std::string, double>& out) const override;
@@ -121,6 +148,7 @@ class gate_logic final : public operator_logic {
   std::uint32_t gate_;
   std::size_t max_buffered_;
   std::string timezone_name_;
+  const batch_codec* codec_;
   std::map<event_time, batch_ptr> buckets_;  // buffered elements by event time
   std::size_t buffered_ = 0;
   event_time wm_ = INT64_MIN;
@@ -132,7 +160,8 @@ class gate_logic final : public operator_logic {
 };
 
 /// Wraps a sink of a timezone: forwards everything and reports its watermark to the
-/// coordinators of every timezone it belongs to.
+/// coordinators of every timezone it belongs to. A checkpoint saves the watermark it reported
+/// before the sink's own state.
 class exit_reporter final : public operator_logic {
  public:
   exit_reporter(std::unique_ptr<operator_logic> inner,
@@ -148,14 +177,15 @@ class exit_reporter final : public operator_logic {
   bool pending() const override { return inner_->pending(); }
   bool saturated() const override { return inner_->saturated(); }
   void add_metrics(std::map<std::string, double>& out) const override { inner_->add_metrics(out); }
-  // the sink's own state; the exits' progress lives with the coordinator
-  void snapshot(state_writer& out) override { inner_->snapshot(out); }
-  void restore(state_reader& in) override { inner_->restore(in); }
+  void snapshot(state_writer& out) override;
+  void restore(state_reader& in) override;
+  void restore_finished(std::uint64_t id) override;
   void on_checkpoint_complete(std::uint64_t id) override { inner_->on_checkpoint_complete(id); }
 
  private:
   std::unique_ptr<operator_logic> inner_;
   std::vector<std::pair<std::shared_ptr<timezone_coordinator>, std::uint32_t>> to_;
+  event_time reported_ = INT64_MIN;
 };
 
 }  // namespace ops

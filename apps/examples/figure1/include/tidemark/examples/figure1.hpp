@@ -55,6 +55,9 @@ struct config {
   std::int64_t min_delay_us = 0;
   std::int64_t max_delay_us = 1000;
   std::uint64_t seed = 1;
+  /// The lookup of the reading with this id fails the job: a crash in the middle of a
+  /// checkpointed run, for tests that resume from its checkpoints. Negative: none fails.
+  std::int64_t fail_at = -1;
   std::shared_ptr<persistence::wt_connection> db;
   std::string table = "figure1_rows";
 };
