@@ -59,8 +59,19 @@ struct spare_replication {
   double replan_threshold = 0.25;
 };
 
+/// `checkpoint: {copies: 1, retain: 3}` in the cluster file (docs/deploy.md, "Checkpoints and
+/// recovery"): with checkpoints, every piece is also kept by `copies` nodes other than the one
+/// that produced it, each keeping the newest `retain` checkpoints, so losing any one host (the
+/// coordinator's included) loses no checkpoint.
+struct checkpoint_copies {
+  std::uint32_t copies = 1;  ///< 0: only the coordinator's store; at most nodes - 1
+  std::uint32_t retain = 3;  ///< >= 1
+};
+
 struct cluster_config {
   std::vector<cluster_node> nodes;
+  /// Copies of checkpoint pieces on the nodes (a one-node cluster defaults to 0 copies).
+  checkpoint_copies checkpoint;
   /// The coordinator's key pair (its public key must be in every node's allow-list).
   key_pair coordinator;
   /// Plain-text ZeroMQ (no CURVE, no ZAP): only with an explicit opt-in; prints a warning.
