@@ -136,6 +136,29 @@ class control_links {
   std::vector<std::uint64_t> disconnects_seen_;            // per node: breaks reported so far
 };
 
+/// Asks every node which checkpoint copies of `job` (empty: any) it keeps; waits at most
+/// `timeout` for the answers (none for a node that did not answer).
+std::vector<std::optional<net::held_copies>> ask_held(control_links& links,
+                                                      const cluster_config& cluster,
+                                                      const std::string& job,
+                                                      std::chrono::milliseconds timeout) {
+  const auto count = cluster.nodes.size();
+  links.send_all([&](std::uint32_t) { return net::copies_request_frame(job); });
+  std::vector<std::optional<net::held_copies>> answers(count);
+  std::size_t answered = 0;
+  const auto deadline = clock::now() + timeout;
+  auto left = [&] {
+    return std::max(0ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
+  };
+  while (answered < count && left() > 0ms)
+    links.poll(left(), [&](std::uint32_t n, const wire::ControlFrame& f) {
+      if (f.body_type() != wire::Body::HeldCopies || answers[n]) return;
+      answers[n] = net::read_held(*f.body_as_HeldCopies());
+      ++answered;
+    });
+  return answers;
+}
+
 /// A resumed run whose data directory holds no checkpoint (the coordinator's host was lost):
 /// asks every node for the copies it keeps, and stores in `checkpoints` the newest checkpoint of
 /// the job and plan whose pieces (`instances` of them) the nodes hold together, fetched from them
@@ -145,30 +168,25 @@ void fetch_newest_copy(control_links& links, const cluster_config& cluster, cons
   using piece_key = std::pair<std::uint32_t, std::uint32_t>;
   const auto& plan = checkpoints.plan_fingerprint();
   const auto count = static_cast<std::uint32_t>(cluster.nodes.size());
-  links.send_all([&](std::uint32_t) { return net::copies_request_frame(job); });
   std::map<std::uint64_t, std::map<piece_key, std::vector<std::uint32_t>>> held;  // id -> holders
-  std::set<std::uint32_t> answered;
-  const auto deadline = clock::now() + cluster.connect_timeout;
-  auto left = [&] {
-    return std::max(0ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
-  };
-  while (answered.size() < count && left() > 0ms)
-    links.poll(left(), [&](std::uint32_t n, const wire::ControlFrame& f) {
-      if (f.body_type() != wire::Body::HeldCopies || !answered.insert(n).second) return;
-      const auto copies = net::read_held(*f.body_as_HeldCopies());
-      if (!copies.error.empty())
-        spdlog::warn("coordinator: node '{}' cannot read its checkpoint copies: {}",
-                     cluster.nodes[n].id, copies.error);
-      for (const auto& c : copies.checkpoints)
-        if (c.record.plan == plan)
-          for (const auto& k : c.pieces) held[c.record.id][k].push_back(n);
-    });
+  std::size_t answered = 0;
+  const auto answers = ask_held(links, cluster, job, cluster.connect_timeout);
+  for (std::uint32_t n = 0; n < count; ++n) {
+    if (!answers[n]) continue;
+    ++answered;
+    if (!answers[n]->error.empty())
+      spdlog::warn("coordinator: node '{}' cannot read its checkpoint copies: {}",
+                   cluster.nodes[n].id, answers[n]->error);
+    for (const auto& c : answers[n]->checkpoints)
+      if (c.record.plan == plan)
+        for (const auto& k : c.pieces) held[c.record.id][k].push_back(n);
+  }
   auto newest = std::find_if(held.rbegin(), held.rend(),
                              [&](const auto& h) { return h.second.size() == instances; });
   if (newest == held.rend()) {
     spdlog::info("coordinator: the data directory holds no checkpoint and no node keeps a "
                  "complete copy of one of job '{}' ({} of {} nodes answered)",
-                 job, answered.size(), count);
+                 job, answered, count);
     return;
   }
   const auto id = newest->first;
@@ -1216,6 +1234,22 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   detail::publish(result, opts);
   if (spec.report) spec.report(options, result);
   return result;
+}
+
+std::vector<node_checkpoint_copies> query_checkpoint_copies(const cluster_config& cluster,
+                                                            std::chrono::milliseconds timeout) {
+  control_links links{cluster};
+  const auto answers = ask_held(links, cluster, "", timeout);
+  std::vector<node_checkpoint_copies> out;
+  for (std::size_t n = 0; n < answers.size(); ++n) {
+    auto& node = out.emplace_back();
+    node.node = cluster.nodes[n].id;
+    if (!answers[n]) continue;
+    node.answered = true;
+    node.error = answers[n]->error;
+    node.checkpoints = answers[n]->checkpoints;
+  }
+  return out;
 }
 
 void inject_faults(const cluster_config& cluster, const std::string& node,

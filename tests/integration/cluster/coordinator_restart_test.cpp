@@ -97,6 +97,14 @@ static void kill_and_resume(bool after_fence, bool host_lost = false) {
                                   .find("no job") == std::string::npos,
                           "the nodes stopped the old job before the new coordinator came");
 
+  if (host_lost) {  // the nodes list what they keep
+    const auto copies = test::tool_output({"checkpoints", "--cluster", cluster_file},
+                                          dir / "copies.log");
+    BOOST_TEST_MESSAGE(copies);
+    BOOST_TEST(copies.find("checkpoint " + std::to_string(completed) +
+                           " of job 'example-late-windows'") != std::string::npos);
+  }
+
   // the same command with --resume continues from the newest completed checkpoint
   auto resumed = run;
   resumed.push_back("--resume");
