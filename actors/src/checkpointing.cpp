@@ -1,8 +1,6 @@
 // The driver's side of checkpoints (see checkpointing.hpp).
 #include "checkpointing.hpp"
 
-#include "write_queue.hpp"
-
 #include <algorithm>
 #include <mutex>
 #include <stdexcept>
@@ -11,6 +9,7 @@
 
 #include "tidemark/persistence/checkpoint_store.hpp"
 #include "tidemark/persistence/wiredtiger.hpp"
+#include "write_queue.hpp"
 
 namespace tidemark::detail {
 namespace {

@@ -4,7 +4,9 @@
 // every stage to commit). It also finds the checkpoint a resumed run starts from. Pieces and
 // records are written in order on a writer thread of the driver's, never on a stage's nor on the
 // driver's own thread, so neither processing nor the driver's loop (the coordinator's heartbeats)
-// waits for a synced write. The embedded driver and the cluster coordinator share it.
+// waits for a synced write. The embedded driver and the cluster coordinator share it; on a
+// cluster every piece is also copied to other nodes (ship_copies), and a checkpoint is recorded
+// only once those copies are durable too.
 //
 // A checkpoint whose piece or record cannot be written (a full or failing disk) fails: it is
 // counted with its error, never recorded, the job goes on and the next one starts at the next
