@@ -1,6 +1,9 @@
 // Copies of checkpoint pieces on the nodes (see checkpoint_copies.hpp).
 #include "checkpoint_copies.hpp"
 
+#include <algorithm>
+#include <filesystem>
+
 #include <spdlog/spdlog.h>
 
 #include "../write_queue.hpp"
@@ -60,6 +63,11 @@ zmq::message_t copies_request_frame(const std::string& job) {
   return control_message(b, wire::CreateCopiesRequest(b, b.CreateString(job)));
 }
 
+zmq::message_t drop_copies_frame(const std::string& job) {
+  flatbuffers::FlatBufferBuilder b{128};
+  return control_message(b, wire::CreateDropCopies(b, b.CreateString(job)));
+}
+
 zmq::message_t fetch_copies_frame(std::uint64_t id, const std::string& job,
                                   const std::string& plan) {
   flatbuffers::FlatBufferBuilder b{256};
@@ -104,6 +112,10 @@ persistence::checkpoint_store& copy_keeper::store(std::uint32_t retain) {
     store_ = std::make_unique<persistence::checkpoint_store>(dir_, retain_);
   }
   return *store_;
+}
+
+bool copy_keeper::keeps_nothing() const {
+  return !store_ && (dir_.empty() || !std::filesystem::exists(dir_));
 }
 
 void copy_keeper::on_piece(const wire::CopyPiece& f) {
@@ -156,32 +168,54 @@ void copy_keeper::on_record(std::string_view from, const wire::CopyRecord& f) {
   });
 }
 
-void copy_keeper::on_request(std::string_view from, const wire::CopiesRequest& f) {
+void copy_keeper::on_request(std::string_view from, const std::string& job) {
+  queue_->post([this, to = std::string{from}, job] { answer_(to, held_frame(job)); });
+}
+
+void copy_keeper::on_drop(std::string_view from, const wire::DropCopies& f) {
   queue_->post([this, to = std::string{from}, job = str(f.job())] {
-    std::vector<persistence::held_checkpoint> held;
-    std::string error;
     try {
-      held = store(0).held();
-    } catch (const persistence::storage_error& e) {
-      error = e.what();
-    }
-    flatbuffers::FlatBufferBuilder b;
-    std::vector<flatbuffers::Offset<wire::HeldCopy>> list;
-    for (const auto& h : held) {
-      if (!job.empty() && h.record.job != job) continue;
-      std::vector<std::uint32_t> stages, instances;
-      for (const auto& [s, i] : h.pieces) {
-        stages.push_back(s);
-        instances.push_back(i);
+      if (keeps_nothing()) {
+        answer_(to, held_frame(job));
+        return;
       }
-      list.push_back(wire::CreateHeldCopy(b, h.record.id, b.CreateString(h.record.job),
-                                          b.CreateString(h.record.plan), b.CreateVector(stages),
-                                          b.CreateVector(instances)));
+      auto& s = store(0);
+      const auto kept = s.list();
+      if (std::any_of(kept.begin(), kept.end(), [&](auto& r) { return r.job == job; })) {
+        s.clear();
+        spdlog::info("node '{}': job '{}' finished: its checkpoint copies were removed", node_, job);
+      }
+    } catch (const persistence::storage_error& e) {
+      spdlog::warn("node '{}': job '{}' finished, but its checkpoint copies could not be removed "
+                   "({})", node_, job, e.what());
     }
-    answer_(to, control_message(b, wire::CreateHeldCopies(b, b.CreateString(node_),
-                                                          b.CreateVector(list),
-                                                          b.CreateString(error))));
+    answer_(to, held_frame(job));
   });
+}
+
+zmq::message_t copy_keeper::held_frame(const std::string& job) {
+  std::vector<persistence::held_checkpoint> held;
+  std::string error;
+  try {
+    if (!keeps_nothing()) held = store(0).held();
+  } catch (const persistence::storage_error& e) {
+    error = e.what();
+  }
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<wire::HeldCopy>> list;
+  for (const auto& h : held) {
+    if (!job.empty() && h.record.job != job) continue;
+    std::vector<std::uint32_t> stages, instances;
+    for (const auto& [s, i] : h.pieces) {
+      stages.push_back(s);
+      instances.push_back(i);
+    }
+    list.push_back(wire::CreateHeldCopy(b, h.record.id, b.CreateString(h.record.job),
+                                        b.CreateString(h.record.plan), b.CreateVector(stages),
+                                        b.CreateVector(instances)));
+  }
+  return control_message(b, wire::CreateHeldCopies(b, b.CreateString(node_), b.CreateVector(list),
+                                                   b.CreateString(error)));
 }
 
 void copy_keeper::on_fetch(std::string_view from, const wire::FetchCopies& f) {

@@ -40,6 +40,7 @@ std::vector<zmq::message_t> copy_piece_frames(std::uint64_t checkpoint, std::uin
 zmq::message_t copy_record_frame(std::uint64_t id, const std::string& job, const std::string& plan,
                                  std::uint32_t pieces);
 zmq::message_t copies_request_frame(const std::string& job);
+zmq::message_t drop_copies_frame(const std::string& job);
 zmq::message_t fetch_copies_frame(std::uint64_t id, const std::string& job,
                                   const std::string& plan);
 /// What a HeldCopies frame says: the node's completed checkpoints with their pieces, or why it
@@ -71,8 +72,11 @@ class copy_keeper {
   void on_piece(const wire::CopyPiece& f);
   /// Records checkpoint `f.id()` once its pieces are durable, then answers CopyDurable.
   void on_record(std::string_view from, const wire::CopyRecord& f);
-  /// Answers HeldCopies.
-  void on_request(std::string_view from, const wire::CopiesRequest& f);
+  /// Answers HeldCopies: what it keeps of `job` (empty: of any job).
+  void on_request(std::string_view from, const std::string& job);
+  /// Removes its copies when they are of job `f.job()` (its run finished), then answers like
+  /// on_request.
+  void on_drop(std::string_view from, const wire::DropCopies& f);
   /// Answers with the checkpoint's pieces (StatePiece frames) and CopiesFetched.
   void on_fetch(std::string_view from, const wire::FetchCopies& f);
   /// Returns once every store call so far ran (tests).
@@ -80,6 +84,10 @@ class copy_keeper {
 
  private:
   persistence::checkpoint_store& store(std::uint32_t retain);
+  /// No store was opened and its directory does not exist (asking creates nothing).
+  bool keeps_nothing() const;
+  /// A HeldCopies frame of what the store keeps of `job` (empty: of any job); keeper's thread.
+  zmq::message_t held_frame(const std::string& job);
 
   std::string node_;
   std::string dir_;

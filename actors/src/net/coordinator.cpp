@@ -4,6 +4,7 @@
 #include <deque>
 #include <tuple>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -136,14 +137,15 @@ class control_links {
   std::vector<std::uint64_t> disconnects_seen_;            // per node: breaks reported so far
 };
 
-/// Asks every node which checkpoint copies of `job` (empty: any) it keeps; waits at most
-/// `timeout` for the answers (none for a node that did not answer).
+/// Sends every node `request` (CopiesRequest or DropCopies) and returns the checkpoint copies
+/// each says it keeps; waits at most `timeout` for the answers (none for a node that did not
+/// answer).
 std::vector<std::optional<net::held_copies>> ask_held(control_links& links,
                                                       const cluster_config& cluster,
-                                                      const std::string& job,
+                                                      const std::function<zmq::message_t()>& request,
                                                       std::chrono::milliseconds timeout) {
   const auto count = cluster.nodes.size();
-  links.send_all([&](std::uint32_t) { return net::copies_request_frame(job); });
+  links.send_all([&](std::uint32_t) { return request(); });
   std::vector<std::optional<net::held_copies>> answers(count);
   std::size_t answered = 0;
   const auto deadline = clock::now() + timeout;
@@ -170,7 +172,8 @@ void fetch_newest_copy(control_links& links, const cluster_config& cluster, cons
   const auto count = static_cast<std::uint32_t>(cluster.nodes.size());
   std::map<std::uint64_t, std::map<piece_key, std::vector<std::uint32_t>>> held;  // id -> holders
   std::size_t answered = 0;
-  const auto answers = ask_held(links, cluster, job, cluster.connect_timeout);
+  const auto answers = ask_held(links, cluster, [&] { return net::copies_request_frame(job); },
+                                cluster.connect_timeout);
   for (std::uint32_t n = 0; n < count; ++n) {
     if (!answers[n]) continue;
     ++answered;
@@ -1226,6 +1229,17 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   result.failed_checkpoints = checkpoints.failed();
   result.checkpoint_failure = checkpoints.first_failure();
   checkpoints.finished();
+  // nor are the nodes' copies: a later --resume must not find them
+  if (checkpoints.enabled() && cluster.checkpoint.copies > 0) {
+    // the nodes are there (they just said Done); one that is not keeps nothing newer anyway
+    const auto kept = ask_held(links, cluster, [&] { return net::drop_copies_frame(j.name()); },
+                               std::min<std::chrono::milliseconds>(cluster.connect_timeout, 1s));
+    for (std::uint32_t n = 0; n < count; ++n)
+      if (kept[n] && (!kept[n]->checkpoints.empty() || !kept[n]->error.empty()))
+        spdlog::warn("coordinator: node '{}' still keeps checkpoint copies of job '{}'{}",
+                     cluster.nodes[n].id, j.name(),
+                     kept[n]->error.empty() ? "" : ": " + kept[n]->error);
+  }
   spdlog::info("coordinator: job '{}' finished on every node in {:.3f} s", spec.name,
                result.seconds);
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {
@@ -1239,7 +1253,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
 std::vector<node_checkpoint_copies> query_checkpoint_copies(const cluster_config& cluster,
                                                             std::chrono::milliseconds timeout) {
   control_links links{cluster};
-  const auto answers = ask_held(links, cluster, "", timeout);
+  const auto answers = ask_held(links, cluster, [] { return net::copies_request_frame(""); }, timeout);
   std::vector<node_checkpoint_copies> out;
   for (std::size_t n = 0; n < answers.size(); ++n) {
     auto& node = out.emplace_back();

@@ -344,7 +344,10 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
       }
       break;
     case wire::Body::CopyRecord: copies_.on_record(from, *f.body_as_CopyRecord()); break;
-    case wire::Body::CopiesRequest: copies_.on_request(from, *f.body_as_CopiesRequest()); break;
+    case wire::Body::CopiesRequest:
+      copies_.on_request(from, str(f.body_as_CopiesRequest()->job()));
+      break;
+    case wire::Body::DropCopies: copies_.on_drop(from, *f.body_as_DropCopies()); break;
     case wire::Body::FetchCopies: copies_.on_fetch(from, *f.body_as_FetchCopies()); break;
     case wire::Body::StatusRequest: {
       collect_counters();

@@ -126,6 +126,11 @@ static void kill_and_resume(bool after_fence, bool host_lost = false) {
   }
 
   test::check_same_rows(expected, test::table_rows(dir / "results", "results"));
+  if (host_lost) {  // the finished job's copies are gone too: a later --resume finds nothing
+    const auto copies = test::tool_output({"checkpoints", "--cluster", cluster_file},
+                                          dir / "copies-after.log");
+    BOOST_TEST(copies.find("of job 'example-late-windows'") == std::string::npos, copies);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_coordinator_killed_mid_run_is_resumed_once_the_nodes_fenced) {

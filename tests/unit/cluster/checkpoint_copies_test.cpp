@@ -153,7 +153,9 @@ BOOST_AUTO_TEST_CASE(a_node_keeps_copies_lists_them_and_sends_them_back) {
       if (f.body_type() == wire::Body::CopyRecord)
         keeper.on_record("coordinator", *f.body_as_CopyRecord());
       if (f.body_type() == wire::Body::CopiesRequest)
-        keeper.on_request("coordinator", *f.body_as_CopiesRequest());
+        keeper.on_request("coordinator", f.body_as_CopiesRequest()->job()->str());
+      if (f.body_type() == wire::Body::DropCopies)
+        keeper.on_drop("coordinator", *f.body_as_DropCopies());
       if (f.body_type() == wire::Body::FetchCopies)
         keeper.on_fetch("coordinator", *f.body_as_FetchCopies());
     }
@@ -216,4 +218,11 @@ BOOST_AUTO_TEST_CASE(a_node_keeps_copies_lists_them_and_sends_them_back) {
   const auto after = net::read_held(*net::read_control(got.front()).body_as_HeldCopies());
   BOOST_REQUIRE(after.checkpoints.size() == 1u);
   BOOST_TEST(after.checkpoints.front().record.id == 1u);
+
+  // the run finished: its copies go, so a later --resume cannot find them
+  std::vector<zmq::message_t> drop;
+  drop.push_back(net::drop_copies_frame("job"));
+  got = frames(std::move(drop));
+  BOOST_REQUIRE(got.size() == 1u);
+  BOOST_TEST(net::read_held(*net::read_control(got.front()).body_as_HeldCopies()).checkpoints.empty());
 }
