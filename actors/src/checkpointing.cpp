@@ -2,16 +2,14 @@
 #include "checkpointing.hpp"
 
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "tidemark/persistence/checkpoint_store.hpp"
 #include "tidemark/persistence/wiredtiger.hpp"
+#include "write_queue.hpp"
 
 namespace tidemark::detail {
 namespace {
@@ -36,76 +34,13 @@ std::int64_t wall_ms() {
 
 }  // namespace
 
-/// Runs the store's writes in order on a thread of its own, so the driver's thread (the embedded
-/// driver's loop, the coordinator's control loop with its heartbeats) never waits for the disk:
-/// every piece and record is synced, and a synced write can take seconds on a busy disk.
-class checkpoint_driver::writer {
- public:
-  writer() : thread_([this] { run(); }) {}
-  ~writer() {
-    {
-      std::lock_guard<std::mutex> lock{mutex_};
-      stop_ = true;  // what is still queued is dropped: no checkpoint is recorded half
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-  writer(const writer&) = delete;
-  writer& operator=(const writer&) = delete;
-
-  void post(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock{mutex_};
-      tasks_.push_back(std::move(task));
-      ++pending_;
-    }
-    wake_.notify_all();
-  }
-  /// Returns once every task posted so far ran.
-  void drain() {
-    std::unique_lock<std::mutex> lock{mutex_};
-    idle_.wait(lock, [&] { return pending_ == 0; });
-  }
-  bool busy() {
-    std::lock_guard<std::mutex> lock{mutex_};
-    return pending_ > 0;
-  }
-
- private:
-  void run() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock{mutex_};
-        wake_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
-        if (stop_) return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-      {
-        std::lock_guard<std::mutex> lock{mutex_};
-        --pending_;
-      }
-      idle_.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_, idle_;
-  std::deque<std::function<void()>> tasks_;
-  std::size_t pending_ = 0;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts once the rest is there
-};
-
 checkpoint_driver::checkpoint_driver(const checkpoint_options& opts, std::string job,
                                      const std::string& plan, std::size_t instances)
     : opts_(opts), job_(std::move(job)), plan_(fingerprint(plan + opts.job_settings)), instances_(instances) {
   if (!opts_.enabled()) return;
   enabled_ = true;
   store_ = std::make_unique<persistence::checkpoint_store>(opts_.dir, opts_.retain);
-  writer_ = std::make_unique<writer>();
+  writer_ = std::make_unique<write_queue>();
   next_ = clock::now() + opts_.interval;
 }
 
@@ -139,7 +74,10 @@ void checkpoint_driver::fail(std::uint64_t id, const std::string& why) {
       "{} (the job goes on; the previous completed checkpoint stays the one to resume "
       "from)",
       text);
-  if (current_ == id) current_ = 0;
+  if (current_ == id) {
+    current_ = 0;
+    shipped_.clear();
+  }
   writing_.erase(id);
   if (opts_.max_consecutive_failures != 0 && failed_in_a_row_ >= opts_.max_consecutive_failures)
     throw job_error(std::to_string(failed_in_a_row_) + " checkpoints in a row failed (the bound " +
@@ -191,6 +129,15 @@ restore_point checkpoint_driver::recover() {
   settle();  // a checkpoint recorded meanwhile is one to restore from
   if (current_ != 0) spdlog::info("checkpoint {} abandoned: the job restarts", current_);
   current_ = 0;
+  shipped_.clear();
+  for (auto it = writing_.begin(); it != writing_.end();)  // its holders' answers are moot now
+    if (it->second.awaiting.empty()) {
+      ++it;
+    } else {
+      spdlog::info("checkpoint {} abandoned before its copies were durable: the job restarts",
+                   it->first);
+      it = writing_.erase(it);
+    }
   next_ = clock::now() + opts_.interval;
   auto loaded = store().latest(job_, plan_);
   for (const auto& why : loaded.rejected) spdlog::warn("checkpoint not usable: {}", why);
@@ -237,8 +184,17 @@ std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::
   if (!enabled_) return never;
   // while the writer works, the caller looks again soon for what became durable (collect)
   constexpr std::chrono::milliseconds soon{2};
-  const bool writing = !writing_.empty() || writer_->busy();
   const auto now = clock::now();
+  std::vector<std::uint64_t> overdue;  // copies not durable in time
+  for (const auto& [id, w] : writing_)
+    if (!w.awaiting.empty() && now >= w.deadline) overdue.push_back(id);
+  for (auto id : overdue) {
+    std::string holders;
+    for (const auto& h : writing_[id].awaiting) holders += (holders.empty() ? "'" : ", '") + h + "'";
+    fail(id, "node " + holders + " did not confirm its copy within " +
+                 std::to_string(copy_timeout_.count()) + " ms");
+  }
+  const bool writing = !writing_.empty() || writer_->busy();
   // one checkpoint at a time, the next once the last one's record is durable: a disk slower than
   // the interval spaces the checkpoints out instead of queueing their pieces in memory
   if (current_ == 0 && writing_.empty() && now >= next_) {
@@ -248,6 +204,7 @@ std::chrono::milliseconds checkpoint_driver::poll(const std::function<void(std::
     progress_ = {};
     progress_.id = current_;
     collecting_.clear();
+    shipped_.clear();
     next_ = now + opts_.interval;
     inject(current_);
   }
@@ -270,10 +227,13 @@ void checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, st
         "writing the piece of stage " + std::to_string(stage) + " instance " +
             std::to_string(instance),
         [this, id, stage, instance, bytes] { store().put_piece(id, stage, instance, *bytes); });
+  if (shipping_)
+    for (auto& holder : shipping_->piece(id, stage, instance, *bytes)) ++shipped_[holder];
   if (received_.size() < instances_) return;
   progress_.pieces = static_cast<std::uint32_t>(received_.size());
   progress_.duration_ms = std::chrono::duration<double, std::milli>(clock::now() - started_).count();
-  persistence::checkpoint_record r;
+  writing w{progress_, std::move(collecting_), {}, {}, clock::now() + copy_timeout_};
+  auto& r = w.record;
   r.id = current_;
   r.job = job_;
   r.plan = plan_;
@@ -282,17 +242,65 @@ void checkpoint_driver::on_piece(std::uint32_t stage, std::uint32_t instance, st
   r.completed_ms = wall_ms();
   r.duration_ms = progress_.duration_ms;
   r.alignment_ms = progress_.alignment_ms;
+  for (const auto& [holder, pieces] : std::exchange(shipped_, {})) {
+    r.holders.push_back(holder);
+    w.awaiting.insert(holder);
+    shipping_->record(id, holder, pieces);
+  }
+  if (w.awaiting.empty()) write_record(w);
+  writing_[id] = std::move(w);
+  collecting_.clear();
+  current_ = 0;
+}
+
+void checkpoint_driver::write_record(const writing& w) {
   // complete() commits the record synced before anything else: when it throws, the record is
   // not durable (a failure in the retention after it is harmless, the next complete() redoes
   // it), so the checkpoint is not reported complete and no sink commits it
-  write(id, "recording it", [this, r] {
+  write(w.record.id, "recording it", [this, r = w.record] {
     store().complete(r);
     std::lock_guard<std::mutex> lock{outcomes_mutex_};
     outcomes_.push_back({r.id, {}});
   });
-  writing_[id] = {progress_, std::move(collecting_)};
-  collecting_.clear();
-  current_ = 0;
+}
+
+void checkpoint_driver::ship_copies(copy_shipping shipping, std::chrono::milliseconds timeout) {
+  shipping_ = std::move(shipping);
+  copy_timeout_ = timeout;
+}
+
+void checkpoint_driver::on_copy_durable(std::uint64_t id, const std::string& holder,
+                                        const std::string& error) {
+  auto it = writing_.find(id);
+  if (it == writing_.end() || !it->second.awaiting.erase(holder)) return;  // failed already
+  if (!error.empty()) {
+    fail(id, "node '" + holder + "' could not keep its copy: " + error);
+    return;
+  }
+  if (it->second.awaiting.empty()) write_record(it->second);
+}
+
+void checkpoint_driver::holder_lost(const std::string& holder) {
+  if (current_ != 0 && shipped_.count(holder)) {
+    shipped_.clear();
+    fail(current_, "node '" + holder + "', which was to keep a copy of it, was lost");
+  }
+  std::vector<std::uint64_t> waiting;
+  for (const auto& [id, w] : writing_)
+    if (w.awaiting.count(holder)) waiting.push_back(id);
+  for (auto id : waiting)
+    fail(id, "node '" + holder + "', which was to keep a copy of it, was lost before it was durable");
+}
+
+bool checkpoint_driver::nothing_to_resume() {
+  return enabled_ && opts_.resume && store_->list().empty();
+}
+
+void checkpoint_driver::adopt(
+    const persistence::checkpoint_record& record,
+    const std::map<std::pair<std::uint32_t, std::uint32_t>, std::string>& pieces) {
+  for (const auto& [k, bytes] : pieces) store_->put_piece(record.id, k.first, k.second, bytes);
+  store_->complete(record);
 }
 
 std::vector<std::uint64_t> checkpoint_driver::collect() {

@@ -4,7 +4,9 @@
 // every stage to commit). It also finds the checkpoint a resumed run starts from. Pieces and
 // records are written in order on a writer thread of the driver's, never on a stage's nor on the
 // driver's own thread, so neither processing nor the driver's loop (the coordinator's heartbeats)
-// waits for a synced write. The embedded driver and the cluster coordinator share it.
+// waits for a synced write. The embedded driver and the cluster coordinator share it; on a
+// cluster every piece is also copied to other nodes (ship_copies), and a checkpoint is recorded
+// only once those copies are durable too.
 //
 // A checkpoint whose piece or record cannot be written (a full or failing disk) fails: it is
 // counted with its error, never recorded, the job goes on and the next one starts at the next
@@ -27,14 +29,13 @@
 #include <vector>
 
 #include "deploy.hpp"
+#include "tidemark/persistence/checkpoint_store.hpp"
 #include "tidemark/core/metrics.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
-namespace tidemark::persistence {
-class checkpoint_store;
-}
-
 namespace tidemark::detail {
+
+class write_queue;
 
 class checkpoint_driver {
  public:
@@ -47,6 +48,37 @@ class checkpoint_driver {
   checkpoint_driver& operator=(const checkpoint_driver&) = delete;
 
   bool enabled() const noexcept { return enabled_; }
+  /// The fingerprint of the job's plan and settings that its checkpoints carry.
+  const std::string& plan_fingerprint() const noexcept { return plan_; }
+
+  /// Copies on other nodes (cluster file `checkpoint: {copies: N}`): how the coordinator sends
+  /// them. A checkpoint then completes (its record written, collect() reporting it) only once
+  /// the driver's own pieces and every holder's copies are durable.
+  struct copy_shipping {
+    /// Sends the piece of (stage, instance) of checkpoint `id` to the nodes that keep a copy of
+    /// it; returns their names.
+    std::function<std::vector<std::string>(std::uint64_t id, std::uint32_t stage,
+                                           std::uint32_t instance, const std::string& bytes)>
+        piece;
+    /// Every piece of checkpoint `id` was sent: `holder` is to record the `pieces` it got.
+    std::function<void(std::uint64_t id, const std::string& holder, std::uint32_t pieces)> record;
+  };
+  /// Ships every piece from now on; a checkpoint whose copies are not all durable within
+  /// `timeout` after its last piece fails (a slow holder delays the checkpoints, never the job).
+  void ship_copies(copy_shipping shipping, std::chrono::milliseconds timeout);
+  /// Holder `holder` answered for its copies of checkpoint `id`: durable (`error` empty) or not,
+  /// which fails the checkpoint.
+  void on_copy_durable(std::uint64_t id, const std::string& holder, const std::string& error);
+  /// Holder `holder` is gone: the checkpoints still waiting for its copies fail (the next one
+  /// ships to the holders left).
+  void holder_lost(const std::string& holder);
+  /// With `resume`, whether the store holds no checkpoint at all (its host was lost): the
+  /// coordinator then looks for copies on the nodes and adopt()s one.
+  bool nothing_to_resume();
+  /// Stores checkpoint `record` with its `pieces` (fetched from the nodes' copies) as completed,
+  /// before start_point(); synced on return. Throws persistence::storage_error.
+  void adopt(const persistence::checkpoint_record& record,
+             const std::map<std::pair<std::uint32_t, std::uint32_t>, std::string>& pieces);
 
   /// The state a run starts from: with `resume`, the newest usable checkpoint (rejected newer ones
   /// are logged, naming the piece); otherwise nothing. Throws job_error when the directory holds
@@ -97,7 +129,6 @@ class checkpoint_driver {
 
  private:
   using clock = std::chrono::steady_clock;
-  class writer;
   /// What the writer did with a checkpoint: its record is durable (no error), or it failed.
   struct outcome {
     std::uint64_t id;
@@ -136,11 +167,20 @@ class checkpoint_driver {
       std::map<std::pair<std::uint32_t, std::uint32_t>, std::shared_ptr<const std::string>>;
   /// Keeps `from` as the newest completed checkpoint (keep_latest).
   void remember(const restore_point& from);
-  // checkpoints whose pieces all came, until their record is durable (pieces with keep_latest)
+  // checkpoints whose pieces all came, until their record is durable (pieces with keep_latest);
+  // with copies, the record is written once `awaiting` (holders) is empty
   struct writing {
     checkpoint_metrics metrics;
     shared_pieces pieces;
+    persistence::checkpoint_record record;
+    std::set<std::string> awaiting;
+    clock::time_point deadline;
   };
+  /// Posts the record of `w` (every piece and copy of it is durable or on its way to the disk).
+  void write_record(const writing& w);
+  std::optional<copy_shipping> shipping_;
+  std::chrono::milliseconds copy_timeout_{0};
+  std::map<std::string, std::uint32_t> shipped_;  // holder -> pieces of current_ sent to it
   std::map<std::uint64_t, writing> writing_;
   bool keep_latest_ = false;
   shared_pieces collecting_;  // the pieces of current_ so far, with keep_latest
@@ -149,7 +189,7 @@ class checkpoint_driver {
   std::uint64_t write_failed_ = 0;  // writer thread: the last checkpoint a write of failed
   std::mutex outcomes_mutex_;
   std::vector<outcome> outcomes_;
-  std::unique_ptr<writer> writer_;  // last: stops (and stops touching the rest) first
+  std::unique_ptr<write_queue> writer_;  // last: stops (and stops touching the rest) first
 };
 
 }  // namespace tidemark::detail

@@ -244,6 +244,8 @@ void local_cluster::write_cluster_file(const std::string& path) const {
       << "\n";
   out << "heartbeat_timeout_ms: " << cluster.heartbeat_timeout.count() << "\n";
   if (opts_.allow_faults) out << "faults: allow\n";
+  out << "checkpoint: {copies: " << std::min<std::size_t>(cluster.checkpoint.copies, cluster.nodes.size() - 1)
+      << ", retain: " << cluster.checkpoint.retain << "}\n";
   out << "nodes:\n";
   for (const auto& n : cluster.nodes)
     out << "  - id: " << n.id << "\n    endpoint: " << n.endpoint << "\n    public_key: \""

@@ -19,7 +19,7 @@ namespace tidemark::persistence {
 namespace {
 
 constexpr durability level = durability::power_loss;
-constexpr std::uint8_t record_format = 1;
+constexpr std::uint8_t record_format = 2;  // 2: the record names its holders
 const std::string next_id_key = "next_id";
 
 void put_be(std::string& out, std::uint64_t x, int bytes) {
@@ -240,8 +240,17 @@ void checkpoint_store::remove_old_checkpoints() {
 
 std::vector<checkpoint_record> checkpoint_store::list() {
   std::vector<checkpoint_record> result;
+  for (auto& h : held()) result.push_back(std::move(h.record));
+  return result;
+}
+
+std::vector<held_checkpoint> checkpoint_store::held() {
+  std::vector<held_checkpoint> result;
   records_.reset();
-  while (records_.next()) result.push_back(decode(records_.key(), records_.value()).record);
+  while (records_.next()) {
+    auto s = decode(records_.key(), records_.value());
+    result.push_back({std::move(s.record), std::move(s.pieces)});
+  }
   records_.reset();
   return result;
 }
@@ -279,7 +288,8 @@ bool checkpoint_store::read_piece(std::string_view key, std::string& bytes, std:
   return true;
 }
 
-loaded_checkpoint checkpoint_store::latest(std::string_view job, std::string_view plan) {
+loaded_checkpoint checkpoint_store::latest(std::string_view job, std::string_view plan,
+                                           std::uint64_t newest) {
   loaded_checkpoint result;
   wt_transaction tx{session_};  // records and pieces from one snapshot
   std::vector<stored_record> records;
@@ -287,7 +297,7 @@ loaded_checkpoint checkpoint_store::latest(std::string_view job, std::string_vie
   while (records_.next()) records.push_back(decode(records_.key(), records_.value()));
   records_.reset();
   for (auto it = records.rbegin(); it != records.rend(); ++it) {
-    if (it->record.job != job) continue;
+    if (it->record.job != job || it->record.id > newest) continue;
     const std::string name = "checkpoint " + std::to_string(it->record.id);
     if (it->record.plan != plan) {
       result.rejected.push_back(name + ": written for another plan or other job options (fingerprint " +

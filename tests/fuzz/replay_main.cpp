@@ -117,6 +117,16 @@ void write_deployment_seeds(const std::filesystem::path& dir) {
     restore.push_back(std::move(f));
   restore.push_back(fuzz::deploy_frame(id + 1, 5));
   write(dir / "sequence_restore", restore);
+  // a copy of another node's piece of checkpoint 6 in chunks, its record, and a coordinator that
+  // lost its store asking for the copies and fetching them; the job finished: they go
+  std::vector<zmq::message_t> copies;
+  for (auto& f : net::copy_piece_frames(6, 1, 0, std::string(300, 'c'), 128, 3))
+    copies.push_back(std::move(f));
+  copies.push_back(net::copy_record_frame(6, "example-window-count", "plan", 1));
+  copies.push_back(net::copies_request_frame("example-window-count"));
+  copies.push_back(net::fetch_copies_frame(6, "example-window-count", "plan"));
+  copies.push_back(net::drop_copies_frame("example-window-count"));
+  write(dir / "sequence_copies", copies);
 }
 
 void write_seeds(const std::filesystem::path& dir) {

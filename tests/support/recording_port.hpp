@@ -3,6 +3,7 @@
 // behind it. Needs actors/src on the include path.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +25,9 @@ struct recording_port final : net::node_port {
   }
 
   void reply(std::string_view, zmq::message_t) override { ++replies; }
+  // from the checkpoint copies' thread
+  std::atomic<std::uint64_t> later_replies{0};
+  void reply_later(std::string, zmq::message_t) override { ++later_replies; }
   std::vector<std::string> launch(net::deployment&, detail::restore_point) override {
     ++launches;
     return {};

@@ -83,6 +83,36 @@ void read_replication(const YAML::Node& r, cluster_config& c, const Where& where
                                    "planner choose them: give one of the two"));
 }
 
+/// `checkpoint: {copies: N, retain: R}`; without `copies`, one copy when there is another node.
+template <class Where>
+void read_checkpoint(const YAML::Node& doc, cluster_config& c, const Where& where) {
+  const auto nodes = static_cast<std::uint32_t>(c.nodes.size());
+  c.checkpoint.copies = std::min<std::uint32_t>(1, nodes - 1);
+  if (!doc) return;
+  if (!doc.IsMap())
+    throw std::runtime_error(where("'checkpoint' must be a map like {copies: 1, retain: 3}"));
+  for (const auto& e : doc) {
+    const auto key = e.first.as<std::string>();
+    if (key == "copies") {
+      const auto copies = e.second.as<long>();
+      if (copies < 0 || copies >= nodes)
+        throw std::runtime_error(where(
+            "checkpoint: 'copies' is " + std::to_string(copies) + ": it must be at least 0 and "
+            "less than the number of nodes (" + std::to_string(nodes) + "), since a node's "
+            "pieces are copied to other nodes"));
+      c.checkpoint.copies = static_cast<std::uint32_t>(copies);
+    } else if (key == "retain") {
+      const auto retain = e.second.as<long>();
+      if (retain < 1)
+        throw std::runtime_error(where("checkpoint: 'retain' is " + std::to_string(retain) +
+                                       ": the nodes must keep at least 1 checkpoint"));
+      c.checkpoint.retain = static_cast<std::uint32_t>(retain);
+    } else {
+      throw std::runtime_error(where("checkpoint: unknown field '" + key + "' (copies, retain)"));
+    }
+  }
+}
+
 }  // namespace
 
 cluster_config cluster_config::load(const std::string& path) {
@@ -143,6 +173,7 @@ cluster_config cluster_config::load(const std::string& path) {
     if (doc["pins"])
       for (const auto& p : doc["pins"]) c.pins[p.first.as<std::string>()] = p.second.as<std::string>();
     if (const auto r = doc["replication"]) read_replication(r, c, where);
+    read_checkpoint(doc["checkpoint"], c, where);
   } catch (const YAML::Exception& e) {
     throw std::runtime_error(where(e.what()));
   }

@@ -4,6 +4,7 @@
 #include <deque>
 #include <tuple>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -17,6 +18,7 @@
 #include "../live_poll.hpp"
 #include "../wiring.hpp"
 #include "channels.hpp"
+#include "checkpoint_copies.hpp"
 #include "frames.hpp"
 #include "replica_planner.hpp"
 #include "security.hpp"
@@ -134,6 +136,108 @@ class control_links {
   std::vector<std::unique_ptr<net::drop_watch>> watches_;  // per node; stop before its socket
   std::vector<std::uint64_t> disconnects_seen_;            // per node: breaks reported so far
 };
+
+/// Sends every node `request` (CopiesRequest or DropCopies) and returns the checkpoint copies
+/// each says it keeps; waits at most `timeout` for the answers (none for a node that did not
+/// answer).
+std::vector<std::optional<net::held_copies>> ask_held(control_links& links,
+                                                      const cluster_config& cluster,
+                                                      const std::function<zmq::message_t()>& request,
+                                                      std::chrono::milliseconds timeout) {
+  const auto count = cluster.nodes.size();
+  links.send_all([&](std::uint32_t) { return request(); });
+  std::vector<std::optional<net::held_copies>> answers(count);
+  std::size_t answered = 0;
+  const auto deadline = clock::now() + timeout;
+  auto left = [&] {
+    return std::max(0ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
+  };
+  while (answered < count && left() > 0ms)
+    links.poll(left(), [&](std::uint32_t n, const wire::ControlFrame& f) {
+      if (f.body_type() != wire::Body::HeldCopies || answers[n]) return;
+      answers[n] = net::read_held(*f.body_as_HeldCopies());
+      ++answered;
+    });
+  return answers;
+}
+
+/// A resumed run whose data directory holds no checkpoint (the coordinator's host was lost):
+/// asks every node for the copies it keeps, and stores in `checkpoints` the newest checkpoint of
+/// the job and plan whose pieces (`instances` of them) the nodes hold together, fetched from them
+/// (each node checks its pieces' CRCs before it sends them). Nothing when no node holds one.
+void fetch_newest_copy(control_links& links, const cluster_config& cluster, const std::string& job,
+                       std::uint32_t instances, detail::checkpoint_driver& checkpoints) {
+  using piece_key = std::pair<std::uint32_t, std::uint32_t>;
+  const auto& plan = checkpoints.plan_fingerprint();
+  const auto count = static_cast<std::uint32_t>(cluster.nodes.size());
+  std::map<std::uint64_t, std::map<piece_key, std::vector<std::uint32_t>>> held;  // id -> holders
+  std::size_t answered = 0;
+  const auto answers = ask_held(links, cluster, [&] { return net::copies_request_frame(job); },
+                                cluster.connect_timeout);
+  for (std::uint32_t n = 0; n < count; ++n) {
+    if (!answers[n]) continue;
+    ++answered;
+    if (!answers[n]->error.empty())
+      spdlog::warn("coordinator: node '{}' cannot read its checkpoint copies: {}",
+                   cluster.nodes[n].id, answers[n]->error);
+    for (const auto& c : answers[n]->checkpoints)
+      if (c.record.plan == plan)
+        for (const auto& k : c.pieces) held[c.record.id][k].push_back(n);
+  }
+  auto newest = std::find_if(held.rbegin(), held.rend(),
+                             [&](const auto& h) { return h.second.size() == instances; });
+  if (newest == held.rend()) {
+    spdlog::info("coordinator: the data directory holds no checkpoint and no node keeps a "
+                 "complete copy of one of job '{}' ({} of {} nodes answered)",
+                 job, answered, count);
+    return;
+  }
+  const auto id = newest->first;
+  std::set<std::uint32_t> from;  // the first holder of each piece, in the cluster file's order
+  for (const auto& [k, holders] : newest->second) from.insert(holders.front());
+  for (auto n : from) links.send(n, net::fetch_copies_frame(id, job, plan));
+  std::vector<net::piece_assembler> assemblers(count);
+  std::map<piece_key, std::string> pieces;
+  std::set<std::uint32_t> done;
+  const auto fetch_deadline = clock::now() + cluster.connect_timeout;
+  while (done.size() < from.size()) {
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(fetch_deadline - clock::now());
+    if (wait <= 0ms)
+      throw job_error("fetching checkpoint " + std::to_string(id) + " of job '" + job +
+                      "' from the nodes' copies: not every node sent its pieces within " +
+                      std::to_string(cluster.connect_timeout.count()) + " ms");
+    links.poll(wait, [&](std::uint32_t n, const wire::ControlFrame& f) {
+      if (!from.count(n)) return;
+      if (f.body_type() == wire::Body::StatePiece) {
+        try {
+          if (auto p = assemblers[n].add(*f.body_as_StatePiece()); p && p->checkpoint == id)
+            pieces[{p->stage, p->instance}] = std::move(p->bytes);
+        } catch (const net::bad_chunk& e) {
+          links.refuse(n, e.what());
+        }
+      } else if (f.body_type() == wire::Body::CopiesFetched && f.body_as_CopiesFetched()->id() == id) {
+        if (const auto error = str(f.body_as_CopiesFetched()->error()); !error.empty())
+          throw job_error("fetching checkpoint " + std::to_string(id) + " of job '" + job +
+                          "' from node '" + cluster.nodes[n].id + "': " + error);
+        done.insert(n);
+      }
+    });
+  }
+  if (pieces.size() != instances)
+    throw job_error("fetching checkpoint " + std::to_string(id) + " of job '" + job + "': the " +
+                    "nodes sent " + std::to_string(pieces.size()) + " of its " +
+                    std::to_string(instances) + " pieces");
+  persistence::checkpoint_record record;
+  record.id = id;
+  record.job = job;
+  record.plan = plan;
+  record.pieces = instances;
+  for (auto n : from) record.holders.push_back(cluster.nodes[n].id);
+  checkpoints.adopt(record, pieces);
+  spdlog::info("coordinator: the data directory held no checkpoint: fetched checkpoint {} of job "
+               "'{}' from the copies on node(s) {}",
+               id, job, fmt::join(record.holders, ", "));
+}
 
 template <class Body>
 zmq::message_t empty_control() {
@@ -355,6 +459,9 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   // the checkpoint database lives here, on another host than the nodes that write the pieces
   detail::checkpoint_driver checkpoints{checkpoint_opts, j.name(), result.plan, instances};
   checkpoints.keep_latest();  // a copy's restore reads it while the job runs: never from the disk
+  control_links links{cluster};
+  if (checkpoints.nothing_to_resume())  // this host's store is gone: the nodes keep copies
+    fetch_newest_copy(links, cluster, j.name(), instances, checkpoints);
   auto from = checkpoints.start_point();
   result.restored_from = from.checkpoint;
 
@@ -367,7 +474,6 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   const auto count = static_cast<std::uint32_t>(cluster.nodes.size());
   std::vector<std::uint32_t> everyone(count);
   std::iota(everyone.begin(), everyone.end(), 0u);
-  control_links links{cluster};
   bool stopped_early = false;
   auto stop_all = [&](const std::string& why) {
     links.send_all([&](std::uint32_t) { return stop_message(why); });
@@ -641,6 +747,30 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     // that `n` is gone. Nodes gone so far, by member index:
     std::vector<bool> gone(job_nodes, false);
     std::set<std::pair<std::uint32_t, std::uint32_t>> dropped;  // (flat instance, copy)
+    // Copies of every piece on the next nodes after its primary's (cluster file `checkpoint:
+    // {copies: N}`): the checkpoint completes once they are durable too.
+    if (cluster.checkpoint.copies > 0)
+      checkpoints.ship_copies(
+          {[&](std::uint64_t id, std::uint32_t stage, std::uint32_t instance,
+               const std::string& bytes) {
+             std::vector<bool> live(job_nodes);
+             for (std::uint32_t m = 0; m < job_nodes; ++m) live[m] = !gone[m];
+             std::vector<std::string> names;
+             for (auto m : net::copy_holders(where.node(offsets[stage] + instance, 0), live,
+                                             cluster.checkpoint.copies)) {
+               for (auto& f : net::copy_piece_frames(id, stage, instance, bytes, chunk,
+                                                     cluster.checkpoint.retain))
+                 links.send(members[m], std::move(f));
+               names.push_back(on.nodes[m].id);
+             }
+             return names;
+           },
+           [&](std::uint64_t id, const std::string& holder, std::uint32_t pieces) {
+             links.send(*cluster.find(holder), net::copy_record_frame(id, j.name(),
+                                                                      checkpoints.plan_fingerprint(),
+                                                                      pieces));
+           }},
+          std::max<std::chrono::milliseconds>(10s, opts.checkpoints.interval * 4));
     const auto copies_wiring = detail::wire(plan, where.replica_counts());
     const bool replicated =
         std::any_of(replicas.begin(), replicas.end(), [](auto& r) { return !r.empty(); });
@@ -887,6 +1017,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
       if (!cluster.continue_on_loss && (!replicated || !hosted_any)) return false;
       gone[m] = true;
       done[n] = true;  // it reports nothing more, and nothing waits for it
+      checkpoints.holder_lost(cluster.nodes[n].id);
       ++finished;
       const auto stopped =
           degraded ? stop_dead(close_downstream(std::move(now_dead), copies_wiring, offsets))
@@ -991,6 +1122,9 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           fresh = true;
         }
         if (f.body_type() == wire::Body::StatePiece) on_piece(n, *f.body_as_StatePiece());
+        if (f.body_type() == wire::Body::CopyDurable)
+          checkpoints.on_copy_durable(f.body_as_CopyDurable()->id(), cluster.nodes[n].id,
+                                      str(f.body_as_CopyDurable()->error()));
         if (f.body_type() == wire::Body::ReplicaLagging)
           drop_replica(n, *f.body_as_ReplicaLagging());
         if (f.body_type() == wire::Body::CopyRestored) on_copy_restored(n, *f.body_as_CopyRestored());
@@ -1095,6 +1229,17 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   result.failed_checkpoints = checkpoints.failed();
   result.checkpoint_failure = checkpoints.first_failure();
   checkpoints.finished();
+  // nor are the nodes' copies: a later --resume must not find them
+  if (checkpoints.enabled() && cluster.checkpoint.copies > 0) {
+    // the nodes are there (they just said Done); one that is not keeps nothing newer anyway
+    const auto kept = ask_held(links, cluster, [&] { return net::drop_copies_frame(j.name()); },
+                               std::min<std::chrono::milliseconds>(cluster.connect_timeout, 1s));
+    for (std::uint32_t n = 0; n < count; ++n)
+      if (kept[n] && (!kept[n]->checkpoints.empty() || !kept[n]->error.empty()))
+        spdlog::warn("coordinator: node '{}' still keeps checkpoint copies of job '{}'{}",
+                     cluster.nodes[n].id, j.name(),
+                     kept[n]->error.empty() ? "" : ": " + kept[n]->error);
+  }
   spdlog::info("coordinator: job '{}' finished on every node in {:.3f} s", spec.name,
                result.seconds);
   std::sort(result.instances.begin(), result.instances.end(), [](auto& a, auto& b) {
@@ -1103,6 +1248,22 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   detail::publish(result, opts);
   if (spec.report) spec.report(options, result);
   return result;
+}
+
+std::vector<node_checkpoint_copies> query_checkpoint_copies(const cluster_config& cluster,
+                                                            std::chrono::milliseconds timeout) {
+  control_links links{cluster};
+  const auto answers = ask_held(links, cluster, [] { return net::copies_request_frame(""); }, timeout);
+  std::vector<node_checkpoint_copies> out;
+  for (std::size_t n = 0; n < answers.size(); ++n) {
+    auto& node = out.emplace_back();
+    node.node = cluster.nodes[n].id;
+    if (!answers[n]) continue;
+    node.answered = true;
+    node.error = answers[n]->error;
+    node.checkpoints = answers[n]->checkpoints;
+  }
+  return out;
 }
 
 void inject_faults(const cluster_config& cluster, const std::string& node,

@@ -324,7 +324,9 @@ struct node_server::impl final : net::node_port {
       while (receive(data, id, payload)) dispatch->on_data(key_of(payload), payload);
       const auto now = clock::now();
       for (auto& o : out->take())
-        if (o.peer == net::outgoing::coordinator)
+        if (o.peer == net::outgoing::coordinator && !o.to.empty())
+          reply(o.to, std::move(o.msg));
+        else if (o.peer == net::outgoing::coordinator)
           to_coordinator(std::move(o.msg));
         else
           dispatch->on_outgoing(std::move(o), now);
@@ -387,6 +389,9 @@ struct node_server::impl final : net::node_port {
   void reply(std::string_view to, zmq::message_t msg) override {
     control.send(zmq::buffer(to.data(), to.size()), zmq::send_flags::sndmore);
     control.send(msg, zmq::send_flags::none);
+  }
+  void reply_later(std::string to, zmq::message_t msg) override {
+    out->push({net::outgoing::coordinator, std::move(msg), 0, 0, std::move(to)});
   }
 
   std::vector<std::string> launch(net::deployment& x, detail::restore_point from) override {

@@ -171,7 +171,15 @@ deployment_status describe(const deployment& x) {
 
 node_dispatch::node_dispatch(const node_options& opts, std::string coordinator_key,
                              const job_registry& jobs, node_port& port)
-    : opts_(opts), coordinator_key_(std::move(coordinator_key)), jobs_(jobs), port_(port) {
+    : opts_(opts),
+      coordinator_key_(std::move(coordinator_key)),
+      jobs_(jobs),
+      port_(port),
+      copies_(opts.id, opts.data_dir.empty() ? std::string{} : opts.data_dir + "/checkpoints",
+              piece_chunk_bytes(opts.max_message_bytes),
+              [&port](std::string to, zmq::message_t msg) {
+                port.reply_later(std::move(to), std::move(msg));
+              }) {
   status_.node = opts_.id;
 }
 
@@ -328,6 +336,20 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
         bad_frame(received, e.what());
       }
       break;
+    case wire::Body::CopyPiece:
+      try {
+        copies_.on_piece(*f.body_as_CopyPiece());
+      } catch (const bad_chunk& e) {
+        --status_.frames_in;
+        bad_frame(received, e.what());
+      }
+      break;
+    case wire::Body::CopyRecord: copies_.on_record(from, *f.body_as_CopyRecord()); break;
+    case wire::Body::CopiesRequest:
+      copies_.on_request(from, str(f.body_as_CopiesRequest()->job()));
+      break;
+    case wire::Body::DropCopies: copies_.on_drop(from, *f.body_as_DropCopies()); break;
+    case wire::Body::FetchCopies: copies_.on_fetch(from, *f.body_as_FetchCopies()); break;
     case wire::Body::StatusRequest: {
       collect_counters();
       flatbuffers::Offset<wire::DeploymentStatus> view;  // absent: no job here

@@ -1,5 +1,5 @@
 // What a node does with each frame it receives, without sockets: a control frame from a peer
-// (Hello, Deploy, Start, Stop, Faults, checkpoints, state pieces, status) and a data frame on a
+// (Hello, Deploy, Start, Stop, Faults, checkpoints, state pieces, copies of pieces, status) and a data frame on a
 // remote channel (reliable delivery, credit, link faults). The node server feeds it what its
 // sockets receive and acts through a node_port; the frame fuzzer feeds it arbitrary bytes through
 // a fake port. One thread (the node's I/O thread) owns it.
@@ -21,6 +21,7 @@
 #include "../deploy.hpp"
 #include "../messages.hpp"
 #include "channels.hpp"
+#include "checkpoint_copies.hpp"
 #include "frames.hpp"
 #include "link_fault_injector.hpp"
 #include "reliable_channel.hpp"
@@ -100,6 +101,9 @@ class node_port {
   virtual ~node_port() = default;
   /// Sends `msg` to the control peer whose routing id is `to` (the answer to its frame).
   virtual void reply(std::string_view to, zmq::message_t msg) = 0;
+  /// Like reply(), but from any thread (the writer of the node's checkpoint copies): the I/O
+  /// thread sends it soon.
+  virtual void reply_later(std::string to, zmq::message_t msg) = 0;
   /// Spawns the stage actors of `d`, restored from `from`; they wait for start(). Throws when
   /// they cannot be spawned (then nothing of them is left). Returns the names of the launched
   /// sources that cannot replay their input after a restore.
@@ -207,6 +211,7 @@ class node_dispatch {
   piece_assembler assembler_;
   detail::restore_point incoming_;
   link_fault_injector faults_;
+  copy_keeper copies_;  // copies of other nodes' checkpoint pieces, in DATA/checkpoints
 };
 
 }  // namespace tidemark::net

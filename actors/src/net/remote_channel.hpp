@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -26,6 +27,9 @@ struct outgoing {
   zmq::message_t msg;
   std::uint32_t channel = 0;
   std::uint32_t credit = 0;
+  /// With peer == coordinator: the routing id of the control peer to answer instead (empty: the
+  /// coordinator).
+  std::string to;
 };
 
 /// A queue from any thread to the I/O thread, which polls fd() (an eventfd) beside its sockets.

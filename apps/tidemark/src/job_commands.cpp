@@ -84,15 +84,42 @@ void list_checkpoints(const std::string& dir) {
     std::printf("no completed checkpoint in '%s'\n", dir.c_str());
     return;
   }
-  std::printf("%8s  %-24s %-20s %7s %12s %10s %10s\n", "id", "job", "completed (UTC)", "pieces",
-              "bytes", "took ms", "align ms");
+  std::printf("%8s  %-24s %-20s %7s %12s %10s %10s  %s\n", "id", "job", "completed (UTC)",
+              "pieces", "bytes", "took ms", "align ms", "copies on");
   for (const auto& c : all) {
     const std::time_t t = c.completed_ms / 1000;
     char when[32];
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::gmtime(&t));
-    std::printf("%8llu  %-24s %-20s %7u %12llu %10.1f %10.1f\n",
+    std::string holders;
+    for (const auto& h : c.holders) holders += (holders.empty() ? "" : ", ") + h;
+    std::printf("%8llu  %-24s %-20s %7u %12llu %10.1f %10.1f  %s\n",
                 static_cast<unsigned long long>(c.id), c.job.c_str(), when, c.pieces,
-                static_cast<unsigned long long>(c.bytes), c.duration_ms, c.alignment_ms);
+                static_cast<unsigned long long>(c.bytes), c.duration_ms, c.alignment_ms,
+                holders.empty() ? "-" : holders.c_str());
+  }
+}
+
+/// What every node of the cluster keeps of checkpoint copies (`checkpoint: {copies: N}`).
+void list_checkpoint_copies(const cluster_config& cluster) {
+  for (const auto& node : query_checkpoint_copies(cluster, cluster.connect_timeout)) {
+    if (!node.answered) {
+      std::printf("node %s: no answer (down, or the coordinator's key is not allowed)\n",
+                  node.node.c_str());
+      continue;
+    }
+    if (!node.error.empty()) {
+      std::printf("node %s: cannot read its copies: %s\n", node.node.c_str(), node.error.c_str());
+      continue;
+    }
+    if (node.checkpoints.empty()) std::printf("node %s: no checkpoint copies\n", node.node.c_str());
+    for (const auto& c : node.checkpoints) {
+      std::string pieces;
+      for (const auto& [stage, instance] : c.pieces)
+        pieces += (pieces.empty() ? "" : " ") + std::to_string(stage) + "/" + std::to_string(instance);
+      std::printf("node %s: checkpoint %llu of job '%s': %zu pieces (stage/instance) %s\n",
+                  node.node.c_str(), static_cast<unsigned long long>(c.record.id),
+                  c.record.job.c_str(), c.pieces.size(), pieces.c_str());
+    }
   }
 }
 
@@ -262,9 +289,21 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   });
 
   auto list_dir = std::make_shared<std::string>();
-  auto* list_cmd = app.add_subcommand("checkpoints", "list the completed checkpoints of a job");
-  list_cmd->add_option("--data-dir", *list_dir, "the job's --data-dir")->required();
-  list_cmd->callback([list_dir] { list_checkpoints(*list_dir + "/checkpoints"); });
+  auto list_cluster = std::make_shared<std::string>();
+  auto* list_cmd = app.add_subcommand(
+      "checkpoints", "list the completed checkpoints of a job (--data-dir: the coordinator's, "
+                     "with the nodes holding copies; --cluster: the copies each node keeps)");
+  auto* list_dir_opt = list_cmd->add_option("--data-dir", *list_dir, "the job's --data-dir");
+  list_cmd->add_option("--cluster", *list_cluster, "cluster file: ask every node for its copies")
+      ->excludes(list_dir_opt);
+  list_cmd->callback([list_dir, list_cluster] {
+    if (!list_cluster->empty())
+      list_checkpoint_copies(cluster_config::load(*list_cluster));
+    else if (!list_dir->empty())
+      list_checkpoints(*list_dir + "/checkpoints");
+    else
+      throw std::runtime_error("tidemark checkpoints: give --data-dir DIR or --cluster FILE");
+  });
 
   auto keygen_dir = std::make_shared<std::string>(".");
   auto keygen_names = std::make_shared<std::vector<std::string>>();

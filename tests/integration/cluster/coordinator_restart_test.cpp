@@ -4,12 +4,15 @@
 // coordinator completed: once the nodes fenced themselves, or at once, while they still run the
 // old job (the new Deploy replaces it). The results table must equal, row for row, the table of
 // an embedded run without faults: nothing the first coordinator's checkpoints committed is lost
-// or written twice, and nothing after them is missing.
+// or written twice, and nothing after them is missing. When the coordinator's host is lost with
+// its data directory, the resumed run fetches the newest checkpoint from the nodes' copies
+// (cluster file `checkpoint: {copies: 1}`).
 #define BOOST_TEST_MODULE coordinator_restart
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
 
+#include <filesystem>
 #include <regex>
 
 #include "../../support/result_rows.hpp"
@@ -41,8 +44,9 @@ std::uint64_t last_completed(const std::string& log) {
 }  // namespace
 
 /// Runs the job under a coordinator, kills it after two checkpoints, resumes it (after the nodes
-/// fenced themselves when `after_fence`) and checks the table.
-static void kill_and_resume(bool after_fence) {
+/// fenced themselves when `after_fence`; with an empty data directory when `host_lost`) and
+/// checks the table.
+static void kill_and_resume(bool after_fence, bool host_lost = false) {
   test::temp_dir dir{"coordinator-restart"};
   test::node_processes nodes;
   const auto& spec = nodes.registry.find("example-late-windows");
@@ -77,6 +81,7 @@ static void kill_and_resume(bool after_fence) {
   BOOST_REQUIRE(::kill(first, SIGKILL) == 0);
   BOOST_TEST(!test::succeeded(first));
   BOOST_TEST_MESSAGE("coordinator killed after checkpoint " << completed << " completed");
+  if (host_lost) std::filesystem::remove_all(dir / "coordinator");  // with its host
 
   // without their coordinator the nodes stop the job (fencing) and wait for the next
   const auto status_log = dir / "status.log";
@@ -92,6 +97,14 @@ static void kill_and_resume(bool after_fence) {
                                   .find("no job") == std::string::npos,
                           "the nodes stopped the old job before the new coordinator came");
 
+  if (host_lost) {  // the nodes list what they keep
+    const auto copies = test::tool_output({"checkpoints", "--cluster", cluster_file},
+                                          dir / "copies.log");
+    BOOST_TEST_MESSAGE(copies);
+    BOOST_TEST(copies.find("checkpoint " + std::to_string(completed) +
+                           " of job 'example-late-windows'") != std::string::npos);
+  }
+
   // the same command with --resume continues from the newest completed checkpoint
   auto resumed = run;
   resumed.push_back("--resume");
@@ -105,8 +118,19 @@ static void kill_and_resume(bool after_fence) {
   std::smatch m;
   BOOST_REQUIRE_MESSAGE(std::regex_search(text, m, resuming), text);
   BOOST_TEST(std::stoull(m[1]) >= completed);
+  if (host_lost) {
+    static const std::regex fetched{
+        R"(fetched checkpoint (\d+) of job 'example-late-windows' from the copies on node\(s\) )"};
+    BOOST_REQUIRE_MESSAGE(std::regex_search(text, m, fetched), text);
+    BOOST_TEST(std::stoull(m[1]) >= completed);
+  }
 
   test::check_same_rows(expected, test::table_rows(dir / "results", "results"));
+  if (host_lost) {  // the finished job's copies are gone too: a later --resume finds nothing
+    const auto copies = test::tool_output({"checkpoints", "--cluster", cluster_file},
+                                          dir / "copies-after.log");
+    BOOST_TEST(copies.find("of job 'example-late-windows'") == std::string::npos, copies);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_coordinator_killed_mid_run_is_resumed_once_the_nodes_fenced) {
@@ -115,4 +139,8 @@ BOOST_AUTO_TEST_CASE(a_coordinator_killed_mid_run_is_resumed_once_the_nodes_fenc
 
 BOOST_AUTO_TEST_CASE(a_coordinator_restarted_at_once_replaces_the_job_the_nodes_still_run) {
   kill_and_resume(false);
+}
+
+BOOST_AUTO_TEST_CASE(a_coordinator_whose_host_is_lost_resumes_from_the_nodes_copies) {
+  kill_and_resume(true, true);
 }

@@ -106,6 +106,27 @@ BOOST_AUTO_TEST_CASE(degraded_mode_only_when_the_file_says_on_loss_continue) {
   BOOST_TEST(!cluster_config::load(dir.write("c.yaml", nodes)).continue_on_loss);
 }
 
+BOOST_AUTO_TEST_CASE(checkpoint_copies_default_to_one_and_stay_below_the_node_count) {
+  temp_dir dir;
+  const std::string one = "insecure: true\nnodes:\n  - {id: n1, endpoint: \"tcp://h:1\"}\n";
+  const std::string three = one + "  - {id: n2, endpoint: \"tcp://h:3\"}\n"
+                                  "  - {id: n3, endpoint: \"tcp://h:5\"}\n";
+  auto c = cluster_config::load(dir.write("a.yaml", three));
+  BOOST_TEST(c.checkpoint.copies == 1u);
+  BOOST_TEST(c.checkpoint.retain == 3u);
+  BOOST_TEST(cluster_config::load(dir.write("b.yaml", one)).checkpoint.copies == 0u);
+  c = cluster_config::load(dir.write("c.yaml", "checkpoint: {copies: 2, retain: 5}\n" + three));
+  BOOST_TEST(c.checkpoint.copies == 2u);
+  BOOST_TEST(c.checkpoint.retain == 5u);
+  BOOST_TEST(error_of(dir.write("d.yaml", "checkpoint: {copies: 3}\n" + three))
+                 .find("checkpoint: 'copies' is 3: it must be at least 0 and less than the number "
+                       "of nodes (3)") != std::string::npos);
+  BOOST_TEST(error_of(dir.write("e.yaml", "checkpoint: {retain: 0}\n" + three))
+                 .find("checkpoint: 'retain' is 0") != std::string::npos);
+  BOOST_TEST(error_of(dir.write("f.yaml", "checkpoint: {copy: 1}\n" + three))
+                 .find("checkpoint: unknown field 'copy'") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(faults_are_allowed_only_when_the_file_says_so) {
   temp_dir dir;
   const std::string nodes = "insecure: true\nnodes:\n  - {id: n1, endpoint: \"tcp://h:1\"}\n";

@@ -147,6 +147,7 @@ BOOST_FIXTURE_TEST_CASE(pieces_are_stored_at_the_coordinator_and_committed_on_ev
   scripted_node n1{"n1"}, n2{"n2"};
   cluster_config cluster;
   cluster.insecure = true;
+  cluster.checkpoint.copies = 0;  // the scripted nodes keep no copies
   cluster.nodes = {{"n1", n1.endpoint, ""}, {"n2", n2.endpoint, ""}};
   cluster.heartbeat_timeout = 10s;
   auto ro = checkpointed();
@@ -207,6 +208,7 @@ BOOST_FIXTURE_TEST_CASE(a_slow_checkpoint_disk_does_not_hold_up_the_heartbeats, 
   scripted_node n1{"n1"};
   cluster_config cluster;
   cluster.insecure = true;
+  cluster.checkpoint.copies = 0;  // the scripted nodes keep no copies
   cluster.nodes = {{"n1", n1.endpoint, ""}};
   cluster.heartbeat_timeout = 1000ms;  // a node fences itself after 750 ms without a word
   const auto fence = cluster.heartbeat_timeout * 3 / 4;
@@ -251,6 +253,7 @@ BOOST_FIXTURE_TEST_CASE(a_silent_node_is_replaced_from_the_latest_checkpoint, fi
   scripted_node n1{"n1"}, n2{"n2"};
   cluster_config cluster;
   cluster.insecure = true;
+  cluster.checkpoint.copies = 0;  // the scripted nodes keep no copies
   cluster.nodes = {{"n1", n1.endpoint, ""}, {"n2", n2.endpoint, ""}};
   cluster.heartbeat_timeout = 500ms;
   cluster.connect_timeout = 1000ms;
@@ -312,6 +315,7 @@ BOOST_FIXTURE_TEST_CASE(without_checkpoints_a_silent_node_fails_the_job_as_befor
   scripted_node n1{"n1"};
   cluster_config cluster;
   cluster.insecure = true;
+  cluster.checkpoint.copies = 0;  // the scripted nodes keep no copies
   cluster.nodes = {{"n1", n1.endpoint, ""}};
   cluster.heartbeat_timeout = 300ms;
   auto running = std::async(std::launch::async, [&] { return run_on_cluster(*spec, options, cluster); });

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tidemark/persistence/checkpoint_store.hpp"
 #include "tidemark/replication/planner.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/runtime/live.hpp"
@@ -59,8 +60,19 @@ struct spare_replication {
   double replan_threshold = 0.25;
 };
 
+/// `checkpoint: {copies: 1, retain: 3}` in the cluster file (docs/deploy.md, "Checkpoints and
+/// recovery"): with checkpoints, every piece is also kept by `copies` nodes other than the one
+/// that produced it, each keeping the newest `retain` checkpoints, so losing any one host (the
+/// coordinator's included) loses no checkpoint.
+struct checkpoint_copies {
+  std::uint32_t copies = 1;  ///< 0: only the coordinator's store; at most nodes - 1
+  std::uint32_t retain = 3;  ///< >= 1
+};
+
 struct cluster_config {
   std::vector<cluster_node> nodes;
+  /// Copies of checkpoint pieces on the nodes (a one-node cluster defaults to 0 copies).
+  checkpoint_copies checkpoint;
   /// The coordinator's key pair (its public key must be in every node's allow-list).
   key_pair coordinator;
   /// Plain-text ZeroMQ (no CURVE, no ZAP): only with an explicit opt-in; prints a warning.
@@ -221,6 +233,19 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
 /// nullopt when it does not answer within `timeout` (refused key, plain-text peer, down).
 std::optional<node_status> query_status(const std::string& endpoint, const cluster_config& cluster,
                                         std::chrono::milliseconds timeout);
+
+/// The checkpoint copies one node keeps (cluster file `checkpoint: {copies: N}`).
+struct node_checkpoint_copies {
+  std::string node;
+  bool answered = false;  ///< false: down, or it refused the coordinator's key
+  std::string error;      ///< it answered but could not read its store
+  std::vector<persistence::held_checkpoint> checkpoints;  ///< oldest first; plan: its fingerprint
+};
+
+/// Asks every node of `cluster`, with the coordinator's credentials, which completed checkpoints
+/// it keeps copies of, and of which pieces; waits at most `timeout` for the answers.
+std::vector<node_checkpoint_copies> query_checkpoint_copies(const cluster_config& cluster,
+                                                            std::chrono::milliseconds timeout);
 
 /// The address of this host (numeric, without port) that traffic to the cluster's first node
 /// leaves from: where a helper the nodes must reach (a broker) listens. Sends nothing; throws

@@ -33,7 +33,16 @@ struct checkpoint_record {
   std::int64_t completed_ms = 0;  ///< wall clock (ms since epoch) at completion
   double duration_ms = 0;         ///< start of the checkpoint to its completion
   double alignment_ms = 0;        ///< longest barrier alignment of an instance
-  TIDEMARK_FIELDS(id, job, plan, pieces, bytes, completed_ms, duration_ms, alignment_ms)
+  /// The nodes that hold a copy of the checkpoint's pieces (the coordinator's record, with
+  /// `checkpoint: {copies: N}` in the cluster file); empty elsewhere.
+  std::vector<std::string> holders;
+  TIDEMARK_FIELDS(id, job, plan, pieces, bytes, completed_ms, duration_ms, alignment_ms, holders)
+};
+
+/// A completed checkpoint and the (stage, instance) of every piece it holds.
+struct held_checkpoint {
+  checkpoint_record record;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pieces;
 };
 
 /// A checkpoint read back for a restore: its record and one piece per (stage, instance).
@@ -80,11 +89,16 @@ class checkpoint_store {
   void complete(const checkpoint_record& r);
   /// Completed checkpoints, oldest first.
   std::vector<checkpoint_record> list();
+  /// Completed checkpoints with the pieces each holds, oldest first (a node's copies: a holder
+  /// keeps only some pieces of a checkpoint).
+  std::vector<held_checkpoint> held();
   /// The newest completed checkpoint of `job` with plan fingerprint `plan` whose pieces are all
   /// present and intact (CRC-32), with every piece read back. When none is usable, record.id is 0
   /// and pieces is empty. Either way `rejected` says why each newer checkpoint of `job` was
-  /// passed over. Checkpoints of other jobs are ignored.
-  loaded_checkpoint latest(std::string_view job, std::string_view plan);
+  /// passed over. Checkpoints of other jobs are ignored. With `newest`, checkpoints after it are
+  /// not considered (a fetch of checkpoint `newest` from a node's copies).
+  loaded_checkpoint latest(std::string_view job, std::string_view plan,
+                           std::uint64_t newest = UINT64_MAX);
   /// The id the next checkpoint should use: one more than any id that has a piece or a record,
   /// or that had one before the last clear(), so ids never repeat in a database, not even after
   /// a crash or a fresh start (sinks rely on it to tell committed checkpoints apart).
