@@ -37,18 +37,10 @@ std::vector<std::uint32_t> copy_holders(std::uint32_t producer, const std::vecto
 std::vector<zmq::message_t> copy_piece_frames(std::uint64_t checkpoint, std::uint32_t stage,
                                               std::uint32_t instance, std::string_view state,
                                               std::size_t chunk_bytes, std::uint32_t retain) {
-  std::vector<zmq::message_t> frames;
-  std::size_t offset = 0;
-  do {
-    const auto n = std::min(chunk_bytes, state.size() - offset);
-    flatbuffers::FlatBufferBuilder b{n + 128};
-    auto bytes = b.CreateVector(reinterpret_cast<const std::uint8_t*>(state.data() + offset), n);
-    auto chunk = wire::CreateStatePiece(b, checkpoint, stage, instance, offset, state.size(), 0,
-                                        bytes);
-    frames.push_back(control_message(b, wire::CreateCopyPiece(b, chunk, retain)));
-    offset += n;
-  } while (offset < state.size());
-  return frames;
+  return chunk_frames(state, chunk_bytes, [&](auto& b, std::size_t offset, auto bytes) {
+    auto chunk = wire::CreateStatePiece(b, checkpoint, stage, instance, offset, state.size(), 0, bytes);
+    return wire::CreateCopyPiece(b, chunk, retain);
+  });
 }
 
 zmq::message_t copy_record_frame(std::uint64_t id, const std::string& job, const std::string& plan,

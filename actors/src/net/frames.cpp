@@ -155,18 +155,10 @@ std::size_t piece_chunk_bytes(std::int64_t max_message_bytes) {
 std::vector<zmq::message_t> piece_frames(std::uint64_t checkpoint, std::uint32_t stage,
                                          std::uint32_t instance, std::string_view state,
                                          double alignment_ms, std::size_t chunk_bytes) {
-  std::vector<zmq::message_t> frames;
-  std::size_t offset = 0;
-  do {
-    const auto n = std::min(chunk_bytes, state.size() - offset);
-    flatbuffers::FlatBufferBuilder b{n + 128};
-    auto bytes = b.CreateVector(reinterpret_cast<const std::uint8_t*>(state.data() + offset), n);
-    frames.push_back(control_message(
-        b, wire::CreateStatePiece(b, checkpoint, stage, instance, offset, state.size(),
-                                  alignment_ms, bytes)));
-    offset += n;
-  } while (offset < state.size());
-  return frames;
+  return chunk_frames(state, chunk_bytes, [&](auto& b, std::size_t offset, auto bytes) {
+    return wire::CreateStatePiece(b, checkpoint, stage, instance, offset, state.size(), alignment_ms,
+                                  bytes);
+  });
 }
 
 zmq::message_t checkpoint_start_frame(std::uint64_t id) {

@@ -3,6 +3,7 @@
 // handed to ZeroMQ without another copy.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -73,6 +74,21 @@ zmq::message_t credit_frame(std::uint32_t channel, std::uint64_t ack, std::uint6
 /// Bytes of a state piece per StatePiece frame: a quarter of `max_message_bytes` and at most
 /// 1 MiB, so a chunk and its header always fit well below the peer's frame limit.
 std::size_t piece_chunk_bytes(std::int64_t max_message_bytes);
+/// One control frame per chunk of at most `chunk_bytes` of `state` (one frame when it is empty):
+/// `body(b, offset, bytes)` builds the frame's body in `b` around the chunk at `offset`.
+template <class Body>
+std::vector<zmq::message_t> chunk_frames(std::string_view state, std::size_t chunk_bytes, Body body) {
+  std::vector<zmq::message_t> frames;
+  std::size_t offset = 0;
+  do {
+    const auto n = std::min(chunk_bytes, state.size() - offset);
+    flatbuffers::FlatBufferBuilder b{n + 128};
+    auto bytes = b.CreateVector(reinterpret_cast<const std::uint8_t*>(state.data() + offset), n);
+    frames.push_back(control_message(b, body(b, offset, bytes)));
+    offset += n;
+  } while (offset < state.size());
+  return frames;
+}
 /// The StatePiece frames carrying `state`, the piece of (stage, instance) for `checkpoint`, in
 /// chunks of at most `chunk_bytes` (one frame when it is empty).
 std::vector<zmq::message_t> piece_frames(std::uint64_t checkpoint, std::uint32_t stage,
