@@ -25,7 +25,6 @@ struct operator_failure {
   std::string what;
 };
 
-
 /// An item in flight of an unaligned checkpoint: a batch (its values through its stream's codec,
 /// then its event times and key hashes) or a signal.
 void write_item(state_writer& out, const batch_codec& codec, const batch_base* b, signal_kind kind,
