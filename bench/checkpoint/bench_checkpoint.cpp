@@ -1,7 +1,8 @@
 // Benchmark `checkpoint`: what 1 s checkpoints cost and what recovery takes (issue 15).
 // 1. Throughput with checkpoints over throughput without, measured in pairs in alternating order,
-//    for the window benchmark's pipeline and for aion-average; checkpoint durations, alignment
-//    and bytes from job_result::checkpoints of the checkpointed runs.
+//    for the window benchmark's pipeline and for aion-average (memory and tiered state);
+//    checkpoint durations, alignment and bytes from job_result::checkpoints of the checkpointed
+//    runs.
 // 2. Recovery: this executable, forked as a child (`--child`), runs a job with ~100 MB of window
 //    state and an exactly-once table sink; it is killed with SIGKILL after a checkpoint of that
 //    size, resumed, and its table compared with the table of a run without faults.
@@ -92,13 +93,16 @@ throughput_run run_window(std::uint64_t events, const std::string& dir, std::chr
   return {events / r.seconds, std::move(r)};
 }
 
-/// aion-average (memory window state, as fast as possible); `dir` empty: no checkpoints.
-throughput_run run_aion(std::uint64_t events, const std::string& dir, std::chrono::milliseconds interval) {
+/// aion-average as fast as possible, its window state in `state` (memory, or tiered: expired
+/// windows on disk, so a checkpoint reads p-buckets back); `dir` empty: no checkpoints.
+throughput_run run_aion(const char* state, std::uint64_t events, const std::string& dir,
+                        std::chrono::milliseconds interval) {
   job_registry registry;
   aion::register_jobs(registry);
   const auto& spec = registry.find("aion-average");
   auto o = spec.make_options();
   o.set("events", std::to_string(events));
+  o.set("state", state);
   auto r = run_registered(spec, o, dir.empty() ? run_options{} : with_checkpoints(dir, interval));
   return {events / r.seconds, std::move(r)};
 }
@@ -550,23 +554,27 @@ int main(int argc, char** argv) {
   json doc{{"benchmark", "checkpoint"}, {"interval_ms", interval_ms}, {"load_average_before", bench::load_average()}};
   if (!skip_throughput) {
     auto window = throughput_pairs("window", pairs, window_events, root, interval, run_window);
-    auto aion = throughput_pairs("aion-average", pairs, aion_events, root, interval, run_aion);
+    auto aion = throughput_pairs("aion-average", pairs, aion_events, root, interval,
+                                 [](auto... a) { return run_aion("memory", a...); });
+    auto tiered = throughput_pairs("aion-average-tiered", pairs, aion_events, root, interval,
+                                   [](auto... a) { return run_aion("tiered", a...); });
     const auto& stats = window["checkpoints"];
-    std::printf("with %lld ms checkpoints: window pipeline %.3f x, aion-average %.3f x the throughput "
-                "without; window checkpoints p50 %.1f ms, p99 %.1f ms\n",
+    std::printf("with %lld ms checkpoints: window pipeline %.3f x, aion-average %.3f x (tiered state "
+                "%.3f x) the throughput without; window checkpoints p50 %.1f ms, p99 %.1f ms\n",
                 static_cast<long long>(interval_ms), window["ratio_median"].get<double>(),
-                aion["ratio_median"].get<double>(), stats["p50_ms"].get<double>(),
-                stats["p99_ms"].get<double>());
+                aion["ratio_median"].get<double>(), tiered["ratio_median"].get<double>(),
+                stats["p50_ms"].get<double>(), stats["p99_ms"].get<double>());
     doc["throughput_ratio"] = window["ratio_median"];
     doc["throughput_ratio_of"] = "the window pipeline: median over the pairs of (events/s with / without)";
     doc["aion_average_throughput_ratio"] = aion["ratio_median"];
+    doc["aion_average_tiered_throughput_ratio"] = tiered["ratio_median"];
     doc["checkpoint_p50_ms"] = stats["p50_ms"];
     doc["checkpoint_p99_ms"] = stats["p99_ms"];
     doc["alignment_p99_ms"] = stats["alignment_p99_ms"];
     doc["snapshot_bytes"] = stats["bytes_median"];
     doc["snapshot_bytes_is"] = "median of the window pipeline's checkpoint bytes";
     doc["checkpoint_stats_of"] = "the window pipeline's checkpointed runs (aion-average: throughput.aion-average)";
-    doc["throughput"] = {{"window", window}, {"aion-average", aion}};
+    doc["throughput"] = {{"window", window}, {"aion-average", aion}, {"aion-average-tiered", tiered}};
   }
   if (!skip_backpressure) {
     auto bp = backpressure_runs(pairs, backpressure_events, std::chrono::nanoseconds{backpressure_cost_ns},

@@ -212,14 +212,15 @@ void storage_service::write(const bucket_address& b, std::uint64_t position, std
   });
 }
 
-void storage_service::stage(const bucket_address& b, block_fn on_block, std::function<void()> done) {
+void storage_service::stage(const bucket_address& b, block_fn on_block, std::function<void()> done,
+                            io_class cls) {
   auto req = std::make_shared<stage_request>();
   req->prefix = bucket_prefix(b);
   req->next_key = req->prefix;
   req->on_block = std::move(on_block);
   req->done = std::move(done);
   io_item item;
-  item.cls = io_class::prestage;
+  item.cls = cls;
   item.op = 's';
   item.stage = std::move(req);
   enqueue(std::move(item));

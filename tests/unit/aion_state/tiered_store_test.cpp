@@ -2,10 +2,12 @@
 // tiers, destage on expiry, pre-stage timing (a scheduled pre-stage makes the re-execution find
 // its events in memory; Δt learned from staging keeps far-away ones waiting), lost and corrupt
 // blocks giving incomplete results, the ρ_min, τ and memory-pressure policies, and a window operator
-// whose periodic late trigger lets the store pre-stage before the re-execution.
+// whose periodic late trigger lets the store pre-stage before the re-execution; a checkpoint
+// capture that reads its blocks later, below pre-staging, while the purge that follows waits.
 #define BOOST_TEST_MODULE tiered_store
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <numeric>
 #include <thread>
@@ -175,6 +177,71 @@ BOOST_AUTO_TEST_CASE(lost_and_corrupt_blocks_make_the_result_incomplete) {
   ops::process_function<std::int64_t, int, decltype(sum)>::payload p;
   BOOST_TEST(fn.result(p, w, w, h, k) == 3);
   BOOST_TEST(fn.incomplete());
+}
+
+BOOST_AUTO_TEST_CASE(a_capture_reads_the_disk_later_below_prestaging_and_defers_erases) {
+  // Manual I/O: nothing reaches the disk unless this thread serves it, so a capture that waited
+  // for a read would never return.
+  storage_config sc;
+  sc.manual_io = true;
+  auto storage = std::make_shared<storage_service>(sc);
+  auto serve_all = [&] {
+    wait_until([&] {
+      while (storage->run_one()) {
+      }
+      return storage->serializing() == 0 && storage->queued(io_class::destage) == 0 &&
+             storage->queued(io_class::write) == 0;
+    });
+  };
+  auto cfg = small();
+  cfg.memory_events = 0;  // no cap: the whole m-bucket is destaged on expiry
+  store_t s{cfg, storage, 1000};
+  for (std::int64_t i = 0; i < 9; ++i) s.append(w, h, k, i);
+  s.expire(w, h, k);  // blocks at positions 0, 3, 6
+  serve_all();
+  wait_until([&] {
+    s.tick();
+    return s.memory_events() == 0;
+  });
+  s.append(w, h, k, 9);  // late: the open tail, in memory
+  const window_id open{100, 200};
+  s.append(open, h, k, 100);  // an open window: its m-bucket
+
+  auto capture = s.capture(1);
+  BOOST_TEST(storage->queued(io_class::write) == 0u);  // no read queued at the capture
+  s.purge(w, h, k);                                      // the window's re-execution is done
+  BOOST_TEST(storage->queued(io_class::destage) == 0u);  // its erase waits for the capture
+  s.append(open, h, k, 101);                             // after the capture: not in it
+  serve_all();  // would erase the blocks the capture still has to read
+
+  std::vector<std::uint8_t> bytes;
+  std::atomic<bool> written{false};
+  std::thread writer{[&] {
+    state_writer out{1, bytes};
+    capture(out);
+    written = true;
+  }};
+  bool read_below_prestage = false;
+  wait_until([&] {
+    read_below_prestage |= storage->queued(io_class::write) > 0 && storage->queued(io_class::prestage) == 0;
+    storage->run_one();
+    return written.load();
+  });
+  writer.join();
+  BOOST_TEST(read_below_prestage);
+  capture = nullptr;  // written: the deferred erase goes ahead
+  BOOST_TEST(storage->queued(io_class::destage) == 1u);
+  serve_all();
+
+  // Read back on a service with its own I/O thread (the manual one would wait for this thread).
+  store_t restored{cfg, std::make_shared<storage_service>(), 1000};
+  state_reader in{1, bytes.data(), bytes.size()};
+  restored.restore(in);
+  bool complete = false;
+  BOOST_TEST(read_all(restored, &complete) == iota(10));
+  BOOST_TEST(complete);
+  window_events<std::int64_t> events{restored.events(open, h, k)};
+  BOOST_TEST(std::vector<std::int64_t>(events.begin(), events.end()) == std::vector<std::int64_t>{100});
 }
 
 BOOST_AUTO_TEST_CASE(idle_windows_are_destaged_after_tau) {

@@ -90,9 +90,11 @@ class block_storage {
   virtual void write(const bucket_address& b, std::uint64_t position, std::uint32_t events,
                      io_class cls, std::function<std::string()> encode,
                      std::function<void(bool ok, std::uint64_t bytes)> done) = 0;
-  /// Reads the bucket's blocks in position order, one block per I/O step at prestage priority,
-  /// hands each to `on_block` on a worker, then calls `done` once every block was handed over.
-  virtual void stage(const bucket_address& b, block_fn on_block, std::function<void()> done) = 0;
+  /// Reads the bucket's blocks in position order, one block per I/O step with priority `cls`
+  /// (pre-staging; a checkpoint reading window state uses a lower class), hands each to
+  /// `on_block` on a worker, then calls `done` once every block was handed over.
+  virtual void stage(const bucket_address& b, block_fn on_block, std::function<void()> done,
+                     io_class cls) = 0;
   /// Removes every block of the bucket (lowest priority).
   virtual void erase(const bucket_address& b) = 0;
   /// Adds `delta` bytes to the node's window-state memory.

@@ -50,7 +50,7 @@ class tiered_window_store final : public window_store<K, T> {
     inbox_->wait_idle();
     drain(/*report_failures=*/false);
     for (auto& [serial, b] : buckets_)
-      if (!b.blocks.empty()) storage_->erase(address(b));
+      if (!b.blocks.empty()) erase_blocks(b);
     storage_->account(-inbox_->memory.load());
   }
 
@@ -84,7 +84,7 @@ class tiered_window_store final : public window_store<K, T> {
         ++stats_.demand_stages;
       }
     }
-    return std::make_unique<cursor>(*this, b, false);
+    return std::make_unique<cursor>(*this, b);
   }
 
   void merge(const window_id& from, const window_id& into, std::uint64_t h, const K& k) override {
@@ -212,45 +212,63 @@ class tiered_window_store final : public window_store<K, T> {
   }
 
   /// Writes every (window, key) with all its events, those in memory and those on disk, plus the
-  /// watermark speed that pre-staging predicts from. Blocks on disk are read back through the
-  /// store's staging path and waited for on the operator's thread: this first version stalls the
-  /// operator for the time it takes to read its p-buckets, and the snapshot is as large as all the
-  /// window events (nothing is shared with the blocks on disk). A bucket that was being pre-staged
-  /// keeps its staged blocks. Throws job_error when a block cannot be read (the checkpoint would
-  /// miss events), or when T has no codec.
-  void snapshot(state_writer& out) override {
+  /// watermark speed that pre-staging predicts from. Throws job_error when a block cannot be read
+  /// (the checkpoint would miss events), or when T has no codec.
+  void snapshot(state_writer& out) override { capture(0)(out); }
+
+  /// What snapshot would write, taken without waiting for the disk: the buckets' bookkeeping and
+  /// their memory events are copied, blocks still in memory (written but not yet durable, or
+  /// staged) are shared, and the blocks on disk are named by position. Writing the capture reads
+  /// those from the storage service at `io_class::write`, below pre-staging, and no p-bucket it
+  /// names is erased until it has been written or dropped: a purge in between defers the erase.
+  state_capture capture(std::uint64_t) override {
     drain();
-    std::vector<bucket*> live;
+    auto buckets = std::make_shared<std::vector<captured_bucket>>();
+    const auto now = storage_->now_ms();
     for (auto& entry : index_)
       entry.second.for_each_slot([&](std::size_t, std::uint64_t, const K&, std::uint64_t serial) {
-        live.push_back(&buckets_.at(serial));
+        const auto& b = buckets_.at(serial);
+        auto& c = buckets->emplace_back();
+        c.w = b.w;
+        c.h = b.h;
+        c.key = b.key;
+        c.expired = b.expired;
+        c.idle_destaged = b.idle_destaged;
+        c.fire_in = b.fire_at_ms >= 0 ? std::max<std::int64_t>(0, b.fire_at_ms - now) : -1;
+        c.at = address(b);
+        c.mem = b.mem;
+        c.tail = b.tail;
+        for (const auto& [pos, blk] : b.blocks) c.blocks.emplace_back(pos, blk.in_flight);
+        if (b.staging) {
+          std::lock_guard<std::mutex> l(b.staging->m);
+          for (auto& [pos, data] : c.blocks)
+            if (auto it = b.staging->blocks.find(pos); !data && it != b.staging->blocks.end())
+              data = it->second;
+        }
       });
-    out.write(last_wm_);
-    out.write(wm_rate_);
-    out.write(static_cast<std::uint64_t>(live.size()));
-    const auto now = storage_->now_ms();
-    std::vector<T> events;
-    for (bucket* b : live) {
-      out.write(b->w);
-      out.write(b->h);
-      out.write(b->key);
-      out.write(b->expired);
-      out.write(b->idle_destaged);
-      out.write(b->fire_at_ms >= 0 ? std::max<std::int64_t>(0, b->fire_at_ms - now) : std::int64_t{-1});
-      events.clear();
-      const auto fire_at_ms = b->fire_at_ms;  // a release of the snapshot's staging forgets it
-      {
-        cursor c{*this, b, /*keep_staging=*/b->staging != nullptr};
-        for (auto blk = c.next(); blk.size > 0; blk = c.next())
-          events.insert(events.end(), blk.data, blk.data + blk.size);
-        if (!c.complete())
-          throw job_error("cannot checkpoint tiered window state: a block of window [" +
-                          std::to_string(b->w.start) + "," + std::to_string(b->w.end) +
-                          ") could not be read back from disk");
+    auto pin = std::make_shared<const erase_pin>(inbox_, storage_);
+    return [buckets, pin, wm = last_wm_, rate = wm_rate_](state_writer& out) {
+      out.write(wm);
+      out.write(rate);
+      out.write(static_cast<std::uint64_t>(buckets->size()));
+      std::vector<T> events;
+      for (const auto& c : *buckets) {
+        out.write(c.w);
+        out.write(c.h);
+        out.write(c.key);
+        out.write(c.expired);
+        out.write(c.idle_destaged);
+        out.write(c.fire_in);
+        events = c.mem;
+        const auto from_disk = read_blocks(*pin->storage, c);
+        for (const auto& [pos, data] : c.blocks) {
+          const auto& block = data ? *data : from_disk.at(pos);
+          events.insert(events.end(), block.begin(), block.end());
+        }
+        events.insert(events.end(), c.tail.begin(), c.tail.end());
+        out.write(events);
       }
-      b->fire_at_ms = fire_at_ms;
-      out.write(events);
-    }
+    };
   }
 
   /// Rebuilds the buckets of a snapshot in this (empty) store: each bucket's events are appended
@@ -322,6 +340,8 @@ class tiered_window_store final : public window_store<K, T> {
     std::uint64_t in_flight = 0;  // writes and stages not completed yet
     std::atomic<std::int64_t> memory{0};
     std::atomic<std::uint64_t> corrupt{0};
+    std::uint32_t pins = 0;                     // captures not yet written (erase_pin)
+    std::vector<bucket_address> deferred_erase; // p-buckets purged while pinned
     void wait_idle() {
       std::unique_lock<std::mutex> l(m);
       cv.wait(l, [&] { return in_flight == 0; });
@@ -365,14 +385,12 @@ class tiered_window_store final : public window_store<K, T> {
 
   class cursor final : public event_cursor<T> {
    public:
-    /// `keep_staging`: leave the staged blocks to the next reader (a snapshot reading a bucket
-    /// that is being pre-staged for its re-execution); otherwise they are freed afterwards.
-    cursor(tiered_window_store& s, bucket* b, bool keep_staging)
-        : s_(s), b_(b), keep_staging_(keep_staging) {
+    /// The staged blocks are freed afterwards.
+    cursor(tiered_window_store& s, bucket* b) : s_(s), b_(b) {
       if (b_) next_block_ = b_->blocks.begin();
     }
     ~cursor() override {
-      if (b_ && !keep_staging_) s_.release_staging(*b_);
+      if (b_) s_.release_staging(*b_);
     }
     event_block<T> next() override {
       if (!b_) return {};
@@ -398,11 +416,108 @@ class tiered_window_store final : public window_store<K, T> {
    private:
     tiered_window_store& s_;
     bucket* b_;
-    bool keep_staging_;
     int phase_ = 0;
     typename std::map<std::uint64_t, block_ref>::iterator next_block_;
     bool complete_ = true;
   };
+
+  /// One bucket as capture() took it; a block's events are null when they are on disk only.
+  struct captured_bucket {
+    window_id w;
+    std::uint64_t h = 0;
+    K key;
+    bool expired = false;
+    bool idle_destaged = false;
+    std::int64_t fire_in = -1;  // ms until the predicted re-execution, -1: none
+    bucket_address at;
+    std::vector<T> mem;
+    std::vector<std::pair<std::uint64_t, block_ptr>> blocks;  // by position
+    std::vector<T> tail;
+  };
+
+  /// Held by a capture until it is written or dropped: p-buckets purged meanwhile are erased
+  /// only then, so the capture can still read the blocks it names.
+  struct erase_pin {
+    erase_pin(std::shared_ptr<inbox> in, std::shared_ptr<block_storage> s)
+        : in(std::move(in)), storage(std::move(s)) {
+      std::lock_guard<std::mutex> l(this->in->m);
+      ++this->in->pins;
+    }
+    ~erase_pin() {
+      std::vector<bucket_address> erase;
+      {
+        std::lock_guard<std::mutex> l(in->m);
+        if (--in->pins == 0) erase.swap(in->deferred_erase);
+      }
+      for (const auto& a : erase) storage->erase(a);
+    }
+    std::shared_ptr<inbox> in;
+    std::shared_ptr<block_storage> storage;
+  };
+
+  /// Erases a p-bucket, or defers it while a capture is pinned.
+  void erase_blocks(const bucket& b) {
+    {
+      std::lock_guard<std::mutex> l(inbox_->m);
+      if (inbox_->pins > 0) {
+        inbox_->deferred_erase.push_back(address(b));
+        return;
+      }
+    }
+    storage_->erase(address(b));
+  }
+
+  /// The events of a staged payload; false when it is corrupt.
+  static bool decode_staged(std::string_view payload, bool intact, std::vector<T>& events) {
+    std::uint32_t count = 0;
+    if (payload.size() >= sizeof count) std::memcpy(&count, payload.data(), sizeof count);
+    return intact && decode_block(payload, count, events);
+  }
+
+  /// Reads the blocks of a captured bucket that are on disk only, on the calling thread (a
+  /// snapshot writer), waiting for the storage service; throws job_error naming the window when
+  /// one is missing or corrupt.
+  static std::map<std::uint64_t, std::vector<T>> read_blocks(block_storage& storage,
+                                                             const captured_bucket& c) {
+    std::map<std::uint64_t, std::vector<T>> read;
+    if (std::all_of(c.blocks.begin(), c.blocks.end(), [](const auto& b) { return b.second != nullptr; }))
+      return read;
+    struct reading {
+      std::mutex m;
+      std::condition_variable cv;
+      std::map<std::uint64_t, std::vector<T>> blocks;
+      bool done = false;
+    };
+    auto r = std::make_shared<reading>();
+    storage.stage(
+        c.at,
+        [r](std::uint64_t pos, std::string_view payload, bool intact) {
+          std::vector<T> events;
+          if (!decode_staged(payload, intact, events)) return;
+          std::lock_guard<std::mutex> l(r->m);
+          r->blocks.emplace(pos, std::move(events));
+        },
+        [r] {
+          {
+            std::lock_guard<std::mutex> l(r->m);
+            r->done = true;
+          }
+          r->cv.notify_all();
+        },
+        io_class::write);
+    std::unique_lock<std::mutex> l(r->m);
+    r->cv.wait(l, [&] { return r->done; });
+    for (const auto& [pos, data] : c.blocks) {
+      if (data) continue;
+      auto it = r->blocks.find(pos);
+      if (it == r->blocks.end())
+        throw job_error("cannot checkpoint tiered window state: the block at position " +
+                        std::to_string(pos) + " of window [" + std::to_string(c.w.start) + "," +
+                        std::to_string(c.w.end) + ") could not be read back from disk");
+      read.insert(r->blocks.extract(it));
+    }
+    return read;
+  }
 
   struct statistics {
     std::uint64_t stages = 0, stages_done = 0, demand_stages = 0, prestage_hits = 0, prestage_misses = 0;
@@ -524,9 +639,7 @@ class tiered_window_store final : public window_store<K, T> {
         [t, in, storage](std::uint64_t pos, std::string_view payload, bool intact) {
           // Runs on a serialization worker: decode, account, publish.
           std::vector<T> events;
-          std::uint32_t count = 0;
-          if (payload.size() >= sizeof count) std::memcpy(&count, payload.data(), sizeof count);
-          if (!intact || !decode_block(payload, count, events)) {
+          if (!decode_staged(payload, intact, events)) {
             ++in->corrupt;
             return;
           }
@@ -552,7 +665,8 @@ class tiered_window_store final : public window_store<K, T> {
             in->done.push_back({serial, stage_done_position, true, 0, storage->now_ms() - t->started_ms});
           }
           in->finish_one();
-        });
+        },
+        io_class::prestage);
   }
 
   /// The staged block at `pos`, waiting for staging to deliver it; null when it cannot.
@@ -694,7 +808,7 @@ class tiered_window_store final : public window_store<K, T> {
     if (b.writes > 0) return;
     for (const auto& [pos, blk] : b.blocks)
       if (blk.in_flight) add_memory(-blk.footprint);
-    if (!b.blocks.empty()) storage_->erase(address(b));
+    if (!b.blocks.empty()) erase_blocks(b);
     buckets_.erase(b.serial);
   }
 

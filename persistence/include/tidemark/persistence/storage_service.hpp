@@ -81,7 +81,8 @@ class storage_service final : public block_storage {
   void write(const bucket_address& b, std::uint64_t position, std::uint32_t events, io_class cls,
              std::function<std::string()> encode,
              std::function<void(bool ok, std::uint64_t bytes)> done) override;
-  void stage(const bucket_address& b, block_fn on_block, std::function<void()> done) override;
+  void stage(const bucket_address& b, block_fn on_block, std::function<void()> done,
+             io_class cls) override;
   void erase(const bucket_address& b) override;
   void account(std::int64_t delta) override;
   memory_pressure pressure() const override;
