@@ -57,6 +57,12 @@ void publish(const job_result& result, const run_options& opts) {
 
 }  // namespace detail
 
+std::uint32_t run_options::channel_credit() const noexcept {
+  if (credit > 0) return credit;
+  const auto batches = credit_elements / std::max<std::size_t>(1, batch_size);
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(batches, 2, 128));
+}
+
 job_result run(const job& j, const run_options& opts) {
   // gates of the synchronizers are operators of the rewritten graph; it outlives the actors
   const auto synced = detail::executable_graph(j, opts);
@@ -65,6 +71,7 @@ job_result run(const job& j, const run_options& opts) {
   auto w = detail::wire(plan);
   // Tiered window stores keep the storage service alive as long as they run.
   auto run_opts = opts;
+  run_opts.credit = opts.channel_credit();
   run_opts.checkpoints.unaligned &= opts.checkpoints.enabled();
   if (!run_opts.state_storage)
     run_opts.state_storage = std::make_shared<persistence::storage_service>(opts.storage);

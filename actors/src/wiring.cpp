@@ -64,8 +64,7 @@ wiring wire(const physical_plan& p, const std::vector<std::uint32_t>& replicas) 
 
 synchronized_graph executable_graph(const job& j, const run_options& opts) {
   if (auto problem = validate(j.graph())) throw job_error("job '" + j.name() + "': " + *problem);
-  if (opts.batch_size == 0 || opts.credit == 0)
-    throw job_error("job '" + j.name() + "': batch_size and credit must be at least 1");
+  if (opts.batch_size == 0) throw job_error("job '" + j.name() + "': batch_size must be at least 1");
   for (const auto& n : j.graph().nodes())
     for (const auto& e : n.inputs)
       if (e.feedback)

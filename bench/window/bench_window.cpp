@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "JSON report");
   app.add_option("--events", events, "events per run");
   app.add_option("--batch", batch, "batch size");
-  app.add_option("--credit", credit, "credit per channel (batches in flight)");
+  app.add_option("--credit", credit,
+                 "credit per channel in batches (0, the default: 32,768 elements' worth)");
   app.add_option("--repeats", repeats, "runs of each variant (the median is reported)");
   app.add_flag("!--no-sweep", sweep, "skip the batch sweep (batch 1, 64, 1024, 4096)");
   app.add_option("--sweep-batch1-events", batch1_events,
@@ -206,6 +207,10 @@ int main(int argc, char** argv) {
       auto entry = rate_summary(n, runs);
       entry["batch_size"] = size;
       entry["events"] = n;
+      run_options o;
+      o.batch_size = size;
+      o.credit = credit;
+      entry["credit"] = o.channel_credit();
       batch_sweep.push_back(entry);
     }
   auto by_time = [](const measurement& a, const measurement& b) { return a.seconds < b.seconds; };

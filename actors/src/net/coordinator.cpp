@@ -420,6 +420,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                           run_options opts) {
   // replicas on spare CPU are planned from the load the nodes' live counters show
   if (!cluster.planned.spare.empty() && !opts.live) opts.live = std::make_shared<live_view>();
+  opts.credit = opts.channel_credit();
   if (cluster.continue_on_loss && opts.checkpoints.enabled())
     throw job_error("the cluster file says 'on_loss: continue' and the run has checkpoints: "
                     "degraded mode does not take part in checkpoints yet (a recovery would "

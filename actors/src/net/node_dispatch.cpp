@@ -48,6 +48,7 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   x.built = spec.build(options);
   x.opts.batch_size = d.batch_size();
   x.opts.credit = d.credit();
+  x.opts.credit = x.opts.channel_credit();  // 0: derived from the elements, as the coordinator does
   x.opts.linger = std::chrono::milliseconds{d.linger_ms()};
   x.opts.adaptive_batching = d.adaptive_batching();
   x.opts.fuse = d.fuse();

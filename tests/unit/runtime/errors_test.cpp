@@ -98,6 +98,6 @@ BOOST_AUTO_TEST_CASE(bad_options) {
   job j{"opts"};
   j.from_container(std::vector<int>{1}).count();
   run_options o;
-  o.credit = 0;
+  o.batch_size = 0;
   BOOST_CHECK_THROW(run(j, o), job_error);
 }

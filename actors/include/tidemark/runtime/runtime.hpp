@@ -66,8 +66,16 @@ struct run_options {
   /// that is never idle (a source whose filter drops most of each full pull). false: fixed
   /// batching, a batch is sent at `batch_size`, after `linger` or in front of a signal.
   bool adaptive_batching = true;
-  /// Batches in flight per channel (sent, not yet processed by the receiver).
-  std::uint32_t credit = 8;
+  /// Batches in flight per channel (sent, not yet processed by the receiver); 0: as many as hold
+  /// `credit_elements` elements of `batch_size`, at least 2 and at most 128 (channel_credit()).
+  std::uint32_t credit = 0;
+  /// With `credit` 0, the elements in flight per channel: 8 batches at the default batch size,
+  /// 128 at batch 1. Credit counted in batches alone would either starve small batches (8
+  /// one-element batches in flight: a round trip of credit per 8 elements) or hold much memory
+  /// in flight with large ones.
+  std::uint64_t credit_elements = 8 * 4096;
+  /// The credit of every channel in batches: `credit`, or derived from `credit_elements`.
+  std::uint32_t channel_credit() const noexcept;
   /// Fuse forward chains of equal parallelism into one actor per instance.
   bool fuse = true;
   /// Stages with several inputs hand them to their operators in an order that depends only on
