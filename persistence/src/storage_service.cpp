@@ -1,8 +1,15 @@
-// The node's storage service: WiredTiger table of p-bucket blocks, the prioritized I/O thread
-// (one block per step, so a long destage yields to a pre-stage between blocks) and the pool of
-// serialization workers that build and verify the FlatBuffers records.
+// The node's storage service: WiredTiger table of p-bucket blocks, the storage actor (a detached
+// CAF actor with its own priority queues, one block per step, so a long destage yields to a
+// pre-stage between blocks) and the pool of serialization workers that build and verify the
+// FlatBuffers records.
 #include "tidemark/persistence/storage_service.hpp"
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
 #include <wiredtiger.h>
 
 #define XXH_INLINE_ALL
@@ -61,12 +68,17 @@ std::int64_t steady_ms() {
       .count();
 }
 
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+
 }  // namespace
 
-struct storage_service::stage_request {
+namespace detail {
+
+struct stage_request {
   std::string prefix;
   std::string next_key;
-  block_fn on_block;
+  block_storage::block_fn on_block;
   std::function<void()> done;
   std::atomic<int> outstanding{1};  // the reading itself plus each block being decoded
   void finish_one() {
@@ -74,7 +86,7 @@ struct storage_service::stage_request {
   }
 };
 
-struct storage_service::io_item {
+struct io_item {
   io_class cls = io_class::destage;
   char op = 'w';
   std::string key;    // write: the block's key; erase: the bucket prefix
@@ -85,6 +97,41 @@ struct storage_service::io_item {
   std::int64_t enqueued_ms = 0;
 };
 
+/// Requests waiting for their next step: one FIFO per class served highest class first, or one
+/// FIFO for all (the unprioritized ablation).
+class io_queue {
+ public:
+  explicit io_queue(bool prioritized) : prioritized_(prioritized) {}
+  void push(io_item item) {
+    queues_[prioritized_ ? static_cast<std::size_t>(item.cls) : 0].push_back(std::move(item));
+  }
+  bool empty() const {
+    return std::all_of(std::begin(queues_), std::end(queues_), [](const auto& q) { return q.empty(); });
+  }
+  /// The first item of the highest non-empty class; the queue must not be empty.
+  io_item pop() {
+    auto q = std::find_if(std::begin(queues_), std::end(queues_), [](const auto& q) { return !q.empty(); });
+    auto item = std::move(q->front());
+    q->pop_front();
+    return item;
+  }
+
+ private:
+  bool prioritized_;
+  std::deque<io_item> queues_[3];
+};
+
+}  // namespace detail
+
+}  // namespace tidemark::persistence
+
+// Requests reach the storage actor by message, inside one process only.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::persistence::detail::io_item)
+
+namespace tidemark::persistence {
+
+using detail::io_item;
+
 struct storage_service::io_session {
   wt_session session;
   wt_cursor cursor;
@@ -92,8 +139,26 @@ struct storage_service::io_session {
       : session(conn->open_session()), cursor(session.open_cursor(table_uri)) {}
 };
 
+/// A storage actor: its queues and its WiredTiger session (used on the actor's thread only).
+struct storage_service::io_state {
+  std::unique_ptr<io_session> session;
+  std::unique_ptr<detail::io_queue> queue;
+  bool stepping = false;  // a step message is on its way
+  bool draining = false;  // the service is ending: quit once nothing is left
+};
+
+/// The storage actors in an actor system of the service's own (see docs/aion.md, "who owns the
+/// storage actor"): detached, so each has a thread and blocking I/O never holds a scheduler worker.
+struct storage_service::io_actors {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::vector<caf::actor> actors;
+  std::atomic<std::size_t> next{0};  // round robin over several actors
+};
+
 storage_service::storage_service(storage_config cfg) : cfg_(std::move(cfg)), epoch_ms_(steady_ms()) {
   if (cfg_.io_threads == 0) throw std::invalid_argument("storage_config.io_threads must be >= 1");
+  if (cfg_.manual_io) manual_queue_ = std::make_unique<detail::io_queue>(true);
 }
 
 storage_service::~storage_service() {
@@ -103,12 +168,11 @@ storage_service::~storage_service() {
   }
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();  // workers finish queued jobs first
-  {
-    std::lock_guard<std::mutex> l(io_m_);
-    stopping_ = true;
+  if (actors_) {
+    for (auto& a : actors_->actors) caf::anon_send(a, drain_atom::value);
+    actors_->actors.clear();
+    actors_->sys.reset();  // waits for the actors: they drain their queues first
   }
-  io_cv_.notify_all();
-  for (auto& t : io_threads_) t.join();  // the I/O threads drain their queues first
   if (cfg_.manual_io)
     while (run_one()) {
     }
@@ -146,7 +210,7 @@ void storage_service::open() {
   if (cfg_.manual_io) {
     manual_session_ = std::make_unique<io_session>(conn_);
   } else {
-    for (std::size_t i = 0; i < cfg_.io_threads; ++i) io_threads_.emplace_back([this] { io_loop(); });
+    spawn_actors();
   }
   std::size_t n = cfg_.serialization_threads;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
@@ -214,7 +278,7 @@ void storage_service::write(const bucket_address& b, std::uint64_t position, std
 
 void storage_service::stage(const bucket_address& b, block_fn on_block, std::function<void()> done,
                             io_class cls) {
-  auto req = std::make_shared<stage_request>();
+  auto req = std::make_shared<detail::stage_request>();
   req->prefix = bucket_prefix(b);
   req->next_key = req->prefix;
   req->on_block = std::move(on_block);
@@ -234,59 +298,88 @@ void storage_service::erase(const bucket_address& b) {
   enqueue(std::move(item));
 }
 
+void storage_service::spawn_actors() {
+  actors_ = std::make_unique<io_actors>();
+  // The actors are detached (a thread each); the scheduler's one worker only runs CAF's own jobs.
+  actors_->cfg.set("scheduler.max-threads", 1);
+  actors_->sys = std::make_unique<caf::actor_system>(actors_->cfg);
+  const bool prioritized = cfg_.io_threads == 1;
+  auto storage_actor = [this, prioritized](caf::stateful_actor<io_state>* self) -> caf::behavior {
+    self->state.session = std::make_unique<io_session>(conn_);
+    self->state.queue = std::make_unique<detail::io_queue>(prioritized);
+    // A callback that throws ends the process, as it did on the I/O thread: an actor that quit
+    // would lose every later request and leave the stores waiting.
+    self->set_exception_handler(
+        [](caf::scheduled_actor*, std::exception_ptr& e) -> caf::error { std::rethrow_exception(e); });
+    // After a request was queued or a step served: the next step is a message to itself, so
+    // requests that arrive meanwhile are queued (by priority) before the next block is served.
+    auto next = [self] {
+      auto& st = self->state;
+      if (!st.queue->empty()) {
+        if (!st.stepping) self->send(self, step_atom::value);
+        st.stepping = true;
+      } else if (st.draining) {
+        st.session.reset();  // on this thread, before the service closes the connection
+        self->quit();
+      }
+    };
+    return {
+        [self, next](io_item& item) {
+          self->state.queue->push(std::move(item));
+          next();
+        },
+        [this, self, next](step_atom) {
+          auto& st = self->state;
+          st.stepping = false;
+          if (auto more = step(st.queue->pop(), *st.session)) st.queue->push(std::move(*more));
+          next();
+        },
+        [self, next](drain_atom) {
+          self->state.draining = true;
+          next();
+        },
+    };
+  };
+  for (std::size_t i = 0; i < cfg_.io_threads; ++i)
+    actors_->actors.push_back(actors_->sys->spawn<caf::detached>(storage_actor));
+}
+
 void storage_service::enqueue(io_item item) {
   item.enqueued_ms = now_ms();
-  {
+  ++pending_[static_cast<std::size_t>(item.cls)];
+  if (cfg_.manual_io) {
     std::lock_guard<std::mutex> l(io_m_);
-    // Without priorities (several I/O threads), everything shares one FIFO.
-    const auto q = cfg_.io_threads > 1 ? 0 : static_cast<std::size_t>(item.cls);
-    queues_[q].push_back(std::move(item));
+    manual_queue_->push(std::move(item));
+    return;
   }
-  io_cv_.notify_one();
+  auto& actors = actors_->actors;
+  caf::anon_send(actors[actors_->next++ % actors.size()], std::move(item));
 }
 
-void storage_service::io_loop() {
-  io_session s{conn_};
-  for (;;) {
-    io_item item;
-    {
-      std::unique_lock<std::mutex> l(io_m_);
-      io_cv_.wait(l, [&] {
-        return stopping_ || std::any_of(std::begin(queues_), std::end(queues_),
-                                        [](const auto& q) { return !q.empty(); });
-      });
-      auto q = std::find_if(std::begin(queues_), std::end(queues_), [](const auto& q) { return !q.empty(); });
-      if (q == std::end(queues_)) return;  // stopping with nothing left
-      item = std::move(q->front());
-      q->pop_front();
-      ++serving_[static_cast<std::size_t>(item.cls)];
-    }
-    serve_counted(item, s);
-  }
-}
-
-void storage_service::serve_counted(io_item& item, io_session& s) {
+std::optional<io_item> storage_service::step(io_item item, io_session& s) {
   const auto c = static_cast<std::size_t>(item.cls);
-  serve(item, s);
-  std::lock_guard<std::mutex> l(io_m_);
-  --serving_[c];
+  if (!serve(item, s)) {
+    --pending_[c];
+    return std::nullopt;
+  }
+  item.enqueued_ms = now_ms();
+  return item;
 }
 
 bool storage_service::run_one() {
   io_item item;
   {
     std::lock_guard<std::mutex> l(io_m_);
-    auto q = std::find_if(std::begin(queues_), std::end(queues_), [](const auto& q) { return !q.empty(); });
-    if (q == std::end(queues_)) return false;
-    item = std::move(q->front());
-    q->pop_front();
-    ++serving_[static_cast<std::size_t>(item.cls)];
+    if (manual_queue_->empty()) return false;
+    item = manual_queue_->pop();
   }
-  serve_counted(item, *manual_session_);
+  auto more = step(std::move(item), *manual_session_);
+  std::lock_guard<std::mutex> l(io_m_);
+  if (more) manual_queue_->push(std::move(*more));
   return true;
 }
 
-void storage_service::serve(io_item& item, io_session& s) {
+bool storage_service::serve(io_item& item, io_session& s) {
   const auto c = static_cast<std::size_t>(item.cls);
   const auto waited = static_cast<double>(now_ms() - item.enqueued_ms);
   std::uint64_t position = item.position;
@@ -368,7 +461,7 @@ void storage_service::serve(io_item& item, io_session& s) {
     stats_.bytes_read += read;
     if (cfg_.manual_io) served_.push_back({item.cls, item.op, position});
   }
-  if (requeue) enqueue(std::move(item));
+  return requeue;
 }
 
 void storage_service::write_block(const io_item& item, io_session& s) {
@@ -413,11 +506,7 @@ memory_pressure storage_service::pressure() const {
 
 std::int64_t storage_service::now_ms() const { return steady_ms() - epoch_ms_; }
 
-std::size_t storage_service::queued(io_class c) const {
-  std::lock_guard<std::mutex> l(io_m_);
-  const auto i = static_cast<std::size_t>(c);
-  return queues_[i].size() + serving_[i];
-}
+std::size_t storage_service::queued(io_class c) const { return pending_[static_cast<std::size_t>(c)]; }
 
 std::size_t storage_service::serializing() const {
   std::lock_guard<std::mutex> l(work_m_);

@@ -1,10 +1,12 @@
-// The storage service step by step (manual I/O mode): priorities of the I/O thread (a destage in
+// The storage service step by step (manual I/O mode): priorities of the I/O steps (a destage in
 // progress yields to a pre-stage, late writes go before destages), block round trips through the
-// FlatBuffers records, detection of corrupt records, erase, and memory-pressure levels.
+// FlatBuffers records, detection of corrupt records, erase, and memory-pressure levels; and the
+// storage actor's order for requests that arrive while it serves a block.
 #define BOOST_TEST_MODULE storage_service
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -114,6 +116,56 @@ BOOST_AUTO_TEST_CASE(a_destage_in_progress_yields_to_a_prestage_and_late_writes_
   wait_until([&] { return after.finished(); });
   BOOST_TEST(after.blocks == (std::map<std::uint64_t, std::string>{{0, "d0"}, {4, "d4"}, {8, "d8"}}));
   BOOST_TEST(s.stats().served[static_cast<int>(io_class::destage)] == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(requests_arriving_while_the_storage_actor_serves_a_block_are_served_by_priority) {
+  storage_config cfg;
+  cfg.serialization_threads = 1;  // blocks reach the actor in the order they were written
+  storage_service s{cfg};
+  const auto store = s.register_store();
+  const bucket_address a{store, {0, 10}, 7, 1};
+  const bucket_address b{store, {10, 20}, 7, 2};
+  std::mutex m;
+  std::vector<std::string> order;  // completions run on the actor's thread, in the order served
+  bool all_arrived = false;
+  auto served = [&](const std::string& name) {
+    std::lock_guard<std::mutex> l(m);
+    order.push_back(name);
+  };
+  auto write_named = [&](const bucket_address& at, std::uint64_t pos, io_class cls, std::string name,
+                         std::function<void()> also = {}) {
+    s.write(at, pos, 1, cls, [name] { return name; },
+            [served, name, also](bool ok, std::uint64_t) {
+              served(ok ? name : "failed " + name);
+              if (also) also();
+            });
+  };
+  std::promise<void> destage_queued;
+  auto go = destage_queued.get_future().share();
+  // d0 is serialized once d1..d3 are written, so the three wait behind it; d0's completion runs
+  // while its step is being served and makes a late write and a pre-stage write arrive (lowest
+  // priority first), then waits until all five are in the actor's mailbox.
+  s.write(a, 0, 1, io_class::destage, [go] { go.wait(); return std::string{"d0"}; },
+          [&](bool ok, std::uint64_t) {
+            served(ok ? "d0" : "failed d0");
+            write_named(b, 0, io_class::write, "late");
+            write_named(b, 1, io_class::prestage, "pre");
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (s.serializing() > 0 && std::chrono::steady_clock::now() < deadline)
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            std::lock_guard<std::mutex> l(m);
+            all_arrived = s.serializing() == 0;
+          });
+  for (std::uint64_t pos : {1, 2, 3}) write_named(a, pos, io_class::destage, "d" + std::to_string(pos));
+  destage_queued.set_value();
+  wait_until([&] {
+    std::lock_guard<std::mutex> l(m);
+    return order.size() == 6;
+  });
+  std::lock_guard<std::mutex> l(m);
+  BOOST_REQUIRE(all_arrived);
+  // Arrival order was d1 d2 d3 late pre; priority order serves pre, then late, then the destage.
+  BOOST_TEST(order == (std::vector<std::string>{"d0", "pre", "late", "d1", "d2", "d3"}));
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_and_missing_records_are_detected_not_crashed_on) {

@@ -1,8 +1,7 @@
-// The storage service of a node: owns the WiredTiger connection of tiered window state and one
-// I/O thread that serves block requests in priority order (pre-stage > late/overflow writes >
-// destage), one block per step; FlatBuffers (de)serialization of blocks runs on a worker pool.
-// It plays the design's "storage actor" as a dedicated thread with a priority queue (CAF 0.17
-// mailboxes cannot reorder by priority). Implements tidemark::block_storage.
+// The storage service of a node: owns the WiredTiger connection of tiered window state and the
+// design's storage actor, a detached CAF actor that keeps block requests in its own priority queues
+// (pre-stage > late/overflow writes > destage) and serves one block per step; FlatBuffers
+// (de)serialization of blocks runs on a worker pool. Implements tidemark::block_storage.
 #pragma once
 
 #include <atomic>
@@ -10,9 +9,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,14 +22,20 @@ namespace tidemark::persistence {
 
 class wt_connection;
 
+namespace detail {
+struct io_item;  // a request (or what is left of it) waiting for its next step
+class io_queue;
+}  // namespace detail
+
 /// Settings of a node's storage service.
 struct storage_config {
   /// WiredTiger home of window state; empty: a temporary directory removed when the service ends.
   std::string data_dir;
   /// Block (de)serialization threads; 0: one per core.
   std::size_t serialization_threads = 0;
-  /// I/O threads: 1 serves requests in priority order. More (an ablation) serve them concurrently
-  /// in arrival order, without priorities.
+  /// Storage actors (each on its own thread): 1 serves requests in priority order. More (an
+  /// ablation) serve them concurrently, each in arrival order without priorities; requests go to
+  /// them round robin.
   std::size_t io_threads = 1;
   /// Node budget for window-state memory in bytes (0: none, so never any pressure).
   std::uint64_t memory_budget_bytes = 0;
@@ -40,7 +45,7 @@ struct storage_config {
   double severe_free_fraction = 0.1;
   /// WiredTiger cache in MB (it is resident memory too).
   std::size_t cache_mb = 32;
-  /// Tests: no I/O thread; run_one() serves the next request on the caller's thread.
+  /// Tests: no storage actor; run_one() serves the next request on the caller's thread.
   bool manual_io = false;
   /// Tries of a block write before it is reported failed (a failing disk); the n-th retry
   /// waits n times `write_retry_pause` first.
@@ -63,7 +68,7 @@ struct storage_stats {
   std::int64_t memory_peak = 0;
 };
 
-/// One step the I/O thread served (recorded for tests and traces).
+/// One step the storage actor served (recorded for tests and traces).
 struct served_step {
   io_class cls;
   char op;  ///< 'w' write, 's' stage step, 'e' erase step
@@ -91,9 +96,9 @@ class storage_service final : public block_storage {
 
   /// Manual mode: serves the highest-priority queued step; false when nothing is queued.
   bool run_one();
-  /// Requests queued per class (steps of requests in progress included).
+  /// Requests per class not finished yet (queued, in the storage actor's mailbox or in progress).
   std::size_t queued(io_class c) const;
-  /// Blocks handed to the serialization workers that have not reached the I/O queue yet.
+  /// Blocks handed to the serialization workers that have not been sent to the storage actor yet.
   std::size_t serializing() const;
   /// The steps served so far, in order (recorded in manual mode only).
   std::vector<served_step> served() const;
@@ -106,17 +111,18 @@ class storage_service final : public block_storage {
   void remove_block(const bucket_address& b, std::uint64_t position);
 
  private:
-  struct stage_request;
-  struct io_item;
   struct io_session;
+  struct io_state;
+  struct io_actors;
 
   void open();
-  void enqueue(io_item item);
-  void serve(io_item& item, io_session& s);
-  /// serve() with the step counted in queued() until it returns.
-  void serve_counted(io_item& item, io_session& s);
-  void write_block(const io_item& item, io_session& s);
-  void io_loop();
+  void spawn_actors();
+  void enqueue(detail::io_item item);
+  /// Serves one step of `item`; returns the item when it has more steps (back into its queue).
+  std::optional<detail::io_item> step(detail::io_item item, io_session& s);
+  /// One step of `item`; true when the request has more steps.
+  bool serve(detail::io_item& item, io_session& s);
+  void write_block(const detail::io_item& item, io_session& s);
   void worker_loop();
   void submit(std::function<void()> job);
 
@@ -127,16 +133,14 @@ class storage_service final : public block_storage {
   bool temp_dir_ = false;
   std::string home_;
   std::shared_ptr<wt_connection> conn_;
+  std::unique_ptr<io_actors> actors_;  // the storage actors and their actor system
   std::unique_ptr<io_session> manual_session_;
 
-  mutable std::mutex io_m_;
-  std::condition_variable io_cv_;
-  std::deque<io_item> queues_[3];
-  std::size_t serving_[3] = {0, 0, 0};  // steps taken off a queue whose serve() has not returned
-  bool stopping_ = false;
+  mutable std::mutex io_m_;  // the manual queue, served_ and stats_
+  std::unique_ptr<detail::io_queue> manual_queue_;
+  std::atomic<std::size_t> pending_[3] = {};  // requests per class not finished yet
   std::vector<served_step> served_;
   storage_stats stats_;
-  std::vector<std::thread> io_threads_;
 
   mutable std::mutex work_m_;
   std::condition_variable work_cv_;
