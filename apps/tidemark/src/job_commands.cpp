@@ -232,7 +232,7 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
   run_cmd->add_option("--serialization-threads", opts->storage.serialization_threads,
                       "block (de)serialization threads of tiered state (default: one per core)");
   run_cmd->add_option("--io-threads", opts->storage.io_threads,
-                      "I/O threads of tiered state; more than 1 drops the priorities (ablation)");
+                      "storage actors (a thread each) of tiered state; more than 1 drops the priorities (ablation)");
   run_cmd->add_option("--time-slice", opts->synchronizers.time_slice,
                       "event-time width of the slices synchronizers admit at once");
   auto dashboard = std::make_shared<std::string>();
