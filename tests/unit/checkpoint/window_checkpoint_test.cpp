@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "../../support/shared_storage.hpp"
 #include "../../support/wait_until.hpp"
 #include "harness.hpp"
 #include "tidemark/core/state.hpp"
@@ -286,9 +287,9 @@ maker memory_ids_maker(Assigner a, window_config cfg) {
 
 /// A storage service under a 4 KB budget (always under pressure), shared like a node's.
 std::shared_ptr<persistence::storage_service> storage() {
-  static auto s = std::make_shared<persistence::storage_service>(
-      persistence::storage_config{"", 2, 1, 4096});
-  return s;
+  static const std::weak_ptr<persistence::storage_service> s =
+      test::shared_service(persistence::storage_config{"", 2, 1, 4096});
+  return s.lock();
 }
 
 /// m-buckets of 2 events and blocks of 3: nearly every event goes through disk.

@@ -17,7 +17,7 @@
 #include "tidemark/core/event_time.hpp"
 #include "tidemark/core/window_operators.hpp"
 #ifdef TIDEMARK_TIERED_PROPERTY
-#include "tidemark/persistence/storage_service.hpp"
+#include "../../support/shared_storage.hpp"
 #include "tidemark/core/tiered_window_store.hpp"
 #endif
 
@@ -245,9 +245,9 @@ using ids_fn = ops::process_function<ev, int, ids_of>;
 /// Tiny m-buckets and blocks so that events go through disk: one store fills its m-buckets and
 /// pre-stages; the other works under a memory budget that is always under severe pressure.
 ids_fn make_ids_fn(const window_config& cfg, std::uint64_t round) {
-  static auto plain = std::make_shared<persistence::storage_service>();
-  static auto pressed = std::make_shared<persistence::storage_service>(
-      persistence::storage_config{"", 2, 1, 4096});
+  static const std::weak_ptr<persistence::storage_service> plain = test::shared_service();
+  static const std::weak_ptr<persistence::storage_service> pressed =
+      test::shared_service(persistence::storage_config{"", 2, 1, 4096});
   tiered t;
   t.memory_events = 3;
   t.block_events = 4;
@@ -256,7 +256,7 @@ ids_fn make_ids_fn(const window_config& cfg, std::uint64_t round) {
     t.prestage = false;
   }
   return ids_fn{ids_of{}, std::make_unique<tiered_window_store<int, ev>>(
-                              t, round % 2 ? pressed : plain, cfg.allowed_lateness)};
+                              t, (round % 2 ? pressed : plain).lock(), cfg.allowed_lateness)};
 }
 #else
 ids_fn make_ids_fn(const window_config&, std::uint64_t) {
