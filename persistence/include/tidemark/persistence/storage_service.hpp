@@ -75,6 +75,10 @@ struct served_step {
   std::uint64_t position;
 };
 
+/// Its storage actors run in an actor system of the service's own, started with WiredTiger when
+/// the first store registers. The destructor drains every queued request (writes complete, their
+/// callbacks run) before it returns. Do not let a service end during static destruction: a CAF
+/// actor system cannot end there.
 class storage_service final : public block_storage {
  public:
   explicit storage_service(storage_config cfg = {});
