@@ -57,7 +57,7 @@ struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
 
 }  // namespace detail
 
-/// Priority classes of the storage I/O thread, highest first.
+/// Priority classes of the storage actor's queues, highest first.
 enum class io_class : std::uint8_t { prestage = 0, write = 1, destage = 2 };
 
 const char* to_string(io_class c) noexcept;
