@@ -3,8 +3,8 @@
 // gates of the join's timezone and the join run on different nodes and talk to the synchronizer
 // in the coordinator by control frames. Seeded runs with random lookup latencies: every run's
 // pairs equal the serial result (figure1::serial_result, one reading at a time), and every node
-// received data. Without synchronizers the same runs pair mismatched readings, so the check can
-// fail.
+// received data. (Without synchronizers the pairs mismatch: figure1_test shows it embedded; a
+// cluster's nodes always place the gates, as the Deploy frame does not carry that debug option.)
 #define BOOST_TEST_MODULE figure1_cluster
 #include <boost/test/unit_test.hpp>
 
@@ -35,10 +35,14 @@ struct fixture {
   job_registry registry;
   test::temp_dir dir{"figure1-cluster"};
 
-  fixture() { figure1::register_jobs(registry); }
+  fixture() {
+    figure1::register_jobs(registry);
+    // every node opens and fills its table while it deploys: slow on a loaded machine
+    nodes.cluster.connect_timeout = 30s;
+  }
 
   /// The pairs of one run on the cluster, sorted.
-  std::vector<std::string> run(std::uint64_t seed, bool synchronizers) {
+  std::vector<std::string> run(std::uint64_t seed) {
     const auto& spec = registry.find("figure1");
     const auto out = dir.path() / ("pairs-" + std::to_string(seed) + ".txt");
     auto o = spec.make_options();
@@ -49,7 +53,6 @@ struct fixture {
     run_options ro;
     ro.fuse = false;  // every operator a stage: round robin spreads them over the nodes
     ro.linger = 1ms;
-    ro.synchronizers.enabled = synchronizers;
     run_on_cluster(spec, o, nodes.cluster, ro);
     return test::sorted_lines(out);
   }
@@ -69,21 +72,10 @@ BOOST_FIXTURE_TEST_CASE(every_seeded_run_on_three_nodes_equals_the_serial_result
   std::vector<std::uint64_t> before;
   for (std::size_t i = 0; i < nodes.size(); ++i) before.push_back(nodes.status(i).data_bytes_in);
   for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
-    auto got = run(seed, true);
+    auto got = run(seed);
     BOOST_TEST_REQUIRE((got == expected), "seed " << seed << ": " << got.size() << " pairs");
   }
   for (std::size_t i = 0; i < nodes.size(); ++i)
     BOOST_TEST(nodes.status(i).data_bytes_in > before[i],
                "node " << nodes.cluster.nodes[i].id << " received no data");
-}
-
-BOOST_FIXTURE_TEST_CASE(without_synchronizers_the_cluster_pairs_mismatch, fixture) {
-  const auto expected = serial_lines();
-  std::size_t differing = 0;
-  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
-    auto got = run(seed, false);
-    BOOST_TEST(got.size() == elements);
-    differing += got == expected ? 0 : 1;
-  }
-  BOOST_TEST(differing > 0u);
 }
