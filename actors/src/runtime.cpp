@@ -20,6 +20,7 @@
 #include "driver_inbox.hpp"
 #include "live_poll.hpp"
 #include "messages.hpp"
+#include "synchronizer_actor.hpp"
 #include "wiring.hpp"
 
 namespace tidemark {
@@ -81,6 +82,7 @@ job_result run(const job& j, const run_options& opts) {
   detail::configure(cfg, opts);
   caf::actor_system sys{cfg};
   detail::driver_inbox inbox{sys};
+  detail::local_synchronizers synchronizers{sys, synced};  // before the stages: restores report
 
   job_result result;
   result.job = j.name();

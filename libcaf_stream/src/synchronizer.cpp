@@ -1,4 +1,5 @@
-// Synchronizer gates, their coordinator, and the graph rewrite that places them.
+// Synchronizer gates and exits, the synchronizer's state machine, the link between them, and the
+// graph rewrite that places them.
 #include "tidemark/core/synchronizer.hpp"
 
 #include <algorithm>
@@ -26,15 +27,37 @@ event_time slice_end(event_time t, event_time width) {
 
 }  // namespace
 
-timezone_coordinator::timezone_coordinator(std::uint32_t gates, std::uint32_t exits,
-                                           event_time time_slice)
+synchronizer_logic::synchronizer_logic(std::uint32_t gates, std::uint32_t exits,
+                                       event_time time_slice)
     : slice_(std::max<event_time>(1, time_slice)), gate_wm_(gates, lowest_time),
-      gate_lowest_(gates), wake_(gates), exit_wm_(exits, lowest_time),
-      gate_restored_(gates, false), exit_restored_(exits, false), gate_emitted_(gates, lowest_time) {}
+      gate_known_(gates, lowest_time), gate_lowest_(gates), exit_wm_(exits, lowest_time),
+      gate_restored_(gates, false), exit_restored_(exits, false) {}
 
-void timezone_coordinator::set_wake(std::uint32_t gate, std::function<void()> wake) {
-  std::lock_guard<std::mutex> lock{mutex_};
-  wake_.at(gate) = std::move(wake);
+bool synchronizer_logic::apply(const sync_report& r) {
+  switch (r.what) {
+    case sync_report::kind::gate:
+      gate_wm_.at(r.index) = r.wm;
+      gate_known_[r.index] = r.bound;
+      gate_lowest_[r.index] = r.lowest;
+      return !restoring_ && advance();
+    case sync_report::kind::exit: {
+      auto& e = exit_wm_.at(r.index);
+      if (r.wm <= e) return false;
+      e = r.wm;
+      return !restoring_ && advance();
+    }
+    case sync_report::kind::gate_restored:
+      if (gate_restored_.at(r.index)) return false;  // once per run: a second would start over
+      gate_wm_[r.index] = r.wm;
+      gate_known_[r.index] = r.bound;
+      gate_lowest_[r.index] = r.lowest;
+      return restored(gate_restored_, r.index);
+    case sync_report::kind::exit_restored:
+      if (exit_restored_.at(r.index)) return false;
+      exit_wm_[r.index] = std::max(exit_wm_[r.index], r.wm);
+      return restored(exit_restored_, r.index);
+  }
+  return false;
 }
 
 // The completion protocol: a slice [a, b) is admitted when every gate's input watermark has
@@ -42,13 +65,23 @@ void timezone_coordinator::set_wake(std::uint32_t gate, std::function<void()> wa
 // every exit's watermark has reached the previous bound. Gates release the slice and then emit b
 // as their watermark, so an exit's watermark reaches b only after everything the slice caused
 // inside the timezone has passed it.
-bool timezone_coordinator::advance() {
+//
+// Reports are asynchronous: a gate counts its lowest buffered time from the last bound it took,
+// so a report sent before the current bound reached the gate may name elements of a slice the
+// gate is about to release, and hides what it holds above. Such a gate is not heard until it
+// reports from the current bound (it does so as soon as it takes it): until then nothing moves,
+// so what a gate is about to release never counts as waiting, and no slice is admitted past one
+// a gate still holds.
+bool synchronizer_logic::advance() {
+  const bool was_busy = in_flight_;
   if (in_flight_) {
     // a timezone without sinks (a loop that never leaves) has nothing to wait for
     if (!exit_wm_.empty() && *std::min_element(exit_wm_.begin(), exit_wm_.end()) < admitted_)
       return false;
     in_flight_ = false;
   }
+  for (auto known : gate_known_)
+    if (known < admitted_) return was_busy;
   event_time wm = *std::min_element(gate_wm_.begin(), gate_wm_.end());
   std::optional<event_time> lowest;
   for (const auto& l : gate_lowest_)
@@ -64,48 +97,20 @@ bool timezone_coordinator::advance() {
     }
     target = slice_start(*lowest, slice_);  // the slice is incomplete: progress up to it only
   }
-  if (target <= admitted_) return false;
+  if (target <= admitted_) return was_busy;
   admitted_ = target;
   ++steps_;
   return true;
 }
 
-event_time timezone_coordinator::sync_gate(
-    std::uint32_t gate, event_time wm,
-    const std::function<std::optional<event_time>(event_time)>& lowest_from) {
-  event_time bound;
-  bool moved;
-  {
-    std::lock_guard<std::mutex> lock{mutex_};
-    gate_wm_.at(gate) = wm;
-    gate_lowest_.at(gate) = lowest_from(admitted_);
-    moved = !restoring_ && advance();
-    bound = admitted_;
-    gate_lowest_[gate] = lowest_from(bound);
-  }
-  if (moved) wake_others(gate);
-  return bound;
-}
-
-void timezone_coordinator::report_exit(std::uint32_t exit, event_time wm) {
-  bool moved;
-  {
-    std::lock_guard<std::mutex> lock{mutex_};
-    auto& e = exit_wm_.at(exit);
-    if (wm <= e) return;
-    e = wm;
-    moved = !restoring_ && advance();
-  }
-  if (moved) wake_others(static_cast<std::uint32_t>(wake_.size()));
-}
-
-// Rebuilding the coordinator from the consistent cut (the argument is in docs/timezones.md,
-// "Checkpoints of a synchronizer"): no gate holds an element below the bound it emitted, and every element that
-// entered the timezone was released below some gate's emitted bound. So the lowest bound emitted
-// is a bound every gate has passed; the slices between it and a higher gate's bound are admitted
-// again, one at a time, for the gates still behind (the others hold nothing there). An exit below
-// it still has part of a slice to finish.
-bool timezone_coordinator::restored(std::vector<bool>& marks, std::uint32_t index) {
+// Rebuilding the state from the consistent cut (the argument is in docs/timezones.md,
+// "Checkpoints of a synchronizer"): no gate holds an element below the bound it emitted, and every
+// element that entered the timezone was released below some gate's emitted bound. So the lowest
+// bound emitted is a bound every gate has passed; the slices between it and a higher gate's bound
+// are admitted again, one at a time, for the gates still behind (the others hold nothing there,
+// so their reports, counted from their own higher bound, stay valid). An exit below it still has
+// part of a slice to finish.
+bool synchronizer_logic::restored(std::vector<bool>& marks, std::uint32_t index) {
   if (!restoring_) {
     restoring_ = true;
     left_to_restore_ = gate_restored_.size() + exit_restored_.size();
@@ -113,74 +118,64 @@ bool timezone_coordinator::restored(std::vector<bool>& marks, std::uint32_t inde
   marks.at(index) = true;
   if (--left_to_restore_ > 0) return false;
   restoring_ = false;
-  admitted_ = gate_emitted_.empty()
-                  ? lowest_time
-                  : *std::min_element(gate_emitted_.begin(), gate_emitted_.end());
+  admitted_ = gate_known_.empty() ? lowest_time
+                                  : *std::min_element(gate_known_.begin(), gate_known_.end());
   in_flight_ = !exit_wm_.empty() && *std::min_element(exit_wm_.begin(), exit_wm_.end()) < admitted_;
+  // the reports received meanwhile may admit a slice already (gates do not report them again)
+  advance();
   return true;
 }
 
-void timezone_coordinator::restore_gate(std::uint32_t gate, event_time wm, event_time emitted,
-                                        std::optional<event_time> lowest) {
-  bool last;
-  {
-    std::lock_guard<std::mutex> lock{mutex_};
-    if (gate_restored_.at(gate)) return;  // once per run: a second call would start over
-    gate_wm_[gate] = wm;
-    gate_lowest_[gate] = lowest;
-    gate_emitted_.at(gate) = emitted;
-    last = restored(gate_restored_, gate);
-  }
-  if (last) wake_others(static_cast<std::uint32_t>(wake_.size()));
+timezone_link::timezone_link(std::uint32_t timezone, std::uint32_t gates, std::uint32_t exits,
+                             event_time time_slice)
+    : timezone_(timezone), gates_(gates), exits_(exits), slice_(time_slice), wake_(gates) {}
+
+void timezone_link::set_sender(sender s) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  send_ = std::move(s);
 }
 
-void timezone_coordinator::restore_exit(std::uint32_t exit, event_time wm) {
-  bool last;
+void timezone_link::send(const sync_report& r) const {
+  sender s;
   {
     std::lock_guard<std::mutex> lock{mutex_};
-    if (exit_restored_.at(exit)) return;
-    exit_wm_[exit] = std::max(exit_wm_[exit], wm);
-    last = restored(exit_restored_, exit);
+    s = send_;
   }
-  if (last) wake_others(static_cast<std::uint32_t>(wake_.size()));
+  if (s) s(r);
 }
 
-void timezone_coordinator::wake_others(std::uint32_t except) {
-  // wake functions only post a message; calling them without the lock keeps gates free to sync
+void timezone_link::set_wake(std::uint32_t gate, std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  wake_.at(gate) = std::move(wake);
+}
+
+void timezone_link::deliver(const sync_bound& b) {
+  // wake functions only post a message; calling them without the lock keeps gates free to read
   std::vector<std::function<void()>> wakes;
   {
     std::lock_guard<std::mutex> lock{mutex_};
+    latest_ = b;
     wakes = wake_;
   }
-  for (std::uint32_t g = 0; g < wakes.size(); ++g)
-    if (g != except && wakes[g]) wakes[g]();
+  for (auto& wake : wakes)
+    if (wake) wake();
 }
 
-bool timezone_coordinator::busy() const {
+sync_bound timezone_link::latest() const {
   std::lock_guard<std::mutex> lock{mutex_};
-  return in_flight_;
-}
-
-std::uint64_t timezone_coordinator::slices() const {
-  std::lock_guard<std::mutex> lock{mutex_};
-  return slices_;
-}
-
-std::uint64_t timezone_coordinator::progress_steps() const {
-  std::lock_guard<std::mutex> lock{mutex_};
-  return steps_;
+  return latest_;
 }
 
 namespace ops {
 
-gate_logic::gate_logic(std::shared_ptr<timezone_coordinator> coordinator, std::uint32_t gate,
+gate_logic::gate_logic(std::shared_ptr<timezone_link> link, std::uint32_t gate,
                        std::size_t max_buffered, std::string timezone_name,
                        const batch_codec* codec)
-    : coordinator_(std::move(coordinator)), gate_(gate), max_buffered_(max_buffered),
+    : link_(std::move(link)), gate_(gate), max_buffered_(max_buffered),
       timezone_name_(std::move(timezone_name)), codec_(codec) {}
 
 void gate_logic::set_wakeup(std::function<void()> wake) {
-  coordinator_->set_wake(gate_, std::move(wake));
+  link_->set_wake(gate_, std::move(wake));
 }
 
 void gate_logic::process(std::size_t, batch_ptr in, emitter& out) {
@@ -202,7 +197,7 @@ void gate_logic::process(std::size_t, batch_ptr in, emitter& out) {
       outs_.push_back(bucket.get());
     }
     targets_[i] = it->second;
-    if (t < emitted_wm_) ++late_;  // released with the next sync, without a slice of its own
+    if (t < emitted_wm_) ++late_;  // released at once, without a slice of its own
   }
   buffered_ += b.size();
   max_buffered_seen_ = std::max(max_buffered_seen_, buffered_);
@@ -216,13 +211,12 @@ void gate_logic::on_watermark(event_time wm, emitter& out) {
 }
 
 void gate_logic::release(emitter& out) {
-  // Emitting may finish the slice at once (a fused exit reports while we emit), so sync again
-  // until nothing moves.
+  // The synchronizer may answer a report at once (in a test, or a fused exit finishing a slice
+  // on a fast path), so take the latest bound again until nothing moves.
   for (;;) {
-    auto bound = coordinator_->sync_gate(gate_, wm_, [this](event_time from) {
-      auto it = buckets_.lower_bound(from);
-      return it == buckets_.end() ? std::nullopt : std::optional<event_time>{it->first};
-    });
+    seen_ = link_->latest();
+    // below a bound taken earlier: late elements, released at once
+    auto bound = std::max(seen_.bound, emitted_wm_);
     batch_ptr slice;
     while (!buckets_.empty() && buckets_.begin()->first < bound) {
       auto bucket = std::move(buckets_.begin()->second);
@@ -242,24 +236,38 @@ void gate_logic::release(emitter& out) {
       out.emit_watermark(emitted_wm_ = bound);
       moved = true;
     }
-    if (!moved) return;
-    out.flush();
+    if (moved) out.flush();
+    report(sync_report::kind::gate);
+    if (link_->latest().bound <= emitted_wm_) return;
   }
 }
 
+// What the gate holds at or above the bound it emitted: what it is about to release never
+// counts as waiting. Unchanged reports are not sent again.
+void gate_logic::report(sync_report::kind what) {
+  auto it = buckets_.lower_bound(emitted_wm_);
+  sync_report r{what, gate_, wm_, emitted_wm_,
+                it == buckets_.end() ? std::nullopt : std::optional<event_time>{it->first}};
+  if (what == sync_report::kind::gate && sent_ && sent_->wm == r.wm && sent_->bound == r.bound &&
+      sent_->lowest == r.lowest)
+    return;
+  sent_ = r;
+  link_->send(r);
+}
+
 bool gate_logic::saturated() const {
-  return buffered_ >= max_buffered_ && coordinator_->busy();
+  return buffered_ >= max_buffered_ && link_->latest().busy;
 }
 
 void gate_logic::add_metrics(std::map<std::string, double>& out) const {
-  out["sync_slices"] = static_cast<double>(coordinator_->slices());
-  out["sync_progress_steps"] = static_cast<double>(coordinator_->progress_steps());
+  out["sync_slices"] = static_cast<double>(seen_.slices);
+  out["sync_progress_steps"] = static_cast<double>(seen_.steps);
   out["sync_max_buffered"] = static_cast<double>(max_buffered_seen_);
   out["sync_late"] = static_cast<double>(late_);
 }
 
 // Snapshots fall between two calls, after a release: nothing buffered lies below the bound the
-// gate emitted, which is what the coordinator's restore relies on.
+// gate emitted, which is what the synchronizer's restore relies on.
 void gate_logic::snapshot(state_writer& out) {
   if (!buckets_.empty() && !codec_)
     throw job_error("the synchronizer of " + timezone_name_ +
@@ -299,20 +307,18 @@ void gate_logic::restore(state_reader& in) {
     buckets_[t] = std::move(bucket);
   }
   max_buffered_seen_ = buffered_;
-  coordinator_->restore_gate(gate_, wm_, emitted_wm_,
-                             buckets_.empty() ? std::nullopt
-                                              : std::optional<event_time>{buckets_.begin()->first});
+  report(sync_report::kind::gate_restored);
 }
 
 // The stage ended: its gates had emitted end_of_time with nothing left buffered (pending()).
 void gate_logic::restore_finished(std::uint64_t) {
   wm_ = emitted_wm_ = end_of_time;
-  coordinator_->restore_gate(gate_, end_of_time, end_of_time, std::nullopt);
+  report(sync_report::kind::gate_restored);
 }
 
 exit_reporter::exit_reporter(
     std::unique_ptr<operator_logic> inner,
-    std::vector<std::pair<std::shared_ptr<timezone_coordinator>, std::uint32_t>> to)
+    std::vector<std::pair<std::shared_ptr<timezone_link>, std::uint32_t>> to)
     : inner_(std::move(inner)), to_(std::move(to)) {}
 
 void exit_reporter::process(std::size_t input, batch_ptr in, emitter& out) {
@@ -324,8 +330,13 @@ void exit_reporter::process(std::size_t input, batch_ptr in, emitter& out) {
 
 void exit_reporter::on_watermark(event_time wm, emitter& out) {
   inner_->on_watermark(wm, out);
+  if (wm <= reported_) return;
   reported_ = wm;
-  for (auto& [coordinator, exit] : to_) coordinator->report_exit(exit, wm);
+  report(sync_report::kind::exit);
+}
+
+void exit_reporter::report(sync_report::kind what) const {
+  for (const auto& [link, exit] : to_) link->send({what, exit, reported_});
 }
 
 void exit_reporter::snapshot(state_writer& out) {
@@ -336,14 +347,14 @@ void exit_reporter::snapshot(state_writer& out) {
 void exit_reporter::restore(state_reader& in) {
   in.read(reported_);
   inner_->restore(in);
-  for (auto& [coordinator, exit] : to_) coordinator->restore_exit(exit, reported_);
+  report(sync_report::kind::exit_restored);
 }
 
 // The stage ended: nothing passes this exit any more, so it holds no slice back.
 void exit_reporter::restore_finished(std::uint64_t id) {
   inner_->restore_finished(id);
   reported_ = end_of_time;
-  for (auto& [coordinator, exit] : to_) coordinator->restore_exit(exit, end_of_time);
+  report(sync_report::kind::exit_restored);
 }
 
 }  // namespace ops
@@ -369,7 +380,8 @@ synchronized_graph synchronize(const logical_graph& g, const synchronizer_option
                    [&](auto a, auto b) { return depth(zones[a]) < depth(zones[b]); });
 
   // exits: the sinks of each timezone, one per instance
-  std::vector<std::shared_ptr<timezone_coordinator>> coordinators(zones.size());
+  auto& links = result.links;
+  links.resize(zones.size());
   std::vector<std::vector<std::pair<node_id, std::uint32_t>>> exit_offsets(zones.size());
   std::vector<std::uint32_t> gate_count(zones.size());
   for (const auto& z : zones) {
@@ -382,8 +394,7 @@ synchronized_graph synchronize(const logical_graph& g, const synchronizer_option
         exit_offsets[z.id].push_back({m, exits});
         exits += g.node(m).parallelism;
       }
-    coordinators[z.id] =
-        std::make_shared<timezone_coordinator>(gate_count[z.id], exits, opts.time_slice);
+    links[z.id] = std::make_shared<timezone_link>(z.id, gate_count[z.id], exits, opts.time_slice);
   }
 
   std::vector<std::uint32_t> next_gate(zones.size());
@@ -404,7 +415,7 @@ synchronized_graph synchronize(const logical_graph& g, const synchronizer_option
       gate.outputs = {{"main", guarded.codec, guarded.value_type}};
       auto offset = next_gate[z.id];
       next_gate[z.id] += from.parallelism;
-      gate.make_operator = [c = coordinators[z.id], offset, max = opts.max_buffered,
+      gate.make_operator = [c = links[z.id], offset, max = opts.max_buffered,
                             tz = "timezone " + std::to_string(z.id) + " of '" +
                                  g.node(z.origin).name + "'",
                             codec = guarded.codec](const instance_info& i) {
@@ -422,10 +433,10 @@ synchronized_graph synchronize(const logical_graph& g, const synchronizer_option
   // sinks report to every timezone they belong to
   for (const auto& n : g.nodes()) {
     if (n.kind != node_kind::sink) continue;
-    std::vector<std::pair<std::shared_ptr<timezone_coordinator>, std::uint32_t>> to;
+    std::vector<std::pair<std::shared_ptr<timezone_link>, std::uint32_t>> to;
     for (const auto& z : zones)
       for (auto [m, offset] : exit_offsets[z.id])
-        if (m == n.id) to.emplace_back(coordinators[z.id], offset);
+        if (m == n.id) to.emplace_back(links[z.id], offset);
     if (to.empty()) continue;
     auto& node = out.node(n.id);
     node.make_operator = [make = node.make_operator, to](const instance_info& i) {

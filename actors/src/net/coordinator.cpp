@@ -137,6 +137,53 @@ class control_links {
   std::vector<std::uint64_t> disconnects_seen_;            // per node: breaks reported so far
 };
 
+/// The synchronizers of the job's timezones (docs/timezones.md, "On a cluster"). They run here:
+/// every gate and exit reaches the coordinator over its control connection already, and one
+/// place applies each timezone's reports in the order they arrive. Fresh for every deployment;
+/// reports of a deployment a recovery replaced are dropped.
+class synchronizers {
+ public:
+  explicit synchronizers(control_links& links) : links_(links) {}
+
+  /// Deployment `id` runs on `members` (cluster indices), each timezone from its initial state.
+  void deploy(const synchronized_graph& g, std::uint32_t id, std::vector<std::uint32_t> members) {
+    deployment_ = id;
+    members_ = std::move(members);
+    zones_.clear();
+    for (const auto& link : g.links)
+      zones_.emplace_back(link->gates(), link->exits(), link->time_slice());
+  }
+
+  /// A gate's or an exit's report from node `n`; a new bound goes to every node of the deployment.
+  void on_report(std::uint32_t n, const wire::SyncReport& f) {
+    if (f.deployment() != deployment_) return;
+    const auto report = net::read_sync_report(f);
+    const auto tz = f.timezone();
+    if (!report || tz >= zones_.size()) {
+      links_.refuse(n, "a report to timezone " + std::to_string(tz) +
+                           ", which the job does not have, or of an unknown kind");
+      return;
+    }
+    bool moved = false;
+    try {
+      moved = zones_[tz].apply(*report);
+    } catch (const std::out_of_range&) {
+      links_.refuse(n, "a report of gate or exit " + std::to_string(report->index) +
+                           ", which timezone " + std::to_string(tz) + " does not have");
+      return;
+    }
+    if (!moved) return;
+    const auto bound = zones_[tz].current();
+    for (auto m : members_) links_.send(m, net::sync_bound_frame(deployment_, tz, bound));
+  }
+
+ private:
+  control_links& links_;
+  std::uint32_t deployment_ = 0;
+  std::vector<std::uint32_t> members_;
+  std::vector<synchronizer_logic> zones_;
+};
+
 /// Sends every node `request` (CopiesRequest or DropCopies) and returns the checkpoint copies
 /// each says it keeps; waits at most `timeout` for the answers (none for a node that did not
 /// answer).
@@ -432,11 +479,6 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                                                         : nullptr;
   auto j = spec.build(options);
   const auto synced = detail::executable_graph(j, opts);
-  // A timezone's gates share one in-process coordinator (docs/timezones.md), so a timezone cannot
-  // span nodes yet.
-  if (!synced.timezones.empty())
-    throw job_error("job '" + j.name() + "' has timezones (delayed operators): it runs embedded "
-                    "only for now, because a timezone's synchronizer cannot span nodes yet");
   const auto& g = synced.graph;
   auto plan = compile(g, {opts.fuse});
   // fails early, before any node is contacted, when the cluster file cannot hold the job
@@ -476,6 +518,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   std::vector<std::uint32_t> everyone(count);
   std::iota(everyone.begin(), everyone.end(), 0u);
   bool stopped_early = false;
+  synchronizers zones{links};
   auto stop_all = [&](const std::string& why) {
     links.send_all([&](std::uint32_t) { return stop_message(why); });
   };
@@ -502,6 +545,11 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
                         "(--keys DIR)?");
       }
       links.poll(left, [&](std::uint32_t n, const wire::ControlFrame& f) {
+        // restored gates and exits report while their nodes deploy
+        if (f.body_type() == wire::Body::SyncReport) {
+          zones.on_report(n, *f.body_as_SyncReport());
+          return;
+        }
         if (f.body_type() == wire::Body::HelloReply && !f.body_as_HelloReply()->accepted())
           throw job_error("node '" + cluster.nodes[n].id +
                           "' refused the coordinator: " + str(f.body_as_HelloReply()->reason()));
@@ -582,6 +630,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     // nodes drop data frames of another deployment (0 is what a coordinator without recovery sends)
     const std::uint32_t deployment = std::max(1u, first_deployment + pass);
     const auto* spare = planner.current();
+    zones.deploy(synced, deployment, members);
     for (std::uint32_t m = 0; m < job_nodes; ++m)
       links.send(members[m], deploy_message({spec.name, options, on, placement, replicas, m, opts,
                                              restoring_members.count(m) ? from.checkpoint : 0,
@@ -1122,6 +1171,7 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
           record_live(n, net::read_metrics(*f.body_as_LiveMetrics()));
           fresh = true;
         }
+        if (f.body_type() == wire::Body::SyncReport) zones.on_report(n, *f.body_as_SyncReport());
         if (f.body_type() == wire::Body::StatePiece) on_piece(n, *f.body_as_StatePiece());
         if (f.body_type() == wire::Body::CopyDurable)
           checkpoints.on_copy_durable(f.body_as_CopyDurable()->id(), cluster.nodes[n].id,

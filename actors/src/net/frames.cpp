@@ -208,6 +208,33 @@ zmq::message_t copy_caught_up_frame(std::uint32_t stage, std::uint32_t instance,
   return control_message(b, wire::CreateCopyCaughtUp(b, stage, instance, in_slot));
 }
 
+zmq::message_t sync_report_frame(std::uint32_t deployment, std::uint32_t timezone,
+                                 const sync_report& r) {
+  flatbuffers::FlatBufferBuilder b{96};
+  return control_message(
+      b, wire::CreateSyncReport(b, deployment, timezone, static_cast<wire::SyncKind>(r.what),
+                                r.index, r.wm, r.bound, r.lowest.has_value(),
+                                r.lowest.value_or(0)));
+}
+
+zmq::message_t sync_bound_frame(std::uint32_t deployment, std::uint32_t timezone,
+                                const sync_bound& s) {
+  flatbuffers::FlatBufferBuilder b{96};
+  return control_message(b, wire::CreateSyncBound(b, deployment, timezone, s.bound, s.busy,
+                                                  s.slices, s.steps));
+}
+
+std::optional<sync_report> read_sync_report(const wire::SyncReport& f) {
+  if (f.kind() > wire::SyncKind::MAX) return std::nullopt;
+  sync_report r{static_cast<sync_report::kind>(f.kind()), f.index(), f.wm(), f.bound(), {}};
+  if (f.has_lowest()) r.lowest = f.lowest();
+  return r;
+}
+
+sync_bound read_sync_bound(const wire::SyncBound& f) {
+  return {f.bound(), f.busy(), f.slices(), f.steps()};
+}
+
 std::optional<state_piece> piece_assembler::add(const wire::StatePiece& c) {
   const auto key = std::make_tuple(c.checkpoint(), c.stage(), c.instance());
   const auto size = c.bytes() ? c.bytes()->size() : 0;

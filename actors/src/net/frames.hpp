@@ -15,6 +15,7 @@
 
 #include <zmq.hpp>
 
+#include "tidemark/core/synchronizer.hpp"
 #include "tidemark/wire/control_generated.h"
 #include "tidemark/wire/data_generated.h"
 #include "tidemark/runtime/cluster_status.hpp"
@@ -26,7 +27,7 @@ namespace tidemark::net {
 
 /// Version of the control schema; peers with another major version are refused.
 inline constexpr std::uint16_t wire_version_major = 1;
-inline constexpr std::uint16_t wire_version_minor = 8;
+inline constexpr std::uint16_t wire_version_minor = 9;
 
 /// Why a frame was refused, or nullopt when it may be read.
 std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t max_bytes);
@@ -111,6 +112,16 @@ zmq::message_t copy_restored_frame(std::uint32_t stage, std::uint32_t instance,
                                    std::uint32_t copy, const std::string& error);
 zmq::message_t copy_caught_up_frame(std::uint32_t stage, std::uint32_t instance,
                                     std::uint32_t in_slot);
+
+/// Timezones on a cluster (wire 1.9): a gate's or an exit's report to the synchronizer of
+/// `timezone`, and the bound it admitted, both of deployment `deployment`.
+zmq::message_t sync_report_frame(std::uint32_t deployment, std::uint32_t timezone,
+                                 const sync_report& r);
+zmq::message_t sync_bound_frame(std::uint32_t deployment, std::uint32_t timezone,
+                                const sync_bound& b);
+/// The report in a SyncReport frame; nullopt when its kind is unknown.
+std::optional<sync_report> read_sync_report(const wire::SyncReport& f);
+sync_bound read_sync_bound(const wire::SyncBound& f);
 
 /// A state piece put back together from its StatePiece frames.
 struct state_piece {

@@ -411,6 +411,11 @@ struct node_server::impl final : net::node_port {
                               x.chunk_bytes, x.node_report);
     fresh->node_report = x.node_report;
     fresh->deployment = x.id;
+    // the synchronizers of the timezones run in the coordinator (docs/timezones.md)
+    for (const auto& link : x.synced.links)
+      link->set_sender([out = out, id = x.id, tz = link->timezone()](const sync_report& r) {
+        out->push({net::outgoing::coordinator, net::sync_report_frame(id, tz, r)});
+      });
     const auto remote = remote_of(*fresh);
     fresh->stages = std::make_unique<detail::deployment_actors>(
         sys, g, x.plan, x.wiring, where, x.opts, fresh->driver, &remote, &from);

@@ -351,6 +351,20 @@ void node_dispatch::on_control(std::string_view from, const char* key, zmq::mess
       break;
     case wire::Body::DropCopies: copies_.on_drop(from, *f.body_as_DropCopies()); break;
     case wire::Body::FetchCopies: copies_.on_fetch(from, *f.body_as_FetchCopies()); break;
+    case wire::Body::SyncBound: {
+      // a bound of a deployment a recovery replaced is dropped
+      const auto& bound = *f.body_as_SyncBound();
+      if (!dep_ || bound.deployment() != dep_->id) break;
+      const auto& links = dep_->synced.links;
+      if (bound.timezone() >= links.size()) {
+        --status_.frames_in;
+        bad_frame(received, "a bound for timezone " + std::to_string(bound.timezone()) +
+                                ", which the job does not have");
+        break;
+      }
+      links[bound.timezone()]->deliver(read_sync_bound(bound));
+      break;
+    }
     case wire::Body::StatusRequest: {
       collect_counters();
       flatbuffers::Offset<wire::DeploymentStatus> view;  // absent: no job here

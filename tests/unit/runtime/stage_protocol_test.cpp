@@ -13,6 +13,7 @@
 
 #include "messages.hpp"
 #include "stage_actor.hpp"
+#include "test_scheduler.hpp"
 
 using namespace tidemark;
 using namespace tidemark::detail;
@@ -83,16 +84,8 @@ struct pass_through final : operator_logic {
   std::shared_ptr<lines> log_;
 };
 
-struct testing_config : caf::actor_system_config {
-  testing_config() { set("scheduler.policy", caf::atom("testing")); }
-};
-
 /// upstream -> stage (one pass_through operator) -> downstream; the driver gets done/failed.
-struct fixture {
-  testing_config cfg;
-  caf::actor_system sys{cfg};
-  caf::scheduler::test_coordinator& sched =
-      dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+struct fixture : test::stepped_actor_system {
   std::shared_ptr<lines> upstream_log = std::make_shared<lines>();
   std::shared_ptr<lines> downstream_log = std::make_shared<lines>();
   std::shared_ptr<lines> driver_log = std::make_shared<lines>();

@@ -1,6 +1,8 @@
 // The synchronizer protocol without actors: two gates of one timezone and its exit, stepped by
-// hand. Slices are admitted one at a time, in event-time order, only when every gate's input has
-// passed the slice and the exit has finished the previous one.
+// hand, their reports applied to the synchronizer's state machine at once (the runtime sends them
+// as messages; synchronizer_actor_test covers that). Slices are admitted one at a time, in
+// event-time order, only when every gate's input has passed the slice and the exit has finished
+// the previous one.
 #define BOOST_TEST_MODULE synchronizer_gate
 #include <boost/test/unit_test.hpp>
 
@@ -14,8 +16,28 @@ using namespace tidemark::test;
 
 namespace {
 
+/// A timezone whose reports reach its synchronizer at once and whose bounds come back at once.
+struct direct_synchronizer {
+  std::shared_ptr<timezone_link> link;
+  synchronizer_logic logic;
+
+  direct_synchronizer(std::uint32_t gates, std::uint32_t exits, event_time slice)
+      : link(std::make_shared<timezone_link>(0, gates, exits, slice)), logic(gates, exits, slice) {
+    link->set_sender([this](const sync_report& r) {
+      if (logic.apply(r)) link->deliver(logic.current());
+    });
+  }
+  direct_synchronizer(const direct_synchronizer&) = delete;
+  direct_synchronizer& operator=(const direct_synchronizer&) = delete;
+  void report_exit(std::uint32_t exit, event_time wm) {
+    link->send({sync_report::kind::exit, exit, wm});
+  }
+  bool busy() const { return logic.current().busy; }
+};
+
 struct two_gates {
-  std::shared_ptr<timezone_coordinator> c = std::make_shared<timezone_coordinator>(2, 1, 1);
+  direct_synchronizer sync{2, 1, 1};
+  std::shared_ptr<timezone_link> c = sync.link;
   ops::gate_logic slow{c, 0, 4, "timezone 0"};    // behind the delayed operator
   ops::gate_logic direct{c, 1, 4, "timezone 0"};  // the direct path
   recording_emitter slow_out, direct_out;
@@ -48,14 +70,14 @@ BOOST_AUTO_TEST_CASE(slices_enter_one_at_a_time_in_time_order) {
   t.direct.on_wakeup(t.direct_out);
   BOOST_TEST(t.direct_out.values<int>() == std::vector<int>{1});
   BOOST_TEST(t.direct_out.watermarks() == std::vector<event_time>{2});
-  BOOST_TEST(t.c->busy());
+  BOOST_TEST(t.sync.busy());
 
   // slice [2, 3) is complete on both inputs but waits until the exit finished slice [1, 2)
   t.clear();
   t.slow.on_watermark(3, t.slow_out);
   BOOST_TEST(t.slow_out.log.empty());
-  t.c->report_exit(0, 2);
-  BOOST_TEST(t.slow_wakes == 1);
+  t.sync.report_exit(0, 2);
+  BOOST_TEST(t.slow_wakes == 2);  // every bound wakes every gate
   t.slow.on_wakeup(t.slow_out);
   t.direct.on_wakeup(t.direct_out);
   BOOST_TEST(t.slow_out.values<int>() == std::vector<int>{20});
@@ -68,32 +90,32 @@ BOOST_AUTO_TEST_CASE(slices_enter_one_at_a_time_in_time_order) {
   t.direct.on_watermark(end_of_time, t.direct_out);
   BOOST_TEST(t.direct_out.log.empty());
   BOOST_TEST(t.direct.pending());
-  t.c->report_exit(0, 3);
+  t.sync.report_exit(0, 3);
   t.slow.on_wakeup(t.slow_out);
   t.direct.on_wakeup(t.direct_out);
   BOOST_TEST(t.direct_out.values<int>() == std::vector<int>{3});
   BOOST_TEST(t.slow_out.values<int>().empty());
   BOOST_TEST(t.direct_out.watermarks() == std::vector<event_time>{4});
-  t.c->report_exit(0, 4);
+  t.sync.report_exit(0, 4);
   t.slow.on_wakeup(t.slow_out);
   t.direct.on_wakeup(t.direct_out);
   BOOST_TEST(t.direct_out.watermarks() == (std::vector<event_time>{4, end_of_time}));
   BOOST_TEST(t.slow_out.watermarks() == (std::vector<event_time>{4, end_of_time}));
   BOOST_TEST(!t.direct.pending());
   BOOST_TEST(!t.slow.pending());
-  BOOST_TEST(t.c->slices() == 3u);
+  BOOST_TEST(t.sync.logic.current().slices == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(time_slices_admit_several_timestamps_sorted) {
-  auto c = std::make_shared<timezone_coordinator>(1, 1, 10);
-  ops::gate_logic g{c, 0, 100, "timezone 0"};
+  direct_synchronizer sync{1, 1, 10};
+  ops::gate_logic g{sync.link, 0, 100, "timezone 0"};
   recording_emitter out;
   g.process(0, make_batch<int>({13, 5, 11, 12, 25}, {13, 5, 11, 12, 25}), out);
   g.on_watermark(20, out);
   // [0, 10) first; [10, 20) waits for the exit
   BOOST_TEST(out.values<int>() == std::vector<int>{5});
   BOOST_TEST(out.watermarks() == std::vector<event_time>{10});
-  c->report_exit(0, 10);
+  sync.report_exit(0, 10);
   g.on_wakeup(out);
   BOOST_TEST(out.values<int>() == (std::vector<int>{5, 11, 12, 13}));
   BOOST_TEST(out.watermarks() == (std::vector<event_time>{10, 20}));
@@ -106,7 +128,7 @@ BOOST_AUTO_TEST_CASE(a_full_gate_holds_input_while_the_timezone_is_busy) {
   t.direct.process(0, make_batch<int>({1}, {1}), t.direct_out);
   t.direct.on_watermark(5, t.direct_out);
   t.slow.on_watermark(5, t.slow_out);
-  BOOST_TEST(t.c->busy());
+  BOOST_TEST(t.sync.busy());
   BOOST_TEST(t.slow.saturated());  // 4 left, the timezone busy with slice [1, 2)
 }
 
@@ -121,13 +143,14 @@ BOOST_AUTO_TEST_CASE(elements_without_event_time_are_rejected_by_name) {
                         });
 }
 
-// ---- checkpoints: a timezone saved in its gates and exits, its coordinator rebuilt on restore ----
+// ---- checkpoints: a timezone saved in its gates and exits, its synchronizer rebuilt on restore ----
 
 namespace {
 
 /// Two gates and a counting exit of one timezone, as plan compilation builds them.
 struct saved_timezone {
-  std::shared_ptr<timezone_coordinator> c = std::make_shared<timezone_coordinator>(2, 1, 1);
+  direct_synchronizer sync{2, 1, 1};
+  std::shared_ptr<timezone_link> c = sync.link;
   ops::gate_logic slow{c, 0, 100, "timezone 0", batch_codec_for<int>()};
   ops::gate_logic direct{c, 1, 100, "timezone 0", batch_codec_for<int>()};
   ops::exit_reporter exit{std::make_unique<ops::count_sink>(std::make_shared<std::atomic<std::uint64_t>>()),

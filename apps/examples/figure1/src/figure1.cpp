@@ -105,14 +105,21 @@ void fill_table(const config& c) {
   t.insert_batch(rows);
 }
 
-job build(const config& c, collected<joined>& out) {
+job build(const config& c, collected<joined>& out, const std::string& path) {
   job j{"figure1"};
   auto in = readings(j, c);
   auto pairs = in.transform_with<joined>(looked_up(in, c), "lockstep_join", [](const instance_info&) {
     return std::make_unique<lockstep_join>();
   }, "join");
-  out = pairs.collect("out");
+  if (path.empty())
+    out = pairs.collect("out");
+  else
+    pairs.write_lines(path, &to_line, "out");
   return j;
+}
+
+std::string to_line(const joined& x) {
+  return std::to_string(x.direct.id) + " " + std::to_string(x.looked_up.id) + " " + x.looked_up.row;
 }
 
 std::vector<joined> serial_result(std::size_t elements) {
@@ -155,6 +162,45 @@ std::shared_ptr<persistence::wt_connection> shared_connection(const std::string&
   return conn;
 }
 
+/// A temporary database, removed with this object.
+struct temp_database {
+  std::filesystem::path dir;
+  std::shared_ptr<persistence::wt_connection> conn;
+  temp_database() = default;
+  temp_database(const temp_database&) = delete;
+  temp_database& operator=(const temp_database&) = delete;
+  ~temp_database() {
+    conn.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+};
+
+std::filesystem::path make_temp_dir() {
+  auto pattern = (std::filesystem::temp_directory_path() / "tidemark-figure1-XXXXXX").string();
+  if (!mkdtemp(pattern.data())) throw job_error("figure1: cannot create a temporary directory");
+  return pattern;
+}
+
+/// A table in a temporary database of this process, filled for `elements` readings and removed
+/// when the process ends: `--db local`, what the nodes of a cluster use (processes cannot share
+/// one WiredTiger directory, and hosts do not share one).
+std::shared_ptr<persistence::wt_connection> local_database(std::size_t elements) {
+  static std::mutex mutex;
+  static std::map<std::size_t, temp_database> made;
+  std::lock_guard<std::mutex> lock{mutex};
+  auto& db = made[elements];
+  if (!db.conn) {
+    db.dir = make_temp_dir();
+    db.conn = persistence::wt_connection::open(db.dir.string());
+    config c;
+    c.elements = elements;
+    c.db = db.conn;
+    fill_table(c);
+  }
+  return db.conn;
+}
+
 config from_options(const job_options& o) {
   config c;
   c.elements = static_cast<std::size_t>(o.get_int("elements"));
@@ -167,20 +213,12 @@ config from_options(const job_options& o) {
     throw job_error("figure1: --elements >= 1, --concurrency >= 1 and 0 <= --min-delay-us <= "
                     "--max-delay-us are required");
   // without a database (tidemark plan runs no prepare) the job is built but cannot run
-  if (auto db = o.get("db"); !db.empty()) c.db = shared_connection(db);
+  if (auto db = o.get("db"); db == "local")
+    c.db = local_database(c.elements);
+  else if (!db.empty())
+    c.db = shared_connection(db);
   return c;
 }
-
-/// A temporary database that prepare fills; removed when the run is over.
-struct temp_database {
-  std::filesystem::path dir;
-  std::shared_ptr<persistence::wt_connection> conn;
-  ~temp_database() {
-    conn.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-};
 
 }  // namespace
 
@@ -194,24 +232,30 @@ void register_jobs(job_registry& registry) {
                   {"min-delay-us", "0", "lowest simulated lookup latency"},
                   {"max-delay-us", "1000", "highest simulated lookup latency"},
                   {"seed", "1", "seed of the per-key latencies"},
-                  {"db", "", "WiredTiger directory holding the table (default: a temporary one)"}};
+                  {"db", "", "WiredTiger directory holding the table (default: a temporary one; "
+                             "'local': one per process, what a cluster's nodes use)"},
+                  {"out", "", "file for one line per pair, 'direct-id looked-up-id row' (default: "
+                              "the pairs are only counted)"}};
   spec.prepare = [](job_options& o) -> std::shared_ptr<void> {
     auto elements = o.get_int("elements");
     if (!o.get("db").empty()) return nullptr;
     auto db = std::make_shared<temp_database>();
-    auto pattern = (std::filesystem::temp_directory_path() / "tidemark-figure1-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw job_error("figure1: cannot create a temporary directory");
-    db->dir = pattern;
-    o.set("db", pattern);
+    db->dir = make_temp_dir();
+    o.set("db", db->dir.string());
     config c = from_options(o);
     c.elements = static_cast<std::size_t>(elements);
     db->conn = c.db;
     fill_table(c);
     return db;
   };
+  // every node looks up in a table of its own
+  spec.prepare_cluster = [](job_options& o, const cluster_config&) -> std::shared_ptr<void> {
+    if (o.get("db").empty()) o.set("db", "local");
+    return nullptr;
+  };
   spec.build = [](const job_options& o) {
     collected<joined> ignored;
-    return build(from_options(o), ignored);
+    return build(from_options(o), ignored, o.get("out"));
   };
   spec.report = [](const job_options& o, const job_result& r) {
     double mismatched = 0;

@@ -65,8 +65,11 @@ struct config {
 /// Writes the rows the lookups find: key = the reading's id, value "row-<id>".
 void fill_table(const config& c);
 
-/// Figure 1: source -> (table lookup join | direct) -> lockstep join -> collect.
-job build(const config& c, collected<joined>& out);
+/// Figure 1: source -> (table lookup join | direct) -> lockstep join -> collect, or, given a
+/// `path`, -> one line per pair (to_line) in that file.
+job build(const config& c, collected<joined>& out, const std::string& path = "");
+/// A pair as its line in figure 1's output file: "direct-id looked-up-id row".
+std::string to_line(const joined& x);
 /// What figure 1 computes when elements go through one at a time.
 std::vector<joined> serial_result(std::size_t elements);
 /// Pairs whose two sides come from different readings.
@@ -75,9 +78,9 @@ std::size_t mismatches(const std::vector<joined>& xs);
 /// The benchmark's pipeline: source -> table lookup join -> label (in the timezone) -> collect.
 job build_lookup_pipeline(const config& c, collected<enriched>& out);
 
-/// Registers `figure1` (options: elements, concurrency, min/max-delay-us, seed, db): prepare
-/// fills a table in a temporary database unless --db names one; the report prints how many pairs
-/// matched. `tidemark run figure1 --no-synchronizers` shows the mismatches.
+/// Registers `figure1` (options: elements, concurrency, min/max-delay-us, seed, db, out): prepare
+/// fills a table in a temporary database unless --db names one (on a cluster each node makes its
+/// own, `--db local`); the report prints how many pairs matched. `tidemark run figure1 --no-synchronizers` shows the mismatches.
 void register_jobs(job_registry& registry);
 
 }  // namespace tidemark::figure1

@@ -1,0 +1,81 @@
+// The synchronizer patent's figure 1 on three tidemark-node processes (loopback), issue 18
+// point 4: every operator a stage of its own, placed round robin, so the table lookup, the two
+// gates of the join's timezone and the join run on different nodes and talk to the synchronizer
+// in the coordinator by control frames. Seeded runs with random lookup latencies: every run's
+// pairs equal the serial result (figure1::serial_result, one reading at a time), and every node
+// received data. (Without synchronizers the pairs mismatch: figure1_test shows it embedded; a
+// cluster's nodes always place the gates, as the Deploy frame does not carry that debug option.)
+#define BOOST_TEST_MODULE figure1_cluster
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+
+#include "../../support/environment.hpp"
+#include "../../support/lines.hpp"
+#include "../../support/temp_dir.hpp"
+#include "tidemark/chaos/local_cluster.hpp"
+#include "tidemark/examples/figure1.hpp"
+
+using namespace tidemark;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::size_t elements = 60;
+/// Seeded runs: the issue asks 50; they take about ~RUNTIME~ on this machine, so CI runs them all.
+constexpr std::uint64_t seeds = 50;
+
+struct fixture {
+  chaos::local_cluster nodes{[] {
+    chaos::local_cluster_options o;
+    o.node_binary = test::node_binary();
+    o.nodes = 3;
+    return o;
+  }()};
+  job_registry registry;
+  test::temp_dir dir{"figure1-cluster"};
+
+  fixture() {
+    figure1::register_jobs(registry);
+    // every node opens and fills its table while it deploys: slow on a loaded machine
+    nodes.cluster.connect_timeout = 30s;
+  }
+
+  /// The pairs of one run on the cluster, sorted.
+  std::vector<std::string> run(std::uint64_t seed) {
+    const auto& spec = registry.find("figure1");
+    const auto out = dir.path() / ("pairs-" + std::to_string(seed) + ".txt");
+    auto o = spec.make_options();
+    o.set("elements", std::to_string(elements));
+    o.set("seed", std::to_string(seed));
+    o.set("max-delay-us", "1500");
+    o.set("out", out.string());
+    run_options ro;
+    ro.fuse = false;  // every operator a stage: round robin spreads them over the nodes
+    ro.linger = 1ms;
+    run_on_cluster(spec, o, nodes.cluster, ro);
+    return test::sorted_lines(out);
+  }
+};
+
+std::vector<std::string> serial_lines() {
+  std::vector<std::string> lines;
+  for (const auto& x : figure1::serial_result(elements)) lines.push_back(figure1::to_line(x));
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(every_seeded_run_on_three_nodes_equals_the_serial_result, fixture) {
+  const auto expected = serial_lines();
+  std::vector<std::uint64_t> before;
+  for (std::size_t i = 0; i < nodes.size(); ++i) before.push_back(nodes.status(i).data_bytes_in);
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+    auto got = run(seed);
+    BOOST_TEST_REQUIRE((got == expected), "seed " << seed << ": " << got.size() << " pairs");
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    BOOST_TEST(nodes.status(i).data_bytes_in > before[i],
+               "node " << nodes.cluster.nodes[i].id << " received no data");
+}
