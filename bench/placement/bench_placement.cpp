@@ -50,8 +50,8 @@ class cpu_quota {
     const auto period = 100000;
     const auto quota = static_cast<long>(cores * period);
     for (std::size_t i = 0; i < nodes; ++i) {
-      auto dir = (is_v1 ? v1 : v2) /
-                 ("tidemark-bench-placement-" + std::to_string(::getpid()) + "-n" + std::to_string(i + 1));
+      auto dir = (is_v1 ? v1 : v2) / ("tidemark-bench-placement-" + std::to_string(::getpid()) +
+                                      "-n" + std::to_string(i + 1));
       if (::mkdir(dir.c_str(), 0755) != 0)
         throw std::runtime_error("cannot create the cgroup " + dir.string() +
                                  " (the benchmark limits each node's CPU there: run it as root)");
@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
         m.throughput.push_back(throughput);
         m.p99_ms.push_back(p99);
         nlohmann::json cpu;
-        for (const auto& n : report["nodes"]) cpu[n["node"].get<std::string>()] = n["cpu_percent_mean"];
+        for (const auto& n : report["nodes"])
+          cpu[n["node"].get<std::string>()] = n["cpu_percent_mean"];
         const auto counts = counts_of(result, report);
         if (counts != reference)
           failures.push_back(m.name + " run " + std::to_string(r) +
@@ -261,8 +262,9 @@ int main(int argc, char** argv) {
     std::ofstream{out} << doc.dump(2) << '\n';
     std::printf("round robin median %.0f messages/s, by load %.0f (x%.2f); p99 %.1f / %.1f ms; "
                 "load average %.2f -> %.2f; wrote %s\n",
-                bench::percentile(modes[0].throughput, 0.5), bench::percentile(modes[1].throughput, 0.5),
-                speedup, bench::percentile(modes[0].p99_ms, 0.5), bench::percentile(modes[1].p99_ms, 0.5),
+                bench::percentile(modes[0].throughput, 0.5),
+                bench::percentile(modes[1].throughput, 0.5), speedup,
+                bench::percentile(modes[0].p99_ms, 0.5), bench::percentile(modes[1].p99_ms, 0.5),
                 load_before, bench::load_average(), out.c_str());
     for (const auto& f : failures) std::fprintf(stderr, "%s\n", f.c_str());
     return failures.empty() ? 0 : 1;

@@ -589,7 +589,8 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     // nodes' clients connect to it while they deploy
     const auto broker_node = cluster.find(cluster.broker.node);
     std::array<std::vector<std::uint32_t>, 2> waves;  // member indices
-    for (std::uint32_t m = 0; m < job_nodes; ++m) waves[members[m] == broker_node ? 0 : 1].push_back(m);
+    for (std::uint32_t m = 0; m < job_nodes; ++m)
+      waves[members[m] == broker_node ? 0 : 1].push_back(m);
     for (const auto& wave : waves) {
       std::vector<std::uint32_t> expected;
       for (auto m : wave) {

@@ -401,7 +401,8 @@ struct fixture {
     ro.linger = 1ms;
     ro.fuse = false;  // every operator a stage: round robin puts work on every node
     run r;
-    r.result = cluster ? run_on_cluster(spec, options, *cluster, ro) : run_registered(spec, options, ro);
+    r.result =
+        cluster ? run_on_cluster(spec, options, *cluster, ro) : run_registered(spec, options, ro);
     auto ops = by_name(r.result);
     for (std::size_t t = 0; t < topics.size(); ++t) {
       std::uint64_t published = 0;  // what the job's MQTT sinks took in
@@ -499,13 +500,15 @@ BOOST_FIXTURE_TEST_CASE(riot_etl_with_the_broker_pinned_to_n2, fixture) {
   }
   running = false;
   watch.join();
-  BOOST_TEST(brokers.size() == 1u, brokers.size() << " mosquitto processes were children of n2's node");
+  BOOST_TEST(brokers.size() == 1u,
+             brokers.size() << " mosquitto processes were children of n2's node process");
   test::wait_until([&] { return !riot::io::accepts_connections(pinned.broker.port, host); }, 10s,
                    "n2 stops the broker at " + address + " when the job ended");
   for (const auto& o : distributed->result.per_operator())
     if (o.op == "mqtt_publish") {
       BOOST_TEST(o.events_in > 0u);
-      BOOST_TEST(o.extra.at("task_errors") == 0.0, "the MQTT sink could not publish to " << address);
+      BOOST_TEST(o.extra.at("task_errors") == 0.0,
+                 "the MQTT sink could not publish to " << address);
     }
   auto embedded = run_job(spec, c, dir.path() / "embedded", nullptr);
   const auto lines = check_equal(distributed->out, embedded.out);
@@ -516,19 +519,21 @@ BOOST_FIXTURE_TEST_CASE(riot_etl_with_the_broker_pinned_to_n2, fixture) {
 
 // A broker that n2 cannot start (its port is taken: by n2's own control socket) fails the
 // deployment with an error that names n2 and the address.
-BOOST_FIXTURE_TEST_CASE(a_pinned_broker_that_cannot_start_fails_the_deploy_naming_the_node, fixture) {
+BOOST_FIXTURE_TEST_CASE(a_pinned_broker_that_cannot_start_fails_the_deploy_naming_n2, fixture) {
   const auto& spec = registry.find("riot-etl");
   auto pinned = nodes.cluster;
   const auto& endpoint = nodes.cluster.nodes[nodes.index_of("n2")].endpoint;
   pinned.broker = {"n2", std::stoi(endpoint.substr(endpoint.rfind(':') + 1))};
   test::temp_dir dir{"cluster-jobs-broker-taken"};
-  auto options = parse_job_arguments(spec, {"--dataset", "city", "--speed", fast, "--out", dir.path().string()});
+  auto options = parse_job_arguments(
+      spec, {"--dataset", "city", "--speed", fast, "--out", dir.path().string()});
   try {
     run_on_cluster(spec, options, pinned);
     BOOST_ERROR("the job ran with its broker's port taken");
   } catch (const job_error& e) {
     const std::string what = e.what();
     BOOST_TEST(what.find("node 'n2' could not deploy job 'riot-etl'") != std::string::npos, what);
-    BOOST_TEST(what.find(pinned.broker_address() + ": the port is taken") != std::string::npos, what);
+    BOOST_TEST(what.find(pinned.broker_address() + ": the port is taken") != std::string::npos,
+               what);
   }
 }

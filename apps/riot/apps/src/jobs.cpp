@@ -184,7 +184,8 @@ void register_jobs(job_registry& registry) {
       if (!cluster.broker.node.empty()) {
         if (!j.get("broker").empty() || !j.get("broker-node").empty())
           throw job_error("the cluster file pins the broker to node '" + cluster.broker.node +
-                          "' (broker:), and --broker or --broker-node names one too: give one of the two");
+                          "' (broker:), and --broker or --broker-node names one too: give one "
+                          "of the two");
         j.set("broker", cluster.broker_address());
         j.set("broker-node", cluster.broker.node);
         spdlog::info("node {} starts mosquitto on {} for this run (broker: in the cluster file)",
