@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -163,6 +164,8 @@ int main(int argc, char** argv) {
     o.nodes = 3;
     o.launcher = [&quota](std::size_t i) { return quota.launcher(i); };
     chaos::local_cluster nodes{o};
+    // a node held to its quota on a busy machine may fall silent for more than the default 1 s
+    nodes.cluster.heartbeat_timeout = std::chrono::seconds{10};
 
     job_registry registry;
     register_all_jobs(registry);
