@@ -1,6 +1,6 @@
 // Benchmark `placement`: does packing stage instances by measured load (`tidemark run --cluster C
 // --placement-load REPORT`, issue 18 point 7) beat round robin? riot-etl (every operator a stage
-// of its own, the data-parallel tasks at --parallelism 2: 16 instances of unequal cost) runs as
+// of its own, the data-parallel tasks at --parallelism 2: 24 instances of unequal cost) runs as
 // fast as the replay goes on three local tidemark-node processes. Each node process is held to
 // the same CPU quota (0.5 core by default) in a cgroup of its own: with three nodes on a 2-core
 // machine, pinning them to cores (taskset) cannot give them equal shares — two would share one

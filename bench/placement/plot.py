@@ -16,7 +16,7 @@ with open(report) as f:
 modes = ["round_robin", "by_load"]
 labels = {"round_robin": "round robin", "by_load": "by measured load"}
 
-fig, axes = plt.subplots(1, 3, figsize=(12, 4))
+fig, axes = plt.subplots(1, 3, figsize=(13, 5.5))
 for ax, key, unit in [(axes[0], "throughput_msgs_per_s", "input messages/s"),
                       (axes[1], "p99_ms", "latency p99 (ms)")]:
     for x, m in enumerate(modes):
@@ -52,7 +52,7 @@ ax.axhline(doc["settings"]["node_cpu_cores"], color="red", linestyle="--", linew
 ax.set_xticks(range(len(nodes)), [f"{n}\nRR | load" for n in nodes])
 ax.set_ylabel("expected load (cores, from the profile run)")
 ax.set_title("per node: round robin (left), by load (right)", fontsize=9)
-ax.legend(fontsize=6, ncol=2, loc="upper right")
+ax.legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.16))
 
 s = doc["settings"]
 fig.suptitle(f"riot-etl on 3 nodes of {s['node_cpu_cores']} core each ({s['node_cpu_limit']}); "
