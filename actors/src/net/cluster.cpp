@@ -113,6 +113,36 @@ void read_checkpoint(const YAML::Node& doc, cluster_config& c, const Where& wher
   }
 }
 
+/// `broker: {node: n2, port: 1883}`: a node of the file, a TCP port.
+template <class Where>
+void read_broker(const YAML::Node& doc, cluster_config& c, const Where& where) {
+  if (!doc.IsMap())
+    throw std::runtime_error(where("'broker' must be a map like {node: n2, port: 1883}"));
+  for (const auto& e : doc) {
+    const auto key = e.first.as<std::string>();
+    if (key == "node")
+      c.broker.node = e.second.as<std::string>();
+    else if (key == "port")
+      c.broker.port = e.second.as<int>();
+    else
+      throw std::runtime_error(where("broker: unknown field '" + key + "' (node, port)"));
+  }
+  if (!c.find(c.broker.node))
+    throw std::runtime_error(where("broker: 'node' is '" + c.broker.node +
+                                   "', which is no node id of 'nodes'"));
+  if (c.broker.port < 1 || c.broker.port > 65535)
+    throw std::runtime_error(where("broker: 'port' is " + std::to_string(c.broker.port) +
+                                   ": it must be a TCP port (1 to 65535)"));
+}
+
+/// The host of a node's endpoint: `tcp://10.0.0.5:7100` -> `10.0.0.5`, `tcp://[::1]:7100` -> `::1`.
+std::string endpoint_host(const std::string& endpoint) {
+  auto host = endpoint.substr(0, endpoint.rfind(':'));
+  if (host.rfind("tcp://", 0) == 0) host = host.substr(6);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
 }  // namespace
 
 cluster_config cluster_config::load(const std::string& path) {
@@ -174,6 +204,7 @@ cluster_config cluster_config::load(const std::string& path) {
       for (const auto& p : doc["pins"]) c.pins[p.first.as<std::string>()] = p.second.as<std::string>();
     if (const auto r = doc["replication"]) read_replication(r, c, where);
     read_checkpoint(doc["checkpoint"], c, where);
+    if (const auto b = doc["broker"]) read_broker(b, c, where);
   } catch (const YAML::Exception& e) {
     throw std::runtime_error(where(e.what()));
   }
@@ -184,6 +215,11 @@ std::optional<std::uint32_t> cluster_config::find(const std::string& id) const {
   for (std::uint32_t i = 0; i < nodes.size(); ++i)
     if (nodes[i].id == id) return i;
   return std::nullopt;
+}
+
+std::string cluster_config::broker_address() const {
+  const auto n = find(broker.node);
+  return n ? endpoint_host(nodes[*n].endpoint) + ":" + std::to_string(broker.port) : std::string{};
 }
 
 std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
@@ -407,9 +443,7 @@ std::string data_endpoint(const std::string& control) {
 std::string local_address_towards(const cluster_config& cluster) {
   if (cluster.nodes.empty()) throw std::runtime_error("the cluster has no nodes");
   const auto& endpoint = cluster.nodes.front().endpoint;
-  auto host = endpoint.substr(0, endpoint.rfind(':'));
-  if (host.rfind("tcp://", 0) == 0) host = host.substr(6);
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  const auto host = endpoint_host(endpoint);
   auto fail = [&](const std::string& why) {
     return std::runtime_error("cannot find this host's address towards node '" +
                               cluster.nodes.front().id + "' at " + endpoint + ": " + why);

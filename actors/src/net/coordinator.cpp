@@ -1,6 +1,7 @@
 // The coordinator: deploys a registered job's physical plan on the nodes of a cluster file,
 // starts it, watches heartbeats, collects metrics and reports the result (see cluster.hpp).
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <tuple>
 #include <fstream>
@@ -631,29 +632,43 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
     const std::uint32_t deployment = std::max(1u, first_deployment + pass);
     const auto* spare = planner.current();
     zones.deploy(synced, deployment, members);
-    for (std::uint32_t m = 0; m < job_nodes; ++m)
-      links.send(members[m], deploy_message({spec.name, options, on, placement, replicas, m, opts,
-                                             restoring_members.count(m) ? from.checkpoint : 0,
-                                             deployment, fence,
-                                             spare ? spare->budget : -1,
-                                             spare ? spare->replica_load : -1,
-                                             spare ? spare->availability : -1}));
     std::string refused;  // a node's deploy error
     std::vector<std::string> unreplayable;  // the nodes' sources that cannot replay
-    const auto deployed = await(members, wire::Body::Deployed, "deploy", !lost_at,
-                                [&](std::uint32_t n, const wire::ControlFrame& f) {
-      const auto* d = f.body_as_Deployed();
-      if (d->ok()) {
-        if (d->unreplayable())
-          for (const auto* name : *d->unreplayable()) unreplayable.push_back(str(name));
-        return;
+    std::vector<std::uint32_t> deployed;
+    // the node of a pinned broker first: it starts the broker while it deploys, and the other
+    // nodes' clients connect to it while they deploy
+    const auto broker_node = cluster.find(cluster.broker.node);
+    std::array<std::vector<std::uint32_t>, 2> waves;  // member indices
+    for (std::uint32_t m = 0; m < job_nodes; ++m)
+      waves[members[m] == broker_node ? 0 : 1].push_back(m);
+    for (const auto& wave : waves) {
+      std::vector<std::uint32_t> expected;
+      for (auto m : wave) {
+        links.send(members[m], deploy_message({spec.name, options, on, placement, replicas, m, opts,
+                                               restoring_members.count(m) ? from.checkpoint : 0,
+                                               deployment, fence,
+                                               spare ? spare->budget : -1,
+                                               spare ? spare->replica_load : -1,
+                                               spare ? spare->availability : -1}));
+        expected.push_back(members[m]);
       }
-      refused = "node '" + cluster.nodes[n].id + "' could not deploy job '" + spec.name + "': " +
-                str(d->error());
-      if (lost_at) return;  // the first deployment worked: probably lost again, see below
-      stop_all("deploy failed on another node");
-      throw job_error(refused);
-    });
+      const auto answered = await(expected, wire::Body::Deployed, "deploy", !lost_at,
+                                  [&](std::uint32_t n, const wire::ControlFrame& f) {
+        const auto* d = f.body_as_Deployed();
+        if (d->ok()) {
+          if (d->unreplayable())
+            for (const auto* name : *d->unreplayable()) unreplayable.push_back(str(name));
+          return;
+        }
+        refused = "node '" + cluster.nodes[n].id + "' could not deploy job '" + spec.name + "': " +
+                  str(d->error());
+        if (lost_at) return;  // the first deployment worked: probably lost again, see below
+        stop_all("deploy failed on another node");
+        throw job_error(refused);
+      });
+      deployed.insert(deployed.end(), answered.begin(), answered.end());
+      if (answered.size() < expected.size() || !refused.empty()) break;
+    }
     if (deployed.size() < members.size() || !refused.empty()) {
       // a node lost again while recovering (restarted while its pieces were on the way, say):
       // once more, but not forever

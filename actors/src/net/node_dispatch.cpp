@@ -111,7 +111,7 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   std::vector<std::string> ids;
   for (const auto& n : x.nodes) ids.push_back(n.id);
   check_codecs(x.channels, x.offsets, x.where, ids);
-  if (spec.prepare_node) x.prepared = spec.prepare_node(options, hosted_operators(x));
+  if (spec.prepare_node) x.prepared = spec.prepare_node(options, self_id, hosted_operators(x));
   if (spec.node_report)
     x.node_report = [report = spec.node_report, options] { return report(options); };
   x.senders.resize(x.channels.size());

@@ -3,13 +3,17 @@
 // on loopback otherwise, and the log says which — with every operator a stage of its own placed
 // round robin, so every node runs part of it: the job's outputs equal the embedded run's with the
 // same options, and every node received data from another (its data_bytes_in grew). Jobs with
-// timezones (figure1) run too: their synchronizers run in the coordinator.
+// timezones (figure1) run too: their synchronizers run in the coordinator. With
+// the broker pinned to n2 in the cluster file (issue 18, point 2), riot-etl's broker runs as a
+// child of n2's node process and the outputs equal the embedded run's; a broker n2 cannot start
+// fails the deployment naming n2.
 #define BOOST_TEST_MODULE cluster_jobs
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +30,7 @@
 #include "../../support/lines.hpp"
 #include "../../support/mosquitto_broker.hpp"
 #include "../../support/result_rows.hpp"
+#include "../../support/wait_until.hpp"
 #include "jobs.hpp"
 #include "tidemark/chaos/local_cluster.hpp"
 #include "tidemark/riot/io/mqtt_tasks.hpp"
@@ -291,6 +297,42 @@ std::string difference(const std::vector<std::string>& cluster, const std::vecto
   return s.str();
 }
 
+/// Checks that a cluster run wrote what the embedded run wrote; returns the lines compared.
+std::size_t check_equal(const outputs& distributed, const outputs& embedded) {
+  std::size_t lines = 0;
+  for (const auto& [name, want] : embedded) {
+    lines += want.size();
+    BOOST_TEST_CONTEXT("output '" << name << "'") {
+      auto got = distributed.find(name);
+      BOOST_REQUIRE(got != distributed.end());
+      BOOST_TEST(got->second.size() == want.size());
+      BOOST_TEST((got->second == want), "differ: " << difference(got->second, want));
+    }
+  }
+  BOOST_TEST(distributed.size() == embedded.size());
+  return lines;
+}
+
+/// The processes whose parent is `parent` and whose command is `name`, from /proc.
+std::set<pid_t> children_named(pid_t parent, const std::string& name) {
+  std::set<pid_t> found;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat{e.path() / "stat"};
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // not a process, or it ended meanwhile
+    // "PID (COMMAND) STATE PPID ...": the command may hold spaces and parentheses
+    const auto open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest{line.substr(close + 1)};
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && line.substr(open + 1, close - open - 1) == name)
+      found.insert(static_cast<pid_t>(std::stol(line.substr(0, open))));
+  }
+  return found;
+}
+
 std::map<std::string, operator_metrics> by_name(const job_result& r) {
   std::map<std::string, operator_metrics> m;
   for (auto& o : r.per_operator()) m[o.name] = o;
@@ -342,8 +384,10 @@ struct fixture {
     outputs out;
   };
 
-  /// Runs `spec` with `c`'s options in `dir`, on the cluster or embedded, recording its outputs.
-  run run_job(const job_spec& spec, const job_case& c, const std::filesystem::path& dir, bool cluster) {
+  /// Runs `spec` with `c`'s options in `dir`, on `cluster` (the nodes as they are configured
+  /// there) or embedded (null), recording its outputs.
+  run run_job(const job_spec& spec, const job_case& c, const std::filesystem::path& dir,
+              const cluster_config* cluster) {
     std::filesystem::create_directories(dir);
     auto args = with_dir(c.args, dir);
     std::optional<riot::io::local_mosquitto> broker;
@@ -358,7 +402,8 @@ struct fixture {
     ro.linger = 1ms;
     ro.fuse = false;  // every operator a stage: round robin puts work on every node
     run r;
-    r.result = cluster ? run_on_cluster(spec, options, nodes.cluster, ro) : run_registered(spec, options, ro);
+    r.result =
+        cluster ? run_on_cluster(spec, options, *cluster, ro) : run_registered(spec, options, ro);
     auto ops = by_name(r.result);
     for (std::size_t t = 0; t < topics.size(); ++t) {
       std::uint64_t published = 0;  // what the job's MQTT sinks took in
@@ -393,31 +438,92 @@ BOOST_FIXTURE_TEST_CASE(every_registered_job_on_three_nodes_gives_the_embedded_r
       std::vector<node_status> before;
       for (std::size_t i = 0; i < nodes.size(); ++i) before.push_back(nodes.status(i));
       const auto cluster_dir = dir.path() / spec->name / "cluster";
-      auto distributed = run_job(*spec, c, cluster_dir, true);
+      auto distributed = run_job(*spec, c, cluster_dir, &nodes.cluster);
       for (std::size_t i = 0; i < nodes.size(); ++i) {
         auto s = nodes.status(i);
         BOOST_TEST(s.data_bytes_in > before[i].data_bytes_in,
                    "node " << nodes.cluster.nodes[i].id << " received no data");
         BOOST_TEST(s.bad_frames == before[i].bad_frames);
       }
-      auto embedded = run_job(*spec, c, dir.path() / spec->name / "embedded", false);
+      auto embedded = run_job(*spec, c, dir.path() / spec->name / "embedded", nullptr);
       if (std::filesystem::exists(cluster_dir / "report.json")) check_cluster_report(cluster_dir / "report.json");
-      std::size_t lines = 0;
-      for (const auto& [name, want] : embedded.out) {
-        lines += want.size();
-        BOOST_TEST_CONTEXT("output '" << name << "'") {
-          auto got = distributed.out.find(name);
-          BOOST_REQUIRE(got != distributed.out.end());
-          BOOST_TEST(got->second.size() == want.size());
-          BOOST_TEST((got->second == want), "differ: " << difference(got->second, want));
-        }
-      }
-      BOOST_TEST(distributed.out.size() == embedded.out.size());
+      const auto lines = check_equal(distributed.out, embedded.out);
       std::printf("%-20s %zu outputs, %zu lines equal to the embedded run's (%.1f s)%s%s\n",
                   spec->name.c_str(), embedded.out.size(), lines,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
                   c.note.empty() ? "" : "; ", c.note.c_str());
       std::fflush(stdout);
     }
+  }
+}
+
+// The cluster file pins the broker to n2 (`broker: {node: n2, port: P}`): n2 starts mosquitto on
+// its own address when riot-etl is deployed — a child of n2's node process while the job runs —
+// and stops it with the deployment. The outputs equal the embedded run's (which starts its own
+// broker), and the MQTT sink published everything without an error, so it reached n2's broker.
+BOOST_FIXTURE_TEST_CASE(riot_etl_with_the_broker_pinned_to_n2, fixture) {
+  const auto& spec = registry.find("riot-etl");
+  auto c = cases().at("riot-etl");
+  c.topics.clear();  // no --broker: the cluster file's
+  auto pinned = nodes.cluster;
+  pinned.broker = {"n2", riot::io::free_loopback_port()};  // n2's namespace has no listener yet
+  const auto n2 = nodes.index_of("n2");
+  const auto address = pinned.broker_address();
+  const auto host = address.substr(0, address.rfind(':'));
+
+  std::atomic<bool> running{true};
+  std::set<pid_t> brokers;  // mosquitto processes n2's node process started while the job ran
+  std::thread watch{[&] {
+    while (running) {
+      for (auto p : children_named(nodes.pid(n2), "mosquitto")) brokers.insert(p);
+      std::this_thread::sleep_for(2ms);
+    }
+  }};
+  test::temp_dir dir{"cluster-jobs-broker"};
+  std::optional<fixture::run> distributed;
+  try {
+    distributed = run_job(spec, c, dir.path() / "cluster", &pinned);
+  } catch (...) {
+    running = false;
+    watch.join();
+    throw;
+  }
+  running = false;
+  watch.join();
+  BOOST_TEST(brokers.size() == 1u,
+             brokers.size() << " mosquitto processes were children of n2's node process");
+  test::wait_until([&] { return !riot::io::accepts_connections(pinned.broker.port, host); }, 10s,
+                   "n2 stops the broker at " + address + " when the job ended");
+  for (const auto& o : distributed->result.per_operator())
+    if (o.op == "mqtt_publish") {
+      BOOST_TEST(o.events_in > 0u);
+      BOOST_TEST(o.extra.at("task_errors") == 0.0,
+                 "the MQTT sink could not publish to " << address);
+    }
+  auto embedded = run_job(spec, c, dir.path() / "embedded", nullptr);
+  const auto lines = check_equal(distributed->out, embedded.out);
+  std::printf("riot-etl with the broker on n2 at %s (mosquitto pid %d): %zu lines equal to the "
+              "embedded run's\n",
+              address.c_str(), brokers.empty() ? 0 : *brokers.begin(), lines);
+}
+
+// A broker that n2 cannot start (its port is taken: by n2's own control socket) fails the
+// deployment with an error that names n2 and the address.
+BOOST_FIXTURE_TEST_CASE(a_pinned_broker_that_cannot_start_fails_the_deploy_naming_n2, fixture) {
+  const auto& spec = registry.find("riot-etl");
+  auto pinned = nodes.cluster;
+  const auto& endpoint = nodes.cluster.nodes[nodes.index_of("n2")].endpoint;
+  pinned.broker = {"n2", std::stoi(endpoint.substr(endpoint.rfind(':') + 1))};
+  test::temp_dir dir{"cluster-jobs-broker-taken"};
+  auto options = parse_job_arguments(
+      spec, {"--dataset", "city", "--speed", fast, "--out", dir.path().string()});
+  try {
+    run_on_cluster(spec, options, pinned);
+    BOOST_ERROR("the job ran with its broker's port taken");
+  } catch (const job_error& e) {
+    const std::string what = e.what();
+    BOOST_TEST(what.find("node 'n2' could not deploy job 'riot-etl'") != std::string::npos, what);
+    BOOST_TEST(what.find(pinned.broker_address() + ": the port is taken") != std::string::npos,
+               what);
   }
 }

@@ -127,6 +127,27 @@ BOOST_AUTO_TEST_CASE(checkpoint_copies_default_to_one_and_stay_below_the_node_co
                  .find("checkpoint: unknown field 'copy'") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_broker_is_pinned_to_a_node_of_the_file_on_its_address) {
+  temp_dir dir;
+  const std::string nodes = "insecure: true\nnodes:\n"
+                            "  - {id: n1, endpoint: \"tcp://10.0.0.1:7100\"}\n"
+                            "  - {id: n2, endpoint: \"tcp://10.0.0.2:7100\"}\n";
+  auto c = cluster_config::load(dir.write("a.yaml", "broker: {node: n2, port: 18830}\n" + nodes));
+  BOOST_TEST(c.broker.node == "n2");
+  BOOST_TEST(c.broker_address() == "10.0.0.2:18830");
+  c = cluster_config::load(dir.write("b.yaml", "broker: {node: n1}\n" + nodes));
+  BOOST_TEST(c.broker_address() == "10.0.0.1:1883");
+  BOOST_TEST(cluster_config::load(dir.write("c.yaml", nodes)).broker_address().empty());
+  BOOST_TEST(error_of(dir.write("d.yaml", "broker: {node: n9}\n" + nodes))
+                 .find("broker: 'node' is 'n9', which is no node id") != std::string::npos);
+  BOOST_TEST(error_of(dir.write("e.yaml", "broker: {node: n1, port: 70000}\n" + nodes))
+                 .find("broker: 'port' is 70000") != std::string::npos);
+  BOOST_TEST(error_of(dir.write("f.yaml", "broker: {host: n1}\n" + nodes))
+                 .find("broker: unknown field 'host'") != std::string::npos);
+  BOOST_TEST(error_of(dir.write("g.yaml", "broker: n1\n" + nodes))
+                 .find("'broker' must be a map") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(faults_are_allowed_only_when_the_file_says_so) {
   temp_dir dir;
   const std::string nodes = "insecure: true\nnodes:\n  - {id: n1, endpoint: \"tcp://h:1\"}\n";

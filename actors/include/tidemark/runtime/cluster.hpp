@@ -69,6 +69,13 @@ struct checkpoint_copies {
   std::uint32_t retain = 3;  ///< >= 1
 };
 
+/// `broker: {node: n2, port: 1883}` in the cluster file (docs/deploy.md, "RIoTBench and Aion on
+/// three nodes"): the node that runs the MQTT broker of jobs that use one.
+struct pinned_broker {
+  std::string node;  ///< empty: none pinned (the job starts its own, or is given --broker)
+  int port = 1883;
+};
+
 struct cluster_config {
   std::vector<cluster_node> nodes;
   /// Copies of checkpoint pieces on the nodes (a one-node cluster defaults to 0 copies).
@@ -89,6 +96,10 @@ struct cluster_config {
   /// previous run's report: `tidemark run --cluster C --placement-load REPORT.json`,
   /// stage_load_from_report). Not empty: place() packs instances by load. Empty: round robin.
   std::map<std::string, double> operator_load;
+  /// The node that starts mosquitto on its address (its endpoint's host) and `broker.port` when a
+  /// job that uses a broker (the RIoTBench apps) is deployed, and stops it with the deployment.
+  /// The coordinator deploys that node first, so the others' clients find the broker running.
+  pinned_broker broker;
   /// How long to wait for nodes to answer hello and deploy.
   std::chrono::milliseconds connect_timeout{5000};
   /// `faults: allow`: inject_faults may send fault commands to the nodes (tidemark/runtime/faults.hpp).
@@ -110,6 +121,8 @@ struct cluster_config {
   static cluster_config load(const std::string& path);
   /// Index of the node with this id, or nullopt.
   std::optional<std::uint32_t> find(const std::string& id) const;
+  /// "HOST:PORT" of the pinned broker (the host of its node's endpoint); empty when none is.
+  std::string broker_address() const;
 };
 
 /// Node index of every stage instance (stages in plan order, instances in order): instances of

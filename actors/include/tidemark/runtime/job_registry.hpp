@@ -75,9 +75,11 @@ struct job_spec {
   /// starts can listen where they reach them (local_address_towards in cluster.hpp).
   std::function<std::shared_ptr<void>(job_options&, const cluster_config&)> prepare_cluster;
   /// Runs on each node when a deployment arrives, after the job was built and before its
-  /// instances start, with the names of the operators placed on the node: prepares what they
-  /// need on this host (input files, a local table). The handle lives as long as the deployment.
-  std::function<std::shared_ptr<void>(const job_options&, const std::vector<std::string>& hosted)>
+  /// instances start, with the node's id and the names of the operators placed on it: prepares
+  /// what they need on this host (input files, a local table, a broker the cluster file pins
+  /// here). The handle lives as long as the deployment.
+  std::function<std::shared_ptr<void>(const job_options&, const std::string& node,
+                                      const std::vector<std::string>& hosted)>
       prepare_node;
   /// Runs on each node when its instances are done: the node's own figures (latency samples,
   /// CPU, memory) as bytes, which reach report in `job_result::node_reports`.

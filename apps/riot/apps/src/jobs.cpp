@@ -33,6 +33,8 @@ std::vector<job_option_spec> option_specs(app a) {
       {"messages", "0", "messages to replay, cycling through the data (0: one pass over every copy)"},
       {"seed", "42", "seed of the fit and grid generators"},
       {"broker", "", "MQTT broker HOST:PORT (empty: start a private mosquitto on loopback)"},
+      {"broker-node", "", "on a cluster: the node that starts mosquitto at --broker (set from the "
+                          "cluster file's broker: {node: ..., port: ...})"},
       {"out", "", "directory for the table store, blobs, charts, models and report.json "
                   "(none: a fresh directory under the system temp dir, printed at start)"},
       {"data", "", "RIoTBench sample data directory "
@@ -150,6 +152,9 @@ void register_jobs(job_registry& registry) {
     spec.summary = summary;
     spec.options = option_specs(a);
     spec.prepare = [a = a](job_options& j) -> std::shared_ptr<void> {
+      if (!j.get("broker-node").empty())
+        throw job_error("--broker-node names a node of a cluster: run with --cluster, whose file "
+                        "pins the broker (broker: {node: ..., port: ...})");
       if (j.get("out").empty()) {
         j.set("out", fresh_out_dir(a));
         std::printf("no --out given: writing to %s\n", j.get("out").c_str());
@@ -168,12 +173,24 @@ void register_jobs(job_registry& registry) {
       return broker;
     };
     // On a cluster: the same, except that the broker listens on the address through which this
-    // host reaches the nodes, and TRAIN's archive is left to the node that scans it.
+    // host reaches the nodes, or runs on the node the cluster file pins it to (prepare_node
+    // starts it there), and TRAIN's archive is left to the node that scans it.
     spec.prepare_cluster = [a = a](job_options& j, const cluster_config& cluster) -> std::shared_ptr<void> {
       if (j.get("out").empty()) {
         j.set("out", fresh_out_dir(a));
         std::printf("no --out given: the report goes to %s, the nodes write there too\n", j.get("out").c_str());
         std::fflush(stdout);
+      }
+      if (!cluster.broker.node.empty()) {
+        if (!j.get("broker").empty() || !j.get("broker-node").empty())
+          throw job_error("the cluster file pins the broker to node '" + cluster.broker.node +
+                          "' (broker:), and --broker or --broker-node names one too: give one "
+                          "of the two");
+        j.set("broker", cluster.broker_address());
+        j.set("broker-node", cluster.broker.node);
+        spdlog::info("node {} starts mosquitto on {} for this run (broker: in the cluster file)",
+                     cluster.broker.node, j.get("broker"));
+        return nullptr;
       }
       std::shared_ptr<io::local_mosquitto> broker;
       if (j.get("broker").empty()) {
@@ -184,13 +201,26 @@ void register_jobs(job_registry& registry) {
       }
       return broker;
     };
-    spec.prepare_node = [a = a](const job_options& j, const std::vector<std::string>& hosted) {
+    spec.prepare_node = [a = a](const job_options& j, const std::string& node,
+                                const std::vector<std::string>& hosted) {
       auto o = options_of(a, j);
+      std::shared_ptr<io::local_mosquitto> broker;
+      if (j.get("broker-node") == node) {
+        const auto address = detail::broker_of(o.broker);
+        try {
+          broker = std::make_shared<io::local_mosquitto>(address.host, address.port);
+        } catch (const std::exception& e) {
+          throw job_error("cannot start the broker that the cluster file pins to this node "
+                          "(broker:): " + std::string{e.what()});
+        }
+        spdlog::info("started mosquitto on {} for this deployment (pid {})", broker->address(),
+                     broker->pid());
+      }
       std::filesystem::create_directories(o.out_dir);
       if (auto m = detail::metrics_of(o.out_dir)) m->start_sampling();
       if (a == app::train && std::find(hosted.begin(), hosted.end(), "range_scan") != hosted.end())
         spdlog::info("archived {} rows for training", archive_rows(o));
-      return std::shared_ptr<void>{};
+      return broker;
     };
     spec.node_report = [](const job_options& j) {
       auto m = take_metrics(j.get("out"));

@@ -49,7 +49,10 @@ bool accepts_connections(int port, const std::string& host) {
   return ok;
 }
 
-local_mosquitto::local_mosquitto(std::string host) : host_(std::move(host)), port_(free_loopback_port()) {
+local_mosquitto::local_mosquitto(std::string host, int port)
+    : host_(std::move(host)), port_(port ? port : free_loopback_port()) {
+  if (accepts_connections(port_, host_))
+    throw std::runtime_error("cannot start mosquitto on " + address() + ": the port is taken");
   const char* base = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): read once at start
   std::string pattern = std::string{base ? base : "/tmp"} + "/tidemark-mosquitto-XXXXXX";
   if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temp dir " + pattern);

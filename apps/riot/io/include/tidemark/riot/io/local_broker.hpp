@@ -20,14 +20,17 @@ bool accepts_connections(int port, const std::string& host = "127.0.0.1");
 class local_mosquitto {
  public:
   /// Starts the broker on `host` (an IPv4 address of this host: another one than loopback lets
-  /// other hosts, e.g. a cluster's nodes, reach it) and waits until it accepts connections;
-  /// throws std::runtime_error (naming the address and the package) when it does not within 5 s.
-  explicit local_mosquitto(std::string host = "127.0.0.1");
+  /// other hosts, e.g. a cluster's nodes, reach it) and `port` (0: a free one) and waits until it
+  /// accepts connections; throws std::runtime_error naming the address when something listens
+  /// there already, and (naming the package too) when the broker does not accept within 5 s.
+  explicit local_mosquitto(std::string host = "127.0.0.1", int port = 0);
   ~local_mosquitto();
   local_mosquitto(const local_mosquitto&) = delete;
   local_mosquitto& operator=(const local_mosquitto&) = delete;
 
   int port() const noexcept { return port_; }
+  /// The broker's process id; -1 while it is stopped.
+  pid_t pid() const noexcept { return pid_; }
   /// "<host>:<port>".
   std::string address() const { return host_ + ":" + std::to_string(port_); }
 
