@@ -47,7 +47,8 @@ struct staged {
         [this] {
           std::lock_guard<std::mutex> l(m);
           done = true;
-        });
+        },
+        io_class::prestage);
   }
   bool finished() {
     std::lock_guard<std::mutex> l(m);
