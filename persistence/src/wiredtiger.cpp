@@ -9,6 +9,7 @@
 // connection (as a real full disk does, which the tmpfs test covers), so it could not test how a
 // store handles a single failed write.
 #include "tidemark/persistence/wiredtiger.hpp"
+#include "tidemark/persistence/wiredtiger_warm_up.hpp"
 
 #include <wiredtiger.h>
 
@@ -154,6 +155,18 @@ std::string quote_bytes(std::string_view bytes) {
   out += '"';
   if (bytes.size() > max_shown) out += "... (" + std::to_string(bytes.size()) + " bytes)";
   return out;
+}
+
+void warm_up_wiredtiger() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // wiredtiger_open initializes the library first, then rejects the unknown configuration key
+    // before it looks at the home directory; the handler keeps the rejection off stderr
+    WT_EVENT_HANDLER quiet{};
+    quiet.handle_error = [](WT_EVENT_HANDLER*, WT_SESSION*, int, const char*) { return 0; };
+    WT_CONNECTION* conn = nullptr;
+    wiredtiger_open(".", &quiet, "tidemark_warm_up", &conn);
+  });
 }
 
 // ---- wt_connection ----

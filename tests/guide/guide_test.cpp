@@ -165,7 +165,7 @@ BOOST_AUTO_TEST_CASE(shapes_and_plans) {
   std::cout << tidemark::to_text(job.graph(), plan);  // stages, fusion, partitioning
   tidemark::run_options options;
   options.batch_size = 256;        // elements per batch between actors
-  options.credit = 4;              // batches in flight per channel: bounds memory
+  options.credit = 4;              // batches in flight per channel (0: 32,768 elements' worth)
   options.report_path = "shapes.json";  // JSON metrics report
   tidemark::run(job, options);
   // total.value() == 5; everywhere.value() == 15 (each of the 3 instances sees all 5)

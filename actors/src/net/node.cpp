@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -31,6 +32,7 @@
 #include "node_dispatch.hpp"
 #include "remote_channel.hpp"
 #include "security.hpp"
+#include "tidemark/persistence/wiredtiger_warm_up.hpp"
 #include "tidemark/runtime/cluster.hpp"
 
 namespace tidemark {
@@ -203,6 +205,10 @@ caf::behavior node_driver(driver_actor* self, std::shared_ptr<net::outbox> out,
 }  // namespace
 
 struct node_server::impl final : net::node_port {
+  // WiredTiger's start-up cost paid while the node waits for the coordinator, not in the first
+  // deployment's answer; first member, so the last one destroyed (the future waits)
+  std::future<void> wiredtiger_warm =
+      std::async(std::launch::async, persistence::warm_up_wiredtiger);
   node_options opts;
   const job_registry& jobs;
   zmq::context_t ctx{1};
