@@ -316,7 +316,7 @@ double metric(const operator_logic& op, const char* name) {
 /// blocks written so far are on disk, and requires that those snapshots read blocks back.
 template <class Assigner>
 coverage check_tiered(Assigner a, window_config cfg, const std::vector<step>& steps) {
-  double stages_by_snapshots = 0;
+  double reads_by_snapshots = 0;
   snapshot_hooks hooks;
   hooks.before = [&](operator_logic& op) {
     auto s = storage();
@@ -324,11 +324,13 @@ coverage check_tiered(Assigner a, window_config cfg, const std::vector<step>& st
       return s->queued(io_class::write) == 0 && s->queued(io_class::destage) == 0 &&
              s->serializing() == 0;
     });
-    stages_by_snapshots -= metric(op, "state_stages");
+    reads_by_snapshots -= metric(op, "state_snapshot_block_reads");
   };
-  hooks.after = [&](operator_logic& op) { stages_by_snapshots += metric(op, "state_stages"); };
+  hooks.after = [&](operator_logic& op) {
+    reads_by_snapshots += metric(op, "state_snapshot_block_reads");
+  };
   auto cov = check_restores<std::vector<int>>(tiered_ids_maker(a, cfg), steps, hooks);
-  BOOST_TEST(stages_by_snapshots > 0, "no snapshot read a block back from disk");
+  BOOST_TEST(reads_by_snapshots > 0, "no snapshot read a block back from disk");
   return cov;
 }
 

@@ -216,6 +216,7 @@ BOOST_AUTO_TEST_CASE(promtool_accepts_the_exposition) {
                           "state_blocks_lost",
                           "state_blocks_corrupt",
                           "state_write_errors",
+                          "state_snapshot_block_reads",
                           "window_store_events",
                           "keyed_states",
                           "concurrency",

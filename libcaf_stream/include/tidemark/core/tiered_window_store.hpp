@@ -208,6 +208,7 @@ class tiered_window_store final : public window_store<K, T> {
     put("state_pressure_destages", static_cast<double>(stats_.pressure_destages));
     put("state_blocks_lost", static_cast<double>(stats_.blocks_lost));
     put("state_blocks_corrupt", static_cast<double>(inbox_->corrupt.load()));
+    put("state_snapshot_block_reads", static_cast<double>(inbox_->snapshot_reads.load()));
     put("state_write_errors", static_cast<double>(stats_.write_errors));
   }
 
@@ -261,6 +262,7 @@ class tiered_window_store final : public window_store<K, T> {
         out.write(c.fire_in);
         events = c.mem;
         const auto from_disk = read_blocks(*pin->storage, c);
+        pin->in->snapshot_reads += from_disk.size();
         for (const auto& [pos, data] : c.blocks) {
           const auto& block = data ? *data : from_disk.at(pos);
           events.insert(events.end(), block.begin(), block.end());
@@ -340,6 +342,7 @@ class tiered_window_store final : public window_store<K, T> {
     std::uint64_t in_flight = 0;  // writes and stages not completed yet
     std::atomic<std::int64_t> memory{0};
     std::atomic<std::uint64_t> corrupt{0};
+    std::atomic<std::uint64_t> snapshot_reads{0};  // blocks captures read back from disk
     std::uint32_t pins = 0;                     // captures not yet written (erase_pin)
     std::vector<bucket_address> deferred_erase; // p-buckets purged while pinned
     void wait_idle() {
