@@ -303,8 +303,10 @@ void storage_service::spawn_actors() {
   // The actors are detached (a thread each); the scheduler's one worker only runs CAF's own jobs.
   actors_->cfg.set("scheduler.max-threads", 1);
   actors_->sys = std::make_unique<caf::actor_system>(actors_->cfg);
-  const bool prioritized = cfg_.io_threads == 1;
-  auto storage_actor = [this, prioritized](caf::stateful_actor<io_state>* self) -> caf::behavior {
+  // `prioritized` is an argument, not a capture: CAF 0.17 spawns a function without arguments
+  // through a null std::shared_ptr<std::tuple<>> that it dereferences (UBSan reports it)
+  auto storage_actor = [this](caf::stateful_actor<io_state>* self,
+                              bool prioritized) -> caf::behavior {
     self->state.session = std::make_unique<io_session>(conn_);
     self->state.queue = std::make_unique<detail::io_queue>(prioritized);
     // A callback that throws ends the process, as it did on the I/O thread: an actor that quit
@@ -341,7 +343,8 @@ void storage_service::spawn_actors() {
     };
   };
   for (std::size_t i = 0; i < cfg_.io_threads; ++i)
-    actors_->actors.push_back(actors_->sys->spawn<caf::detached>(storage_actor));
+    actors_->actors.push_back(
+        actors_->sys->spawn<caf::detached>(storage_actor, cfg_.io_threads == 1));
 }
 
 void storage_service::enqueue(io_item item) {

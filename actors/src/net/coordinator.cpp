@@ -458,7 +458,9 @@ zmq::message_t deploy_message(const deploy_args& a) {
       static_cast<std::uint32_t>(a.fence.count()), o.deterministic_merge, replica_counts,
       replica_nodes, o.replica_lag, o.adaptive_batching,
       o.checkpoints.enabled() ? o.replay_limit : 0, a.spare_budget, a.replica_load,
-      a.predicted_availability, o.checkpoints.enabled() && o.checkpoints.unaligned);
+      a.predicted_availability, o.checkpoints.enabled() && o.checkpoints.unaligned,
+      o.synchronizers.enabled, o.synchronizers.time_slice,
+      static_cast<std::uint64_t>(o.synchronizers.max_buffered));
   return net::control_message(b, body);
 }
 

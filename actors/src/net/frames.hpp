@@ -27,7 +27,7 @@ namespace tidemark::net {
 
 /// Version of the control schema; peers with another major version are refused.
 inline constexpr std::uint16_t wire_version_major = 1;
-inline constexpr std::uint16_t wire_version_minor = 9;
+inline constexpr std::uint16_t wire_version_minor = 10;
 
 /// Why a frame was refused, or nullopt when it may be read.
 std::optional<std::string> verify_data(const void* p, std::size_t n, std::size_t max_bytes);

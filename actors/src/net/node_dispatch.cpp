@@ -56,6 +56,9 @@ std::unique_ptr<deployment> read_deploy(const wire::Deploy& d, const job_registr
   x.opts.replica_lag = d.replica_lag();
   x.opts.replay_limit = d.replay_limit();
   x.opts.checkpoints.unaligned = d.unaligned_checkpoints();
+  x.opts.synchronizers.enabled = d.synchronizers();
+  x.opts.synchronizers.time_slice = d.sync_time_slice();
+  x.opts.synchronizers.max_buffered = static_cast<std::size_t>(d.sync_max_buffered());
   x.spare_budget = d.spare_budget();
   x.replica_load = d.replica_load();
   x.predicted_availability = d.predicted_availability();
