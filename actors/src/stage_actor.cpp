@@ -9,7 +9,7 @@
 
 #include <caf/send.hpp>
 
-#include "annotated_actor.hpp"
+#include "tidemark/core/annotated_actor.hpp"
 #include "messages.hpp"
 
 namespace tidemark::detail {

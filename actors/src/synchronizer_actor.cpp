@@ -4,7 +4,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 
-#include "annotated_actor.hpp"
+#include "tidemark/core/annotated_actor.hpp"
 
 namespace tidemark::detail {
 namespace {

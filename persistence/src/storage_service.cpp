@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "state_block_generated.h"
+#include "tidemark/core/annotated_actor.hpp"
 #include "tidemark/persistence/wiredtiger.hpp"
 
 namespace tidemark::persistence {
@@ -305,7 +306,9 @@ void storage_service::spawn_actors() {
   actors_->sys = std::make_unique<caf::actor_system>(actors_->cfg);
   // `prioritized` is an argument, not a capture: CAF 0.17 spawns a function without arguments
   // through a null std::shared_ptr<std::tuple<>> that it dereferences (UBSan reports it)
-  auto storage_actor = [this](caf::stateful_actor<io_state>* self,
+  // annotated: Debian's CAF is not built with TSan, so the mailbox hand-over must be made visible
+  using storage_actor_type = caf::stateful_actor<io_state, tidemark::detail::annotated_actor>;
+  auto storage_actor = [this](storage_actor_type* self,
                               bool prioritized) -> caf::behavior {
     self->state.session = std::make_unique<io_session>(conn_);
     self->state.queue = std::make_unique<detail::io_queue>(prioritized);

@@ -6,7 +6,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
 
-#include "annotated_actor.hpp"
+#include "tidemark/core/annotated_actor.hpp"
 
 namespace {
 

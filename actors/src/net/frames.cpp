@@ -7,7 +7,7 @@
 #include <memory>
 #include <new>
 
-#include "../tsan.hpp"
+#include "tidemark/core/tsan.hpp"
 
 namespace tidemark::net {
 namespace {

@@ -22,7 +22,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "../annotated_actor.hpp"
+#include "tidemark/core/annotated_actor.hpp"
 #include "../deploy.hpp"
 #include "../live_poll.hpp"
 #include "../messages.hpp"

@@ -6,7 +6,7 @@
 
 #include <stdexcept>
 
-#include "../annotated_actor.hpp"
+#include "tidemark/core/annotated_actor.hpp"
 #include "../messages.hpp"
 #include "frames.hpp"
 

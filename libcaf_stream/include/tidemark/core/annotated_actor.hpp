@@ -7,7 +7,7 @@
 
 #include <caf/event_based_actor.hpp>
 
-#include "tsan.hpp"
+#include "tidemark/core/tsan.hpp"
 
 namespace tidemark::detail {
 
