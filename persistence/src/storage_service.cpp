@@ -456,7 +456,6 @@ bool storage_service::serve(io_item& item, io_session& s) {
     if (item.op == 's') item.stage->finish_one();
     requeue = false;
   }
-  if (item.op == 'w') item.write_done(ok, ok ? item.value.size() : 0);
   {
     std::lock_guard<std::mutex> l(io_m_);
     ++stats_.served[c];
@@ -467,6 +466,8 @@ bool storage_service::serve(io_item& item, io_session& s) {
     stats_.bytes_read += read;
     if (cfg_.manual_io) served_.push_back({item.cls, item.op, position});
   }
+  // after the statistics: a store that learns of a failed write reads last_write_error() at once
+  if (item.op == 'w') item.write_done(ok, ok ? item.value.size() : 0);
   return requeue;
 }
 
