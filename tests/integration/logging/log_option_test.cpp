@@ -146,7 +146,14 @@ run_logs cluster_run(const std::string& tag, std::vector<std::string> node_args,
                         "example-window-count", "--events", "1000", "--parallelism", "1"})
     tool_args.emplace_back(a);
   process tool{dir, "tool", tool_args, tool_env};
-  BOOST_REQUIRE_MESSAGE(tool.wait() == 0, "the cluster run failed:\n" << tool.out() << tool.err());
+  const int status = tool.wait();
+  BOOST_REQUIRE_MESSAGE(status == 0, "the cluster run failed with "
+                                         << (status > 128 ? "signal " : "exit code ")
+                                         << (status > 128 ? status - 128 : status)
+                                         << "; its stdout:\n"
+                                         << tool.out() << "its stderr:\n"
+                                         << tool.err() << "the node's stderr:\n"
+                                         << node.err());
   BOOST_TEST(node.stop() == 0);
   return {node.err(), tool.err(), tool.out()};
 }
