@@ -1,16 +1,17 @@
 // Benchmark `placement`: does packing stage instances by measured load (`tidemark run --cluster C
-// --placement-load REPORT`, issue 18 point 7) beat round robin? riot-etl (every operator a stage
-// of its own, the data-parallel tasks at --parallelism 2: 24 instances of unequal cost) runs as
-// fast as the replay goes on three local tidemark-node processes. Each node process is held to
-// the same CPU quota (0.5 core by default) in a cgroup of its own: with three nodes on a 2-core
-// machine, pinning them to cores (taskset) cannot give them equal shares — two would share one
-// core while the third had one alone — and the packing assumes equal nodes; a quota makes each
-// node a bin of the same size, and 3 x 0.5 cores leave half a core to the coordinator, the
-// broker and the rest of the machine. A first run embedded (no quota, so no stage's busy time is
-// stretched by its node's throttling) measures each stage's load; then round robin and the
-// packed placement alternate, --repeats runs each. Per run: input messages per second, the
-// latency p99 of the MQTT output, each node's CPU; every run's operator counts and report counts
-// must equal the embedded run's (a miss fails the benchmark).
+// --placement-load REPORT`, issue 18 point 7) beat round robin, which is what the default estimate
+// (every operator costing the same) places when every operator is a stage of its own? riot-etl
+// (every operator a stage of its own, the data-parallel tasks at --parallelism 2: 24 instances of
+// unequal cost) runs as fast as the replay goes on three local tidemark-node processes. Each node
+// process is held to the same CPU quota (0.5 core by default) in a cgroup of its own: with three
+// nodes on a 2-core machine, pinning them to cores (taskset) cannot give them equal shares — two
+// would share one core while the third had one alone — and the packing assumes equal nodes; a quota
+// makes each node a bin of the same size, and 3 x 0.5 cores leave half a core to the coordinator,
+// the broker and the rest of the machine. A first run embedded (no quota, so no stage's busy time
+// is stretched by its node's throttling) measures each stage's load; then round robin and the
+// packed placement alternate, --repeats runs each. Per run: input messages per second, the latency
+// p99 of the MQTT output, each node's CPU; every run's operator counts and report counts must equal
+// the embedded run's (a miss fails the benchmark).
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -239,32 +239,47 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
     for (const auto& op : p.stages[s].ops)
       if (auto it = pinned.find(g.node(op.node).name); it != pinned.end()) pin[s] = it->second;
   const auto load = instance_loads(g, p, cluster);
-  const bool by_load = !cluster.operator_load.empty();
 
-  std::vector<std::uint32_t> placement;
+  std::vector<std::uint32_t> placement(load.size());
+  std::vector<std::size_t> stage_of(load.size());
   std::vector<std::pair<double, std::size_t>> free;  // (load, instance) of the unpinned ones
   std::vector<double> used(cluster.nodes.size());
   std::vector<std::size_t> count(cluster.nodes.size());
-  std::uint32_t next = 0;
-  for (std::size_t s = 0; s < p.stages.size(); ++s)
-    for (std::uint32_t i = 0; i < p.stages[s].parallelism; ++i) {
-      const double l = load[placement.size()];
-      if (pin[s]) {
-        used[*pin[s]] += l;
-        ++count[*pin[s]];
-      } else if (by_load) {
-        free.emplace_back(l, placement.size());
+  // instances of each stage on each node
+  std::vector<std::vector<std::size_t>> spread(p.stages.size(), count);
+  for (std::size_t s = 0, instance = 0; s < p.stages.size(); ++s)
+    for (std::uint32_t i = 0; i < p.stages[s].parallelism; ++i, ++instance) {
+      stage_of[instance] = s;
+      if (!pin[s]) {
+        free.emplace_back(load[instance], instance);
+        continue;
       }
-      placement.push_back(pin[s] ? *pin[s] : next++ % cluster.nodes.size());
+      placement[instance] = *pin[s];
+      used[*pin[s]] += load[instance];
+      ++count[*pin[s]];
     }
+  // heaviest first (equal loads in instance order), each on the node running the fewest instances
+  // of its stage (a data-parallel stage uses the cores of as many nodes as it can), among those
+  // the one whose share of its CPU is the least with it, then the one running fewer instances,
+  // then the first in the file. Shares within a rounding error are equal (sums of equal estimates
+  // differ in the last bits).
   std::stable_sort(free.begin(), free.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  auto share = [&](std::uint32_t n, double l) { return (used[n] + l) / cluster.nodes[n].cpu; };
   for (const auto& [l, instance] : free) {
+    auto& same = spread[stage_of[instance]];
+    auto better = [&](std::uint32_t n, std::uint32_t best) {
+      if (same[n] != same[best]) return same[n] < same[best];
+      const double a = share(n, l), b = share(best, l), close = 1e-9 * std::max(a, b);
+      if (a < b - close || a > b + close) return a < b;
+      return count[n] < count[best];
+    };
     std::uint32_t best = 0;
     for (std::uint32_t n = 1; n < used.size(); ++n)
-      if (used[n] < used[best] || (used[n] == used[best] && count[n] < count[best])) best = n;
+      if (better(n, best)) best = n;
     placement[instance] = best;
     used[best] += l;
     ++count[best];
+    ++same[best];
   }
   return placement;
 }
@@ -294,10 +309,9 @@ std::vector<double> instance_loads(const logical_graph& g, const physical_plan& 
                                    const cluster_config& cluster) {
   std::vector<std::optional<double>> stage(p.stages.size());  // per instance, when measured
   double measured = 0;
-  std::size_t measured_instances = 0, instances = 0;
+  std::size_t measured_instances = 0;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const auto& st = p.stages[s];
-    instances += st.parallelism;
     for (const auto& op : st.ops)
       if (auto it = cluster.operator_load.find(g.node(op.node).name);
           it != cluster.operator_load.end())
@@ -309,13 +323,21 @@ std::vector<double> instance_loads(const logical_graph& g, const physical_plan& 
   }
   if (!cluster.operator_load.empty() && measured_instances == 0)
     throw job_error("placement load: it names no operator of this job (a report of another job?)");
-  double cpu = 0;
-  for (const auto& n : cluster.nodes) cpu += n.cpu;
-  const double guess = measured_instances ? measured / measured_instances
-                                          : cpu / 2 / std::max<std::size_t>(1, instances);
   std::vector<double> load;
-  for (std::size_t s = 0; s < p.stages.size(); ++s)
-    load.insert(load.end(), p.stages[s].parallelism, stage[s].value_or(guess));
+  if (measured_instances > 0) {
+    const double mean = measured / measured_instances;
+    for (std::size_t s = 0; s < p.stages.size(); ++s)
+      load.insert(load.end(), p.stages[s].parallelism, stage[s].value_or(mean));
+    return load;
+  }
+  // the estimate: every operator of an instance's stage costs the same, and the instances of the
+  // job together use half of the nodes' CPU
+  double cpu = 0, operators = 0;
+  for (const auto& n : cluster.nodes) cpu += n.cpu;
+  for (const auto& st : p.stages) operators += static_cast<double>(st.ops.size() * st.parallelism);
+  for (const auto& st : p.stages)
+    load.insert(load.end(), st.parallelism,
+                cpu / 2 * static_cast<double>(st.ops.size()) / std::max(1.0, operators));
   return load;
 }
 

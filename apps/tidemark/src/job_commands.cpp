@@ -73,7 +73,8 @@ constexpr const char* spare_help =
 
 constexpr const char* placement_load_help =
     "with --cluster: place instances by the load measured in this report of an earlier run "
-    "(tidemark run --report), heaviest first on the least loaded node, instead of round robin";
+    "(tidemark run --report), heaviest first on the least loaded node, instead of by an estimate "
+    "(every operator costing the same)";
 
 /// One line per completed checkpoint in the checkpoint database `dir`, oldest first.
 void list_checkpoints(const std::string& dir) {
@@ -349,7 +350,7 @@ void add_job_commands(CLI::App& app, const job_registry& registry) {
     const auto cluster = load_cluster(*plan_cluster, *plan_load, *plan_spare);
     const auto placement = place(synced.graph, plan, cluster);
     std::cout << "placement on " << cluster.nodes.size() << " nodes ("
-              << (cluster.operator_load.empty() ? "round robin" : "by measured load") << "):\n";
+              << (cluster.operator_load.empty() ? "by estimated load" : "by measured load") << "):\n";
     // the replicas the coordinator would deploy: named, or planned on spare CPU for the load
     // measured in --placement-load's report (estimated without one)
     std::optional<spare_plan> spare;

@@ -1,7 +1,7 @@
 // Every registered job (the registry's list, read at run time) on three real tidemark-node
 // processes — each in a network namespace with its own address when the test can make them,
-// on loopback otherwise, and the log says which — with every operator a stage of its own placed
-// round robin, so every node runs part of it: the job's outputs equal the embedded run's with the
+// on loopback otherwise, and the log says which — with every operator a stage of its own (equal
+// estimated loads, so placed round robin), so every node runs part of it: the job's outputs equal the embedded run's with the
 // same options, and every node received data from another (its data_bytes_in grew). Jobs with
 // timezones (figure1) run too: their synchronizers run in the coordinator. With
 // the broker pinned to n2 in the cluster file (issue 18, point 2), riot-etl's broker runs as a
@@ -400,7 +400,7 @@ struct fixture {
     auto options = parse_job_arguments(spec, args);
     run_options ro;
     ro.linger = 1ms;
-    ro.fuse = false;  // every operator a stage: round robin puts work on every node
+    ro.fuse = false;  // every operator a stage: equal estimates, round robin, work on every node
     run r;
     r.result =
         cluster ? run_on_cluster(spec, options, *cluster, ro) : run_registered(spec, options, ro);

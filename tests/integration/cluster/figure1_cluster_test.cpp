@@ -1,5 +1,5 @@
 // The synchronizer patent's figure 1 on three tidemark-node processes (loopback), issue 18
-// point 4: every operator a stage of its own, placed round robin, so the table lookup, the two
+// point 4: every operator a stage of its own, placed round robin (equal estimated loads), so the table lookup, the two
 // gates of the join's timezone and the join run on different nodes and talk to the synchronizer
 // in the coordinator by control frames. Seeded runs with random lookup latencies: every run's
 // pairs equal the serial result (figure1::serial_result, one reading at a time), and every node
@@ -51,7 +51,7 @@ struct fixture {
     o.set("max-delay-us", "1500");
     o.set("out", out.string());
     run_options ro;
-    ro.fuse = false;  // every operator a stage: round robin spreads them over the nodes
+    ro.fuse = false;  // every operator a stage: equal estimated loads, round robin over the nodes
     ro.linger = 1ms;
     ro.synchronizers.enabled = synchronizers;
     run_on_cluster(spec, o, nodes.cluster, ro);

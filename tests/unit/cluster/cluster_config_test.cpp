@@ -1,5 +1,6 @@
-// The cluster file (YAML), placement (round robin over nodes, pins, or packed by a measured load)
-// and the placement check, with errors that name the file, the field, the operator or the node.
+// The cluster file (YAML), placement (packed by an estimated or measured load, with pins and
+// node capacities) and the placement check, with errors that name the file, the field, the
+// operator or the node.
 #define BOOST_TEST_MODULE cluster_config
 #include <boost/test/unit_test.hpp>
 
@@ -164,16 +165,42 @@ BOOST_AUTO_TEST_CASE(faults_are_allowed_only_when_the_file_says_so) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(placement_is_round_robin_with_pins) {
+BOOST_AUTO_TEST_CASE(placement_packs_an_estimate_by_operators_with_pins_and_capacities) {
   auto j = three_stage_job();
   auto plan = compile(j.graph());
   BOOST_REQUIRE(plan.stages.size() == 3u);  // numbers+by_value, sum x3, gather+sink
   cluster_config c;
   c.insecure = true;
   c.nodes = {{"n1", "tcp://h:1", ""}, {"n2", "tcp://h:3", ""}, {"n3", "tcp://h:5", ""}};
-  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{0, 1, 2, 0, 1}));
+  // instances in order: numbers+by_value (2 operators), sum x3 (1 each), gather+sink (2). By
+  // hand, heaviest first: numbers on n1, gather on n2 (n2 and n3 empty, n2 first), the first sum
+  // on n3 (1 against 3 and 3); the other sums on nodes without one: n1 (3 against 3, first), n2.
+  // Round robin would give {0, 1, 2, 0, 1}.
+  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{0, 2, 0, 1, 1}),
+             tt::per_element());
+  // gather+sink pinned on n1 (2): numbers on n2 (n2, n3 empty), the sums on n3 (1 against 3, 3),
+  // then n1 (3 against 3, first), then n2
   c.pins["sink"] = "n1";
-  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{0, 1, 2, 0, 0}));
+  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{1, 2, 0, 1, 0}),
+             tt::per_element());
+  c.pins.clear();
+  // equal loads on equal nodes (a, b x4, c x4, an operator each): round robin in instance order
+  job chain{"chain"};
+  chain.from_container(std::vector<int>{1}, "a").rebalance().map([](int x) { return x; }, "b")
+      .parallelism(4).rebalance().count("c");
+  const auto chain_plan = compile(chain.graph());
+  BOOST_REQUIRE(chain_plan.stages.size() == 3u);
+  BOOST_TEST(place(chain.graph(), chain_plan, c) ==
+                 (std::vector<std::uint32_t>{0, 1, 2, 0, 1, 2, 0, 1, 2}),
+             tt::per_element());
+  // n1 has two cores, and shares are load over cores: a on n1 (0.5 against 1, 1); b on n2 (1
+  // everywhere, n2 runs fewer), n3, n1 (the one without a b), n1 again (1.5 against 2, 2); c on
+  // n2 (2 everywhere, n2 and n3 run fewer, n2 first), n3, n1 (without a c), n1 (2.5 against 3, 3)
+  c.nodes[0].cpu = 2;
+  BOOST_TEST(place(chain.graph(), chain_plan, c) ==
+                 (std::vector<std::uint32_t>{0, 1, 2, 0, 0, 1, 2, 0, 0}),
+             tt::per_element());
+  c.nodes[0].cpu = 1;
   c.pins["nothing"] = "n1";
   BOOST_CHECK_EXCEPTION(place(j.graph(), plan, c), job_error, [](const job_error& e) {
     return std::string{e.what()} == "pin 'nothing': the job has no operator of that name";
@@ -193,7 +220,7 @@ BOOST_AUTO_TEST_CASE(placement_by_measured_load_packs_the_heaviest_first) {
   // instances in order: numbers (0.3), sum x3 (1.0 each), gather (0.6). By hand: the three sums
   // take a node each, gather the first of the equally loaded nodes, numbers the next.
   c.operator_load = {{"numbers", 0.3}, {"sum", 3.0}, {"gather", 0.6}};
-  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{1, 0, 1, 2, 0}));
+  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{1, 0, 1, 2, 0}), tt::per_element());
   // a pinned instance's load counts on its node: with gather pinned on n3 (0.6), the sums go to
   // n1, n2 and n3 (0.6 is the least), and numbers to n1 (1.0, tied with n2, first in order)
   c.pins["gather"] = "n3";
@@ -202,7 +229,7 @@ BOOST_AUTO_TEST_CASE(placement_by_measured_load_packs_the_heaviest_first) {
   // a stage the report does not name counts as the mean measured instance: numbers (0.2) and the
   // sums (1.0) measured, gather counts as 3.2 / 4 = 0.8
   c.operator_load = {{"numbers", 0.2}, {"sum", 3.0}};
-  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{1, 0, 1, 2, 0}));
+  BOOST_TEST(place(j.graph(), plan, c) == (std::vector<std::uint32_t>{1, 0, 1, 2, 0}), tt::per_element());
   c.operator_load = {{"elsewhere", 1.0}};
   BOOST_CHECK_EXCEPTION(place(j.graph(), plan, c), job_error, [](const job_error& e) {
     return std::string{e.what()}.find("names no operator of this job") != std::string::npos;
@@ -302,13 +329,12 @@ BOOST_AUTO_TEST_CASE(replicas_on_spare_cpu_are_read_from_the_file_and_planned) {
              std::string::npos);
   BOOST_TEST(error("e.yaml", "  spares: 1\n").find("unknown field 'spares'") != std::string::npos);
 
-  // three_stage_job round robin: numbers n1, sum n2 n3 n1, gather+sink n2; only the sums hold
-  // neither a source nor a sink
+  // three_stage_job placed round robin: numbers n1, sum n2 n3 n1, gather+sink n2; only the sums
+  // hold neither a source nor a sink
   auto j = three_stage_job();
   auto plan = compile(j.graph());
   c.planned.planner = {};
-  const auto placement = place(j.graph(), plan, c);
-  BOOST_REQUIRE(placement == (std::vector<std::uint32_t>{0, 1, 2, 0, 1}));
+  const std::vector<std::uint32_t> placement{0, 1, 2, 0, 1};
   const std::vector<double> load{0.3, 1.0, 1.0, 1.0, 0.6};
   c.planned.spare = "3";  // cores: a copy of every sum
   auto all = plan_spare_replicas(j.graph(), plan, placement, c, load);
@@ -343,6 +369,11 @@ BOOST_AUTO_TEST_CASE(replicas_on_spare_cpu_are_read_from_the_file_and_planned) {
   c.planned.spare = "0%";
   for (const auto& r : plan_spare_replicas(j.graph(), plan, placement, c, load).replicas)
     BOOST_TEST(r.empty());
-  // without a measurement every instance is guessed equal: half of the 12 cores over 5 instances
-  for (auto l : instance_loads(j.graph(), plan, c)) BOOST_TEST(l == 1.2, tt::tolerance(1e-12));
+  // without a measurement, the estimate: half of the 12 cores over the job's 7 operators, 2 in
+  // numbers+by_value, 1 in each sum, 2 in gather+sink
+  const std::vector<double> estimate{12.0 / 7, 6.0 / 7, 6.0 / 7, 6.0 / 7, 12.0 / 7};
+  const auto guessed = instance_loads(j.graph(), plan, c);
+  BOOST_REQUIRE(guessed.size() == estimate.size());
+  for (std::size_t k = 0; k < guessed.size(); ++k)
+    BOOST_TEST(guessed[k] == estimate[k], tt::tolerance(1e-12));
 }

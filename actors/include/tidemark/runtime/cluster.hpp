@@ -94,7 +94,7 @@ struct cluster_config {
   std::map<std::string, std::string> pins;
   /// Operator name -> measured load of its stage in cores, summed over the stage's instances (a
   /// previous run's report: `tidemark run --cluster C --placement-load REPORT.json`,
-  /// stage_load_from_report). Not empty: place() packs instances by load. Empty: round robin.
+  /// stage_load_from_report). Empty: place() packs instances by an estimate (instance_loads).
   std::map<std::string, double> operator_load;
   /// The node that starts mosquitto on its address (its endpoint's host) and `broker.port` when a
   /// job that uses a broker (the RIoTBench apps) is deployed, and stops it with the deployment.
@@ -126,13 +126,14 @@ struct cluster_config {
 };
 
 /// Node index of every stage instance (stages in plan order, instances in order): instances of
-/// stages whose operators are pinned go to the pinned node. The others go round robin over the
-/// nodes in instance order, or, with `cluster.operator_load`, by load: heaviest first, each to the
-/// node with the least load so far, pinned instances included (the greedy bin packing of the
-/// replication planner's place_primaries). A stage's load is the sum of its operators' loads,
-/// shared equally by its instances; a stage the measurement does not name counts as the mean
-/// instance load of those it names. Throws job_error for a pin naming an unknown operator or node,
-/// and for loads that name no operator of the job (a report of another job).
+/// stages whose operators are pinned go to the pinned node. The others are packed by their load
+/// (instance_loads: measured with `cluster.operator_load`, estimated without), heaviest first
+/// (equal loads in instance order), each to a node running the fewest instances of its stage, among
+/// those the one whose share of its CPU (`cpu:`) is the least with it, pinned instances included;
+/// ties go to the node running fewer instances, then to the first in the file. This is the greedy bin packing of the replication planner's place_primaries,
+/// with nodes' capacities. Equal loads on equal nodes come out round robin in instance order.
+/// Throws job_error for a pin naming an unknown operator or node, and for loads that name no
+/// operator of the job (a report of another job).
 std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
                                  const cluster_config& cluster);
 
@@ -145,7 +146,10 @@ std::map<std::string, double> stage_load_from_report(const std::string& json);
 /// The load of every stage instance (as place() returns them) in cores, from
 /// `cluster.operator_load`: a stage's load shared equally by its instances, a stage the
 /// measurement does not name counting as the mean instance load of those it names. Without a
-/// measurement, every instance gets the same guess: together they use half of the nodes' CPU.
+/// measurement, the estimate: every operator costs the same, so an instance's load is the number
+/// of operators of its stage (a chain fused into one stage weighs more than a lone operator; a
+/// stage's parallelism says how many instances the user thinks its load needs), scaled so that
+/// all instances together use half of the nodes' CPU.
 /// Throws job_error for loads that name no operator of the job (a report of another job).
 std::vector<double> instance_loads(const logical_graph& g, const physical_plan& p,
                                    const cluster_config& cluster);
