@@ -48,10 +48,13 @@ row_sink::~row_sink() = default;
 
 void row_sink::add(std::string key, std::string value) {
   pending_.emplace_back(std::move(key), std::move(value));
-  if (!checkpointing_ && pending_.size() >= opts_.plain_commit_rows) {
-    commit({{0, pending_}}, {});
-    pending_.clear();
-  }
+  if (!checkpointing_ && pending_.size() >= opts_.plain_commit_rows) flush();
+}
+
+void row_sink::flush() {
+  if (pending_.empty()) return;
+  commit({{0, pending_}}, {});
+  pending_.clear();
 }
 
 void row_sink::commit(staged_rows groups, const std::string& marker) {

@@ -65,6 +65,9 @@ class row_sink : public operator_logic {
   /// transaction; may rewrite keys and values. A commit repeated by a restore calls it again for
   /// the same rows and checkpoint. By default rows are written as added.
   virtual void before_commit(std::uint64_t checkpoint, rows& rs) {}
+  /// Commits the rows added since the last commit at once, without a checkpoint (plain mode): for
+  /// a sink that takes no part in checkpoints but must have everything before a barrier durable.
+  void flush();
 
  private:
   using staged_rows = std::vector<std::pair<std::uint64_t, rows>>;  // rows per checkpoint
