@@ -371,6 +371,9 @@ struct fixture {
 
   fixture() {
     register_all_jobs(registry);
+    // nodes open WiredTiger stores, fill lookup tables and start the pinned broker while they
+    // deploy: on a loaded 2-core machine that took n2 more than the local clusters' 3 s
+    nodes.cluster.connect_timeout = 30s;
     if (ns.made)
       std::printf("cluster_jobs: 3 nodes in network namespaces at %s.1-3, coordinator and broker at %s\n",
                   network_namespaces::subnet, broker_host.c_str());
