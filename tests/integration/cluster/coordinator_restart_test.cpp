@@ -6,7 +6,8 @@
 // an embedded run without faults: nothing the first coordinator's checkpoints committed is lost
 // or written twice, and nothing after them is missing. When the coordinator's host is lost with
 // its data directory, the resumed run fetches the newest checkpoint from the nodes' copies
-// (cluster file `checkpoint: {copies: 1}`).
+// (cluster file `checkpoint: {copies: 1}`). A job with a timezone (figure1), whose synchronizer
+// lives in the coordinator, resumes to the serial result.
 #define BOOST_TEST_MODULE coordinator_restart
 #include <boost/test/unit_test.hpp>
 
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "../../support/lines.hpp"
 #include "../../support/result_rows.hpp"
 #include "../../support/temp_dir.hpp"
 #include "../../support/tool_process.hpp"
@@ -143,4 +145,54 @@ BOOST_AUTO_TEST_CASE(a_coordinator_restarted_at_once_replaces_the_job_the_nodes_
 
 BOOST_AUTO_TEST_CASE(a_coordinator_whose_host_is_lost_resumes_from_the_nodes_copies) {
   kill_and_resume(true, true);
+}
+
+// A job with a timezone: figure1's synchronizer runs in the coordinator, so killing it loses the
+// synchronizer's state with it; the resumed coordinator rebuilds it from the gates and exits the
+// nodes restore. Unaligned checkpoints, because an aligned barrier waits behind every reading
+// queued at the gates, which the timezone admits one lookup (1 ms) at a time: the first aligned
+// checkpoint of this run took 4.5 s. The pairs file must hold every reading once, paired with
+// its own lookup (the serial result: reading i with row i), whatever was in flight at the kill.
+BOOST_AUTO_TEST_CASE(a_coordinator_killed_while_a_timezone_runs_resumes_it_serially) {
+  test::temp_dir dir{"coordinator-restart-timezone"};
+  test::node_processes nodes;
+  const auto cluster_file = dir / "cluster.yaml";
+  nodes.write_cluster_file(cluster_file);
+  constexpr int elements = 6000;  // 1 ms lookups, one at a time: about 7 s
+  const std::vector<std::string> run = {"--log-level", "debug", "run", "--cluster", cluster_file,
+                                        "--data-dir", dir / "coordinator", "--checkpoint-interval",
+                                        "250", "--unaligned"};
+  const std::vector<std::string> job = {"--db",           "local", "--out", dir / "pairs.txt",
+                                        "--elements",     std::to_string(elements),
+                                        "--min-delay-us", "1000",  "--max-delay-us", "1000",
+                                        "--concurrency",  "1"};
+  const auto first_log = dir / "first.log";
+  const auto first = test::start_tool(run, "figure1", job, first_log);
+  test::wait_until([&] { return last_completed(first_log) >= 2; }, 60s,
+                   "two completed checkpoints in " + first_log, 20ms);
+  BOOST_REQUIRE(::kill(first, SIGKILL) == 0);
+  BOOST_TEST(!test::succeeded(first));
+  const auto completed = last_completed(first_log);
+
+  auto resumed = run;
+  resumed.push_back("--resume");
+  resumed.push_back("figure1");
+  resumed.insert(resumed.end(), job.begin(), job.end());
+  const auto second_log = dir / "second.log";
+  const auto summary = test::tool_output(resumed, second_log);
+  BOOST_TEST(summary.find(" 0 mismatched") != std::string::npos, summary);  // the join's count
+  const auto text = test::read_file(second_log);
+  static const std::regex resuming{R"(resuming job 'figure1' from checkpoint (\d+))"};
+  std::smatch m;
+  BOOST_REQUIRE_MESSAGE(std::regex_search(text, m, resuming), text);
+  BOOST_TEST(std::stoull(m[1]) >= completed);
+  BOOST_TEST_MESSAGE("resumed from checkpoint " << m[1] << " of the killed coordinator");
+
+  // every line once: the value of a line is how often the file holds it
+  test::result_rows expected, got;
+  for (int i = 0; i < elements; ++i)
+    expected[std::to_string(i) + " " + std::to_string(i) + " row-" + std::to_string(i)] = "1";
+  for (const auto& line : test::sorted_lines(dir / "pairs.txt"))
+    got[line] = std::to_string(got.count(line) ? std::stoi(got[line]) + 1 : 1);
+  test::check_same_rows(expected, got);
 }
