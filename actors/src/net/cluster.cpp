@@ -265,7 +265,9 @@ std::vector<std::uint32_t> place(const logical_graph& g, const physical_plan& p,
   // differ in the last bits).
   std::stable_sort(free.begin(), free.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   auto share = [&](std::uint32_t n, double l) { return (used[n] + l) / cluster.nodes[n].cpu; };
-  for (const auto& [l, instance] : free) {
+  for (const auto& item : free) {
+    const double l = item.first;  // a plain variable: C++17 lambdas cannot capture a binding
+    const std::size_t instance = item.second;
     auto& same = spread[stage_of[instance]];
     auto better = [&](std::uint32_t n, std::uint32_t best) {
       if (same[n] != same[best]) return same[n] < same[best];
