@@ -31,6 +31,7 @@ class stage_actor final : public annotated_actor, private stage_io {
   /// Neighbours hold handles to each other; dropping them (and the operators) here breaks the
   /// reference cycle so that actors and the resources their operators own are freed on exit.
   void on_exit() override {
+    annotated_actor::on_exit();
     core_.reset();
     outputs_.clear();
     senders_.clear();

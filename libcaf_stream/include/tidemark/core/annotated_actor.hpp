@@ -26,6 +26,21 @@ class annotated_actor : public caf::event_based_actor {
     caf::event_based_actor::on_destroy();
   }
 
+  /// Every enqueue happens before the actor exits. CAF handles an exit message outside consume()
+  /// and destroys it, with what is left in the mailbox, in finalize(), which calls this first.
+  /// Actors that override on_exit() call this one first.
+  void on_exit() override {
+    tsan_acquire(this);
+    caf::event_based_actor::on_exit();
+  }
+
+  /// The same for messages that arrive while the actor exits: cleanup() closes the mailbox and
+  /// destroys them.
+  bool cleanup(caf::error&& fail_state, caf::execution_unit* host) override {
+    tsan_acquire(this);
+    return caf::event_based_actor::cleanup(std::move(fail_state), host);
+  }
+
   /// Construction (in the spawning thread) happens before the actor first runs.
   void launch(caf::execution_unit* eu, bool lazy, bool hide) override {
     tsan_release(this);
