@@ -5,9 +5,12 @@
 #define BOOST_TEST_MODULE log_option
 #include <boost/test/unit_test.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../../support/environment.hpp"
@@ -114,6 +118,30 @@ class process {
   pid_t pid_ = 0;
 };
 
+// Whether nothing listens on loopback `port` (a bind succeeds).
+bool port_free(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return free;
+}
+
+// Two free consecutive ports (a node's control and data) below Linux's ephemeral range
+// (32768-60999), where another process's outgoing connection can take any port at any time: a
+// fixed port there once failed the node's bind with "Address already in use".
+int free_port_pair() {
+  static int next = 23000 + (::getpid() % 500) * 16;
+  auto advance = [] { return 23000 + (next - 23000 + 2) % 9000; };
+  for (int tries = 0; tries < 1000; ++tries, next = advance())
+    if (port_free(next) && port_free(next + 1)) return std::exchange(next, advance());
+  BOOST_FAIL("no two free consecutive loopback ports in 23000-31999");
+  return 0;
+}
+
 struct run_logs {
   std::string node;
   std::string tool;
@@ -126,8 +154,7 @@ struct run_logs {
 run_logs cluster_run(const std::string& tag, std::vector<std::string> node_args,
                      const std::string& node_env, std::vector<std::string> tool_args,
                      const std::string& tool_env) {
-  static int runs = 0;
-  const int port = 40000 + (::getpid() % 1000) * 10 + 2 * runs++;
+  const int port = free_port_pair();
   tidemark::test::temp_dir dir{"log-option-" + tag};
   const auto endpoint = "tcp://127.0.0.1:" + std::to_string(port);
   const auto cluster_file = dir / "cluster.yaml";
