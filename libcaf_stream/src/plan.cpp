@@ -1,5 +1,6 @@
 #include "tidemark/core/plan.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace tidemark {
@@ -50,10 +51,46 @@ physical_plan compile(const logical_graph& g, const plan_options& opts) {
     p.stages.push_back({{{id, 0, 0}}, n.parallelism});
     for (std::uint32_t i = 0; i < n.inputs.size(); ++i) {
       const auto& in = n.inputs[i];
-      p.edges.push_back({stage_of[in.from], pos_of[in.from], in.port, stage_of[id], i, in.part});
+      if (!in.feedback)
+        p.edges.push_back({stage_of[in.from], pos_of[in.from], in.port, stage_of[id], i, in.part});
+    }
+  }
+  // a feedback edge's sender comes later in the order: its stage is known only now
+  for (auto id : *order) {
+    const auto& n = g.node(id);
+    for (std::uint32_t i = 0; i < n.inputs.size(); ++i) {
+      const auto& in = n.inputs[i];
+      if (in.feedback)
+        p.edges.push_back(
+            {stage_of[in.from], pos_of[in.from], in.port, stage_of[id], i, in.part, true});
     }
   }
   return p;
+}
+
+std::vector<std::int32_t> loops_of(const physical_plan& p) {
+  const auto n = p.stages.size();
+  std::vector<std::int32_t> loop(n, -1);
+  if (std::none_of(p.edges.begin(), p.edges.end(), [](const auto& e) { return e.feedback; }))
+    return loop;
+  // reach[a][b]: a path leads from stage a to stage b (plans are small: a closure by search)
+  std::vector<std::vector<bool>> reach(n, std::vector<bool>(n, false));
+  for (std::size_t a = 0; a < n; ++a) {
+    std::vector<std::size_t> todo{a};
+    while (!todo.empty()) {
+      auto s = todo.back();
+      todo.pop_back();
+      for (const auto& e : p.edges)
+        if (e.from == s && !reach[a][e.to]) {
+          reach[a][e.to] = true;
+          todo.push_back(e.to);
+        }
+    }
+  }
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b <= a && loop[a] < 0; ++b)
+      if (reach[a][b] && reach[b][a]) loop[a] = static_cast<std::int32_t>(b);
+  return loop;
 }
 
 namespace {
@@ -91,7 +128,7 @@ std::string to_text(const logical_graph& g, const physical_plan& p) {
       const auto& from = p.stages[e.from];
       if (e.from_op + 1 != from.ops.size() || e.port != 0)
         out << " " << describe_output(g.node(from.ops[e.from_op].node), e.port);
-      out << " [" << to_string(e.part) << "]";
+      out << " [" << to_string(e.part) << (e.feedback ? ", feedback" : "") << "]";
     }
     out << '\n';
   }

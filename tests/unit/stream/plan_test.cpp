@@ -162,3 +162,38 @@ BOOST_AUTO_TEST_CASE(a_port_with_two_readers_or_a_partitioned_reader_leaves_the_
   }
   BOOST_TEST((p.edges[2].part == partitioning::key_hash));
 }
+
+// A loop: the feedback edge runs from the stage that closes the loop back to the feedback node's
+// stage (which comes earlier in the plan), and loops_of names the stages on the cycle.
+BOOST_AUTO_TEST_CASE(a_loop_compiles_with_its_feedback_edge_and_its_stages) {
+  job j{"loop"};
+  auto loop = j.iterate<int>("back");
+  auto inc = j.from_container(std::vector<int>{1}, "src")
+                 .merge(loop.feedback())
+                 .name("merge")
+                 .map([](int x) { return x + 1; }, "inc");
+  loop.close(inc.filter([](int x) { return x < 3; }, "again"));
+  inc.count("out");
+  auto p = compile(j.graph());
+  auto stage_of = [&](const std::string& name) {
+    for (std::uint32_t s = 0; s < p.stages.size(); ++s)
+      for (const auto& op : p.stages[s].ops)
+        if (j.graph().node(op.node).name == name) return static_cast<std::int32_t>(s);
+    return -1;
+  };
+  std::vector<stage_edge> feedback;
+  for (const auto& e : p.edges)
+    if (e.feedback) feedback.push_back(e);
+  BOOST_REQUIRE(feedback.size() == 1u);
+  BOOST_TEST(static_cast<std::int32_t>(feedback[0].from) == stage_of("again"));
+  BOOST_TEST(static_cast<std::int32_t>(feedback[0].to) == stage_of("back"));
+  BOOST_TEST(feedback[0].from > feedback[0].to);
+  const auto loops = loops_of(p);
+  const auto cycle = loops[stage_of("back")];
+  BOOST_TEST(cycle >= 0);
+  BOOST_TEST(loops[stage_of("merge")] == cycle);
+  BOOST_TEST(loops[stage_of("again")] == cycle);
+  BOOST_TEST(loops[stage_of("src")] == -1);
+  BOOST_TEST(loops[stage_of("out")] == -1);
+  BOOST_TEST(to_text(j.graph(), p).find("[forward, feedback]") != std::string::npos);
+}

@@ -41,10 +41,12 @@ struct stage_edge {
   std::uint32_t to = 0;        ///< stage index; the edge feeds that stage's head
   std::uint32_t input = 0;     ///< input index of the receiving operator
   partitioning part = partitioning::forward;
+  bool feedback = false;       ///< closes a loop (job::iterate): `from` comes later in the plan
 };
 
 struct physical_plan {
-  std::vector<stage> stages;  ///< every stage follows the stages it reads from
+  /// Every stage follows the stages it reads from, feedback edges aside.
+  std::vector<stage> stages;
   std::vector<stage_edge> edges;
   /// Number of channels (one per sending and receiving instance pair that exchange data).
   std::size_t channel_count() const;
@@ -60,6 +62,10 @@ std::string to_text(const logical_graph& g, const physical_plan& p);
 /// Graphviz DOT: operators as nodes, stages as clusters, edges labelled by partitioning (and by
 /// the port when it is a side output).
 std::string to_dot(const logical_graph& g, const physical_plan& p);
+
+/// Per stage, the loop it runs in: the index of the lowest stage that both reaches it and is
+/// reached from it (every such cycle closes through a feedback edge), or -1 outside every loop.
+std::vector<std::int32_t> loops_of(const physical_plan& p);
 
 /// A forward edge only pairs instance i with instance i when both sides have equal parallelism.
 inline bool pointwise(const stage_edge& e, const physical_plan& p) {
