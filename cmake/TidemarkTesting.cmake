@@ -19,7 +19,8 @@ set(TIDEMARK_RUNTIME_TESTS
     extension_points_run_test live_view_test job_registry_test window_checkpoint_test
     checkpoint_store_test reliable_channel_test link_fault_injector_test checkpoint_frames_test
     live_frames_test deployment_status_test cluster_config_test coordinator_checkpoint_test
-    coordinator_live_test finished_checkpoints_test unaligned_checkpoints_test synchronizer_actor_test)
+    coordinator_live_test finished_checkpoints_test unaligned_checkpoints_test synchronizer_actor_test
+    loops_test)
 set(TIDEMARK_RUNTIME_NODE_TESTS cluster_test security_test exactly_once_cluster cluster_status)
 
 function(tidemark_add_test)

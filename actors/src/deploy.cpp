@@ -70,6 +70,11 @@ deployment_actors::deployment_actors(caf::actor_system& sys, const logical_graph
       for (std::uint32_t i = 0; i < p.stages[s].parallelism; ++i)
         for (std::uint32_t c = 0; c < w.copies[s][i]; ++c)
           if (local({s, i, c})) spawn_copy({s, i, c}, remote, from);
+    // a loop's feedback channels: their receivers came after their senders
+    for (const auto& [from_copy, k, to, slot] : unconnected_)
+      caf::anon_send(actor_of_[from_copy.stage][from_copy.instance][from_copy.copy],
+                     connect_msg{k, actor_of_[to.stage][to.instance][to.copy], slot});
+    unconnected_.clear();
     // channels into this node: the senders of the local stages' input slots, and inbound proxies
     // for those on other nodes
     for (std::uint32_t s = 0; s < p.stages.size(); ++s)
@@ -115,13 +120,18 @@ caf::actor deployment_actors::spawn_copy(wiring::endpoint e, const remote_channe
     around.outs.push_back({offset_[to.stage] + to.instance, to.copy, node_of(to)});
     const auto slot = outs[k].slot + c;  // this copy's slot at the receiver
     if (local(to)) {
-      setup.outputs.push_back({actor_of_[to.stage][to.instance][to.copy], slot});
+      const auto& target = actor_of_[to.stage][to.instance][to.copy];
+      if (!target) unconnected_.push_back({e, k, to, slot});  // a feedback edge
+      setup.outputs.push_back({target, slot});
       continue;
     }
     setup.outputs.push_back({outbound(e, k, node_of(to), *remote), slot});
   }
   around.ins.resize(setup.core.input_ports.size());
-  const bool starts = setup.core.source != nullptr || setup.core.input_ports.empty();
+  // sources, stages without inputs, and a loop's feedback stage (it sends the first probe)
+  const auto& roles = setup.core.input_roles;
+  const bool starts = setup.core.source != nullptr || setup.core.input_ports.empty() ||
+                      std::find(roles.begin(), roles.end(), loop_role::feedback) != roles.end();
   const bool source = setup.core.source != nullptr;
   if (source && !setup.core.source->replayable())
     unreplayable_.push_back(setup.core.nodes.front()->name);

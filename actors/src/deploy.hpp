@@ -155,6 +155,15 @@ class deployment_actors {
   std::vector<std::vector<std::vector<std::uint32_t>>> first_channel_;  // per stage, instance, copy
   std::vector<std::vector<std::vector<caf::actor>>> actor_of_;          // local copies
   std::vector<std::vector<std::vector<std::size_t>>> index_of_;         // in stages_
+  /// Output slots spawned before their local receiver (a loop's feedback edge): connected once
+  /// every copy exists.
+  struct unconnected {
+    wiring::endpoint from;
+    std::uint32_t out;
+    wiring::endpoint to;
+    std::uint32_t slot;
+  };
+  std::vector<unconnected> unconnected_;
 };
 
 }  // namespace tidemark::detail

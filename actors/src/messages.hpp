@@ -34,8 +34,8 @@ struct data_msg {
   batch_holder batch;
 };
 
-/// A control item on a channel: a watermark, an idle/active flag, end-of-stream, or the barrier
-/// of a checkpoint (`wm` carries its id).
+/// A control item on a channel: a watermark, an idle/active flag, end-of-stream, the barrier of a
+/// checkpoint (`wm` carries its id) or a loop's probe (see signal_kind).
 struct signal_msg {
   using kind_t = signal_kind;
   static constexpr kind_t watermark = signal_kind::watermark;
@@ -43,6 +43,7 @@ struct signal_msg {
   static constexpr kind_t active = signal_kind::active;
   static constexpr kind_t eos = signal_kind::eos;
   static constexpr kind_t barrier = signal_kind::barrier;
+  static constexpr kind_t probe = signal_kind::probe;
   std::uint32_t in;
   kind_t kind;
   event_time wm;
@@ -92,6 +93,14 @@ struct output_restored_msg {
   caf::actor target;
   std::uint32_t in;
   std::uint64_t checkpoint;
+};
+
+/// Output slot `out` reaches `target` at its input slot `in`: the feedback channel of a loop,
+/// whose receiver is spawned after its sender (deploy.cpp), before anything flows.
+struct connect_msg {
+  std::uint32_t out;
+  caf::actor target;
+  std::uint32_t in;
 };
 
 /// The copy of a sender behind input slot `in` was restored from checkpoint `checkpoint`
@@ -162,6 +171,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::done_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copies_lost_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copy_dropped_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::output_restored_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::connect_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::input_restored_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::copy_caught_up_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(tidemark::detail::failed_msg)

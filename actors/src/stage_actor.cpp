@@ -87,6 +87,7 @@ class stage_actor final : public annotated_actor, private stage_io {
           core_->on_copies_lost(m.outs, m.ins);
           after_message();
         },
+        [this](connect_msg& m) { outputs_.at(m.out) = {std::move(m.target), m.in}; },
         [this](output_restored_msg& m) {
           outputs_.at(m.out) = {std::move(m.target), m.in};
           core_->on_output_restored(m.out, m.checkpoint);

@@ -134,17 +134,20 @@ stage_core::stage_core(stage_config cfg, stage_io& io) : cfg_(std::move(cfg)), i
     for (auto* p : out_ports_) codec_of(p);
     for (auto* p : cfg_.input_from) codec_of(p);
   }
+  if (in_loop() && cfg_.opts.checkpoints.enabled())
+    for (auto* p : cfg_.input_from) codec_of(p);
 }
 
 stage_core::~stage_core() = default;
 
 const batch_codec& stage_core::codec_of(const output_port* port) const {
   if (!port || !port->codec)
-    throw job_error("stage " + std::to_string(cfg_.stage) + ": unaligned checkpoints store the "
-                    "batches in flight, but a stream of " +
-                    (port ? port->value_type : std::string{"unknown values"}) +
-                    " has no tidemark::codec (list its fields with TIDEMARK_FIELDS, or use "
-                    "aligned checkpoints)");
+    throw job_error("stage " + std::to_string(cfg_.stage) + ": " +
+                    (in_loop() ? "checkpoints of a loop store the batches in flight"
+                               : "unaligned checkpoints store the batches in flight") +
+                    ", but a stream of " + (port ? port->value_type : std::string{"unknown values"}) +
+                    " has no tidemark::codec (list its fields with TIDEMARK_FIELDS" +
+                    (in_loop() ? ")" : ", or use aligned checkpoints)"));
   return *port->codec;
 }
 
@@ -164,6 +167,8 @@ void stage_core::start() {
       pump();
     } else if (ins_.empty()) {
       finish();
+    } else if (feedback_) {
+      start_round();
     }
   });
 }
@@ -180,10 +185,25 @@ void stage_core::on_pump() {
 
 void stage_core::on_data(std::uint32_t in, batch_ptr b) {
   if (cut_ && cut_->open[in]) cut_->in_flight.push_back({in, in, b->clone()});
+  // A feedback edge never holds its sender back: a loop whose every channel waits for credit
+  // would deadlock on itself. Its credit goes back on arrival (an unbounded queue, as Flink's
+  // iteration feedback).
+  const bool fed_back = ins_[input_of_[in]].role == loop_role::feedback;
+  if (fed_back) {
+    if (loop_closed_) {
+      guarded([&] {
+        throw job_error("the loop through '" + cfg_.nodes.front()->name +
+                        "' got elements back after it ended: an operator in the loop emitted "
+                        "them at the end of its input (finish), which a loop cannot carry");
+      });
+      return;
+    }
+    acknowledge(in);
+  }
   if (arranged_) {
     receive({in, input_of_[in], std::move(b)});
   } else {
-    inbox_.push_back({in, in, std::move(b)});
+    inbox_.push_back({in, in, std::move(b), signal_kind::watermark, 0, !fed_back});
     ++queued_;
     metrics_.max_queued_batches = std::max(metrics_.max_queued_batches, queued_);
   }
@@ -201,28 +221,27 @@ void stage_core::yield() {
 }
 
 void stage_core::on_signal(std::uint32_t in, signal_kind kind, event_time wm) {
-  if (cfg_.opts.checkpoints.unaligned) {
-    // the barrier overtakes what waits in the inbox (Flink's unaligned checkpoints)
-    if (kind == signal_kind::barrier) {
-      guarded([&] {
-        const auto id = static_cast<std::uint64_t>(wm);
-        if (!cut_)
-          start_cut(id, in);
-        else
-          cut_->open[in] = false;
-        maybe_complete_cut();
-        after_work();
-      });
-      return;
-    }
-    if (cut_ && cut_->open[in]) {
-      cut_->in_flight.push_back({in, in, nullptr, kind, wm});
-      if (kind == signal_kind::eos) {
-        cut_->open[in] = false;
-        guarded([&] { maybe_complete_cut(); });
-      }
-    }
+  // The barrier overtakes what waits in the inbox (Flink's unaligned checkpoints). A loop's
+  // stages cut, too (without overtaking their outputs when aligned): an aligned stage of a loop
+  // would wait for a barrier that can only come around the loop after its own.
+  const bool cuts = cfg_.opts.checkpoints.unaligned || in_loop();
+  if (kind == signal_kind::barrier && !cut_ && cuts) {
+    guarded([&] {
+      start_cut(static_cast<std::uint64_t>(wm), in);
+      maybe_complete_cut();
+      after_work();
+    });
+    return;
   }
+  const bool closed = cut_through(in, kind, wm);
+  if (closed) guarded([&] {
+      maybe_complete_cut();
+      after_work();
+    });
+  if (kind == signal_kind::barrier && (cuts || closed)) return;
+  if (kind == signal_kind::eos && ins_[input_of_[in]].role == loop_role::feedback &&
+      feedback_open_ > 0)
+    --feedback_open_;
   if (arranged_)
     receive({in, input_of_[in], nullptr, kind, wm});
   else
@@ -488,6 +507,21 @@ void stage_core::set_up_inputs() {
   }
   if (cfg_.deterministic_merge && ins_.size() > 1) merge_ = std::make_unique<input_merge>(ins_.size());
   arranged_ = copies_ || merge_;
+  // loops: which inputs come from where, and the outputs that lead back into the loop
+  for (std::uint32_t s = 0; s < cfg_.input_roles.size() && s < slots; ++s)
+    ins_[input_of_[s]].role = cfg_.input_roles[s];
+  for (const auto& e : cfg_.edges)
+    if (e.loop) loop_outs_.insert(loop_outs_.end(), e.slots.begin(), e.slots.end());
+  if (!in_loop()) return;
+  if (arranged_)
+    throw job_error(where + "a loop runs without replicas and without the deterministic merge");
+  for (std::uint32_t s = 0; s < slots; ++s)
+    if (ins_[input_of_[s]].role == loop_role::feedback) {
+      feedback_ = true;
+      ++feedback_open_;
+    }
+  contributes_ = std::any_of(ins_.begin(), ins_.end(),
+                             [](const in_state& in) { return in.role == loop_role::outside; });
 }
 
 /// An item of a stage whose inputs are arranged: copies filtered, then merged or queued.
@@ -590,17 +624,27 @@ void stage_core::drain() {
       }
       continue;
     }
+    // a feedback input's watermark is what the loop's probes confirm (confirm), and it is
+    // never idle: the loop's own signals on it say nothing the probes do not
+    const bool own = in.role != loop_role::feedback;
     switch (item.kind) {
-      case signal_kind::watermark: in.wm = std::max(in.wm, item.wm); break;
-      case signal_kind::idle: in.idle = true; break;
+      case signal_kind::watermark:
+        if (own) in.wm = std::max(in.wm, item.wm);
+        break;
+      case signal_kind::idle: in.idle = own; break;
       case signal_kind::active: in.idle = false; break;
       case signal_kind::eos:
         in.eos = true;
         in.wm = end_of_time;
+        start_loop_checkpoint();
         break;
       case signal_kind::barrier: on_barrier(item.input, static_cast<std::uint64_t>(item.wm)); break;
+      case signal_kind::probe: in.probes.push_back(item.wm); break;
     }
-    if (item.kind != signal_kind::barrier) advance_inputs();
+    if (item.kind == signal_kind::probe)
+      pass_probe();
+    else if (item.kind != signal_kind::barrier)
+      advance_inputs();
     if (aligning_ && aligned()) {
       const auto id = aligning_;
       aligning_ = 0;
@@ -635,6 +679,7 @@ void stage_core::advance_inputs() {
     call(0, [&] { op(0).on_watermark(low, *links_[0]); });
   }
   if (all_eos) finish();
+  if (contributes_) pass_probe();
 }
 
 /// A source that stopped for credit (or for a saturated operator) pulls at once, without a pump
@@ -669,13 +714,28 @@ void stage_core::on_checkpoint(std::uint64_t id) {
     return;
   }
   guarded([&] {
-    if (cfg_.source && !finished_) {
+    // A source stage takes its part, also once its source is exhausted while its operators
+    // still hold work (a gate's elements), rather than answer at its end: a loop downstream
+    // would otherwise see no checkpoint complete until then.
+    if (cfg_.source) {
       take_checkpoint(id, 0);
       after_work();
     } else {
       announced_ = std::max(announced_, id);  // its barrier comes in band, or the inputs end
+      start_loop_checkpoint();
     }
   });
+}
+
+/// A loop's entry whose inputs from outside the loop ended gets no barrier from them: the loop
+/// still runs, so it starts the checkpoint it heard of itself.
+void stage_core::start_loop_checkpoint() {
+  if (!contributes_ || finished_ || cut_ || aligning_ || announced_ <= checkpointed_ ||
+      outside_wm() != end_of_time)
+    return;
+  for (const auto& in : ins_)
+    if (in.role == loop_role::outside && !in.eos) return;
+  take_checkpoint(announced_, 0);
 }
 
 /// The stage ended its outputs before barrier `id` could reach it: everything it will ever emit
@@ -719,8 +779,10 @@ bool stage_core::aligned() const {
 /// it (unaligned: ahead of what waits on the outputs, see start_cut); the piece is written by
 /// send_piece.
 void stage_core::take_checkpoint(std::uint64_t id, double alignment_ms) {
-  if (cfg_.opts.checkpoints.unaligned) {  // a source: its barrier overtakes its outputs' queues
-    start_cut(id, 0);
+  // unaligned, a source: its barrier overtakes its outputs' queues; a loop's entry whose outside
+  // inputs ended (start_loop_checkpoint): a cut of what comes back from the loop
+  if (cfg_.opts.checkpoints.unaligned || in_loop()) {
+    start_cut(id, static_cast<std::uint32_t>(ins_.size()));
     maybe_complete_cut();
     return;
   }
@@ -757,25 +819,51 @@ void stage_core::on_state_written(std::uint64_t id, std::string state, std::stri
   io_.checkpointed(id, std::move(state), writing_alignment_ms_);
 }
 
-/// Unaligned checkpoint `id`: its first barrier arrived on `input` (a source: when it heard of
-/// the checkpoint). The state is captured now, with what waits on the outputs (it is sent after
-/// the barrier, which goes out at once) and what waits in the inbox; what the other inputs
-/// receive before their barrier is added as it arrives (maybe_complete_cut).
+/// Checkpoint `id` as a cut of the channels (Chandy-Lamport): its first barrier arrived on
+/// `input` (none, ins_.size(): a source, or a loop's entry whose outside inputs ended, when it
+/// heard of the checkpoint). The state is captured now with what waits in the inbox; what the
+/// other inputs receive before their barrier is added as it arrives (maybe_complete_cut).
+/// Unaligned, the barrier goes out at once, ahead of what waits on the outputs, which the state
+/// holds; aligned (a stage of a loop), behind it. Probes are not kept: a restored loop starts a
+/// fresh round.
 void stage_core::start_cut(std::uint64_t id, std::uint32_t input) {
-  for (std::uint32_t k = 0; k < outs_.size(); ++k) seal(k);
+  const bool overtake = cfg_.opts.checkpoints.unaligned;
+  if (overtake)
+    for (std::uint32_t k = 0; k < outs_.size(); ++k) seal(k);
   cut_ = std::make_unique<cut>();
   cut_->id = id;
   cut_->since = clock::now();
   cut_->state = capture_state(id);
-  for (std::uint32_t k = 0; k < outs_.size(); ++k)
-    if (!outs_[k].lost) io_.send_signal(k, signal_kind::barrier, static_cast<event_time>(id));
+  if (overtake) {
+    for (std::uint32_t k = 0; k < outs_.size(); ++k)
+      if (!outs_[k].lost) io_.send_signal(k, signal_kind::barrier, static_cast<event_time>(id));
+  } else {
+    signal_all(signal_kind::barrier, static_cast<event_time>(id));
+  }
   cut_->open.assign(ins_.size(), false);
   for (std::uint32_t i = 0; i < ins_.size(); ++i) cut_->open[i] = !ins_[i].eos && i != input;
   for (const auto& item : inbox_) {
     if (!item.batch && item.kind == signal_kind::eos) cut_->open[item.input] = false;
-    cut_->in_flight.push_back({item.slot, item.input, item.batch ? item.batch->clone() : nullptr,
-                               item.kind, item.wm, item.credited});
+    if (item.batch || item.kind != signal_kind::probe)
+      cut_->in_flight.push_back({item.slot, item.input, item.batch ? item.batch->clone() : nullptr,
+                                 item.kind, item.wm, item.credited});
   }
+}
+
+/// An item that arrived on input slot `in` during a cut: kept for the piece while the slot's
+/// barrier is still to come. True when it was that barrier (the cut may be complete).
+bool stage_core::cut_through(std::uint32_t in, signal_kind kind, event_time wm) {
+  if (!cut_ || !cut_->open[in]) return false;
+  if (kind == signal_kind::barrier) {
+    cut_->open[in] = false;
+    return true;
+  }
+  if (kind != signal_kind::probe) cut_->in_flight.push_back({in, in, nullptr, kind, wm});
+  if (kind == signal_kind::eos) {
+    cut_->open[in] = false;
+    return true;
+  }
+  return false;
 }
 
 /// Every input delivered the barrier of the cut, or ended: the piece is complete.
@@ -963,6 +1051,89 @@ void stage_core::read_source_state() {
   source_state_ = {};
 }
 
+// ---- loops -------------------------------------------------------------------------------------
+// A loop's watermark (docs/timezones.md, "Loops at run time"): the stage that receives the
+// feedback edge sends a probe around the loop; every stage of the loop passes it on once it
+// arrived on each of its inputs from the loop, lowered to the lowest event time the stage sent
+// into the loop since it last passed one, to the lowest its operators hold, and, where inputs
+// come from outside, to their watermark. Channels are FIFO, so when the probe is back nothing
+// below its value is left in the loop or can enter it: that value becomes the feedback input's
+// watermark, and the next round starts. Once it confirmed the end of time in a round that started
+// after that watermark went out, the loop is empty for good and the feedback input ends.
+
+/// Passes the probe on once every input from the loop delivered one (a feedback stage confirms
+/// it instead).
+void stage_core::pass_probe() {
+  if (finished_) return;
+  event_time low = end_of_time;
+  bool waiting = false;
+  for (const auto& in : ins_) {
+    if (in.role == loop_role::outside || in.eos) continue;
+    if (in.probes.empty()) return;
+    low = std::min(low, in.probes.front());
+    waiting = true;
+  }
+  if (!waiting) return;
+  if (contributes_) {
+    // A probe could confirm nothing beyond the watermark that came back from the loop while the
+    // outside watermark is no higher: it waits here for the outside watermark to move (so no
+    // round spins while the loop has nothing to confirm; advance_inputs calls again).
+    const auto outside = outside_wm();
+    if (outside < end_of_time && outside <= loop_wm()) return;
+    low = std::min(low, outside);
+  }
+  for (auto& in : ins_)
+    if (in.role != loop_role::outside && !in.eos) in.probes.pop_front();
+  low = std::min({low, loop_low_, lowest_held()});
+  loop_low_ = end_of_time;
+  if (feedback_)
+    confirm(low);
+  else
+    for (auto k : loop_outs_) signal(k, signal_kind::probe, low);
+}
+
+/// A feedback stage: a probe goes around the loop.
+void stage_core::start_round() {
+  round_after_end_ = output_wm_ == end_of_time;
+  for (auto k : loop_outs_) signal(k, signal_kind::probe, end_of_time);
+}
+
+/// A feedback stage: the probe came back with `low`; nothing below it is left in the loop.
+void stage_core::confirm(event_time low) {
+  if (low == end_of_time && round_after_end_) {
+    // empty, and nothing more comes from outside or from the end-of-time watermark: the loop ends
+    loop_closed_ = true;
+    for (auto& in : ins_)
+      if (in.role == loop_role::feedback) in.eos = true;
+  }
+  for (auto& in : ins_)
+    if (in.role == loop_role::feedback) in.wm = std::max(in.wm, low);
+  advance_inputs();
+  if (!loop_closed_) start_round();
+}
+
+event_time stage_core::outside_wm() const {
+  event_time low = end_of_time;
+  for (const auto& in : ins_)
+    if (in.role == loop_role::outside) low = std::min(low, in.wm);
+  return low;
+}
+
+/// What came back from the loop: over a feedback input (a stage that also reads from outside,
+/// built through the graph API), what its probes confirmed.
+event_time stage_core::loop_wm() const {
+  event_time low = end_of_time;
+  for (const auto& in : ins_)
+    if (in.role != loop_role::outside) low = std::min(low, in.wm);
+  return low;
+}
+
+event_time stage_core::lowest_held() const {
+  event_time low = end_of_time;
+  for (const auto& op : cfg_.ops) low = std::min(low, op->lowest_pending());
+  return low;
+}
+
 // ---- finishing ---------------------------------------------------------------------------------
 
 /// All inputs ended (or the source is exhausted): finish the operators, then end every output.
@@ -998,7 +1169,7 @@ void stage_core::continue_finish() {
 /// slot included), and every copy of an input ended: a lagging copy's sender still needs its
 /// credit back to finish.
 void stage_core::maybe_done() {
-  if (!eos_sent_ || done_ || sending() || slots_open_ > 0) return;
+  if (!eos_sent_ || done_ || sending() || slots_open_ > 0 || feedback_open_ > 0) return;
   done_ = true;
   metrics_.busy_ns += (clock::now() - busy_since_).count();
   io_.done(snapshot());
@@ -1056,6 +1227,10 @@ bool stage_core::held() const {
 void stage_core::route(std::size_t e, batch_ptr b) {
   const auto& edge = cfg_.edges[e];
   const auto n = edge.slots.size();
+  if (edge.loop) {
+    const auto& t = b->times;
+    loop_low_ = std::min(loop_low_, t.empty() ? start_of_time : *std::min_element(t.begin(), t.end()));
+  }
   switch (edge.part) {
     case partitioning::forward:
     case partitioning::rebalance:

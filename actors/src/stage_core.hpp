@@ -26,7 +26,12 @@ struct output_edge {
   std::uint32_t from_op = 0;
   std::uint32_t port = 0;
   std::vector<std::uint32_t> slots;  ///< output slots of the stage instance
+  bool loop = false;                 ///< the receiver runs in the sender's loop
 };
+
+/// Where the sender of an input slot runs, seen from a stage in a loop (job::iterate): outside
+/// the loop, inside it, or inside it over the feedback edge that closes it.
+enum class loop_role : std::uint8_t { outside, inside, feedback };
 
 /// One stage instance with its operators created.
 struct stage_config {
@@ -47,6 +52,9 @@ struct stage_config {
   /// returns every copy's credit (stage_inputs.hpp, docs/replication.md). Empty: every slot is its
   /// own logical input.
   std::vector<std::uint32_t> logical_input;
+  /// Per input slot (empty: all outside): how its sender relates to the stage's loop. A stage
+  /// with feedback slots has nothing else (its head is the loop's feedback node or its gate).
+  std::vector<loop_role> input_roles;
   /// Hand the logical inputs to the operators in an order that depends only on what each input
   /// carries, not on when it arrived (input_merge in stage_inputs.hpp), so that a replica's
   /// operators see what the primary's see.
@@ -130,10 +138,11 @@ class stage_core {
   void restore();
   /// Opens the source and starts pulling (or finishes at once a stage without inputs).
   void start();
-  /// Checkpoint `id` started (every stage hears of it): a source stage takes its part and sends
-  /// the barrier downstream; a stage whose outputs ended answers with the state "finished" (its
-  /// inputs ended before the barrier could reach it, so its state is final); any other stage takes
-  /// its part when the barrier arrives, or answers "finished" if its inputs end first.
+  /// Checkpoint `id` started (every stage hears of it): a source stage, a stage whose inputs
+  /// ended but whose operators still hold work, and a loop's feedback stage take their part and
+  /// send the barrier downstream; a stage whose outputs ended answers with the state "finished"
+  /// (its inputs ended before the barrier could reach it, so its state is final); any other stage
+  /// takes its part when the barrier arrives, or answers "finished" if its inputs end first.
   void on_checkpoint(std::uint64_t id);
   /// The state of checkpoint `id` that stage_io::write_elsewhere wrote, or what failed (`error`
   /// not empty: the stage fails).
@@ -227,6 +236,8 @@ class stage_core {
     bool idle = false;
     bool eos = false;
     bool at_barrier = false;  // the barrier being aligned arrived here: park what follows
+    loop_role role = loop_role::outside;
+    std::deque<event_time> probes;  // loop probes arrived here, not yet passed on
   };
   /// The readers of one output port of one operator.
   struct port_readers {
@@ -268,9 +279,20 @@ class stage_core {
   captured_state capture_state(std::uint64_t id);
   void send_piece(std::uint64_t id, captured_state state, double alignment_ms);
   void start_cut(std::uint64_t id, std::uint32_t input);
+  void start_loop_checkpoint();
+  bool cut_through(std::uint32_t in, signal_kind kind, event_time wm);
   void maybe_complete_cut();
   const batch_codec& codec_of(const output_port* port) const;
   void read_source_state();
+
+  // loops (docs/timezones.md, "Loops at run time")
+  bool in_loop() const { return !loop_outs_.empty(); }
+  void pass_probe();
+  void start_round();
+  void confirm(event_time low);
+  event_time outside_wm() const;
+  event_time loop_wm() const;
+  event_time lowest_held() const;
 
   // finishing
   void finish();
@@ -356,6 +378,17 @@ class stage_core {
   };
   std::unique_ptr<cut> cut_;
   std::string source_state_;  // the source's restored position, loaded in start()
+  // loops: output slots towards the stage's loop; whether it receives the feedback edge (it runs
+  // the probe rounds) or inputs from outside (it holds a probe that could confirm nothing new);
+  // the lowest event time sent into the loop since the last probe passed; a feedback stage's
+  // rounds, and its feedback slots whose end-of-stream is still to come
+  std::vector<std::uint32_t> loop_outs_;
+  bool feedback_ = false;
+  bool contributes_ = false;
+  event_time loop_low_ = end_of_time;
+  bool round_after_end_ = false;  // the round started after the end-of-time watermark went out
+  bool loop_closed_ = false;
+  std::uint32_t feedback_open_ = 0;
   // the checkpoint whose captured state is being written elsewhere (0: none), its alignment time
   std::uint64_t writing_ = 0;
   double writing_alignment_ms_ = 0;

@@ -66,6 +66,8 @@ bool copy_filter::accept(std::uint32_t slot, signal_kind kind, event_time wm) {
     case signal_kind::eos:
       in.ended = true;
       return true;
+    case signal_kind::probe:  // loops run without replicas (refused in executable_graph)
+      return leading;
     case signal_kind::idle:
     case signal_kind::active: {
       const bool idle = kind == signal_kind::idle;
@@ -147,6 +149,7 @@ void input_merge::release(std::deque<input_item>& out) {
           break;
         case signal_kind::idle:
         case signal_kind::active:
+        case signal_kind::probe:
           break;
       }
     }

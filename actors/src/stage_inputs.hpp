@@ -13,8 +13,10 @@
 
 namespace tidemark::detail {
 
-/// What travels on a channel besides batches. A barrier's watermark field is its checkpoint id.
-enum class signal_kind : std::uint8_t { watermark, idle, active, eos, barrier };
+/// What travels on a channel besides batches. A barrier's watermark field is its checkpoint id; a
+/// probe goes around a loop (docs/timezones.md, "Loops at run time") and its watermark field
+/// carries the lowest event time the loop may still hold.
+enum class signal_kind : std::uint8_t { watermark, idle, active, eos, barrier, probe };
 
 /// One item that arrived on an input slot: a batch, or a signal when `batch` is null.
 struct input_item {

@@ -8,6 +8,7 @@ wiring wire(const physical_plan& p, const std::vector<std::uint32_t>& replicas) 
   const auto stages = p.stages.size();
   w.input_ports.resize(stages);
   w.logical_input.resize(stages);
+  w.input_roles.resize(stages);
   w.outputs.resize(stages);
   w.edges.resize(stages);
   w.output_copies.resize(stages);
@@ -17,6 +18,7 @@ wiring wire(const physical_plan& p, const std::vector<std::uint32_t>& replicas) 
     const auto n = p.stages[s].parallelism;
     w.input_ports[s].resize(n);
     w.logical_input[s].resize(n);
+    w.input_roles[s].resize(n);
     w.outputs[s].resize(n);
     w.edges[s].resize(n);
     w.output_copies[s].resize(n);
@@ -24,7 +26,12 @@ wiring wire(const physical_plan& p, const std::vector<std::uint32_t>& replicas) 
       w.copies[s].push_back(1 + (flat < replicas.size() ? replicas[flat] : 0u));
     }
   }
+  const auto loops = loops_of(p);
   for (const auto& e : p.edges) {
+    const bool in_loop = loops[e.from] >= 0 && loops[e.from] == loops[e.to];
+    const auto role = e.feedback ? loop_role::feedback
+                      : in_loop  ? loop_role::inside
+                                 : loop_role::outside;
     const auto senders = p.stages[e.from].parallelism;
     const auto receivers = p.stages[e.to].parallelism;
     const bool one_to_one = pointwise(e, p);
@@ -33,6 +40,7 @@ wiring wire(const physical_plan& p, const std::vector<std::uint32_t>& replicas) 
       edge.part = e.part;
       edge.from_op = e.from_op;
       edge.port = e.port;
+      edge.loop = in_loop;
       auto& outs = w.outputs[e.from][a];
       auto& copies_of = w.output_copies[e.from][a];
       for (std::uint32_t b = 0; b < receivers; ++b) {
@@ -45,6 +53,7 @@ wiring wire(const physical_plan& p, const std::vector<std::uint32_t>& replicas) 
         for (std::uint32_t c = 0; c < w.copies[e.from][a]; ++c) {
           ports.push_back(e.input);
           logical.push_back(input);
+          w.input_roles[e.to][b].push_back(role);
         }
         // one output slot per copy of the receiver: the primary's takes part in partitioning,
         // the replicas' get the same stream
@@ -67,10 +76,10 @@ synchronized_graph executable_graph(const job& j, const run_options& opts) {
   if (opts.batch_size == 0) throw job_error("job '" + j.name() + "': batch_size must be at least 1");
   for (const auto& n : j.graph().nodes())
     for (const auto& e : n.inputs)
-      if (e.feedback)
+      if (e.feedback && opts.deterministic_merge)
         throw job_error("job '" + j.name() + "': the loop closed at '" + n.name +
-                        "' cannot run yet: the runtime plans loops (tidemark plan) but does not "
-                        "execute feedback edges");
+                        "' cannot run with the deterministic merge (its order would wait for the "
+                        "loop's own watermark)");
   return synchronize(j.graph(), opts.synchronizers);
 }
 
@@ -104,6 +113,7 @@ stage_setup make_stage_setup(const logical_graph& g, const physical_plan& p, con
     }
   }
   c.logical_input = w.logical_input[s][i];
+  c.input_roles = w.input_roles[s][i];
   // the copies of a replicated instance must see their inputs in one order to emit one sequence
   c.deterministic_merge = opts.deterministic_merge || w.copies[s][i] > 1;
   c.outputs = static_cast<std::uint32_t>(w.outputs[s][i].size());

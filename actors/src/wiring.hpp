@@ -38,6 +38,8 @@ struct wiring {
   // per stage, per instance: the logical input of each slot (the copies of one upstream instance
   // share one)
   std::vector<std::vector<std::vector<std::uint32_t>>> logical_input;
+  // per stage, per instance: per slot, where its sender runs relative to the stage's loop
+  std::vector<std::vector<std::vector<loop_role>>> input_roles;
   // per stage, per instance: output channels and edges; edges name the slots to the receivers'
   // primaries, output_copies the slots to their replicas (per output slot)
   std::vector<std::vector<std::vector<out_channel>>> outputs;
@@ -51,8 +53,8 @@ struct wiring {
 /// replicas besides its primary (`replicas` empty or shorter: none).
 wiring wire(const physical_plan& p, const std::vector<std::uint32_t>& replicas = {});
 
-/// The graph a run executes: `j`'s graph validated (job_error names the problem), loops refused
-/// (the runtime cannot execute feedback edges yet), synchronizers inserted per `opts`. The embedded
+/// The graph a run executes: `j`'s graph validated (job_error names the problem, and what a loop
+/// cannot run with yet), synchronizers inserted per `opts`. The embedded
 /// runtime, the coordinator and every node derive their plans from it, so they agree.
 synchronized_graph executable_graph(const job& j, const run_options& opts);
 

@@ -170,12 +170,15 @@ namespace ops {
 
 gate_logic::gate_logic(std::shared_ptr<timezone_link> link, std::uint32_t gate,
                        std::size_t max_buffered, std::string timezone_name,
-                       const batch_codec* codec)
+                       const batch_codec* codec, bool feedback)
     : link_(std::move(link)), gate_(gate), max_buffered_(max_buffered),
-      timezone_name_(std::move(timezone_name)), codec_(codec) {}
+      timezone_name_(std::move(timezone_name)), codec_(codec), feedback_(feedback) {}
 
 void gate_logic::set_wakeup(std::function<void()> wake) {
   link_->set_wake(gate_, std::move(wake));
+  // a feedback gate's watermark never holds the synchronizer back (report): it says so at once,
+  // since the loop may send it nothing before the first slice is admitted
+  if (feedback_) report(sync_report::kind::gate);
 }
 
 void gate_logic::process(std::size_t, batch_ptr in, emitter& out) {
@@ -215,10 +218,13 @@ void gate_logic::release(emitter& out) {
   // on a fast path), so take the latest bound again until nothing moves.
   for (;;) {
     seen_ = link_->latest();
-    // below a bound taken earlier: late elements, released at once
-    auto bound = std::max(seen_.bound, emitted_wm_);
+    // below a bound taken earlier: elements released at once (late, below the watermark emitted)
+    taken_ = std::max(seen_.bound, taken_);
+    // a feedback gate's elements come back from the slices it admitted: its watermark is the
+    // loop's (its input's), never beyond the bound
+    const auto bound = feedback_ ? std::min(taken_, wm_) : taken_;
     batch_ptr slice;
-    while (!buckets_.empty() && buckets_.begin()->first < bound) {
+    while (!buckets_.empty() && buckets_.begin()->first < taken_) {
       auto bucket = std::move(buckets_.begin()->second);
       buckets_.erase(buckets_.begin());
       buffered_ -= bucket->size();
@@ -238,15 +244,19 @@ void gate_logic::release(emitter& out) {
     }
     if (moved) out.flush();
     report(sync_report::kind::gate);
-    if (link_->latest().bound <= emitted_wm_) return;
+    if (link_->latest().bound <= taken_) return;
   }
 }
 
-// What the gate holds at or above the bound it emitted: what it is about to release never
+// What the gate holds at or above the bound it took: what it is about to release never
 // counts as waiting. Unchanged reports are not sent again.
 void gate_logic::report(sync_report::kind what) {
-  auto it = buckets_.lower_bound(emitted_wm_);
-  sync_report r{what, gate_, wm_, emitted_wm_,
+  // A feedback gate's input watermark never holds its synchronizer back: that watermark follows
+  // the slices the synchronizer admits (the loop's elements come from them), so waiting for it
+  // would wait for itself. The slice is done once the exits report it, which the loop's probes
+  // hold back until nothing of it is left in the loop.
+  auto it = buckets_.lower_bound(taken_);
+  sync_report r{what, gate_, feedback_ ? end_of_time : wm_, taken_,
                 it == buckets_.end() ? std::nullopt : std::optional<event_time>{it->first}};
   if (what == sync_report::kind::gate && sent_ && sent_->wm == r.wm && sent_->bound == r.bound &&
       sent_->lowest == r.lowest)
@@ -275,6 +285,7 @@ void gate_logic::snapshot(state_writer& out) {
                     "tidemark::codec (list its fields with TIDEMARK_FIELDS)");
   out.write(wm_);
   out.write(emitted_wm_);
+  if (feedback_) out.write(taken_);  // below the bound when the loop's watermark is
   out.write(late_);
   out.write(static_cast<std::uint64_t>(buckets_.size()));
   std::vector<std::uint8_t> values;
@@ -290,6 +301,8 @@ void gate_logic::snapshot(state_writer& out) {
 void gate_logic::restore(state_reader& in) {
   in.read(wm_);
   in.read(emitted_wm_);
+  taken_ = emitted_wm_;
+  if (feedback_) in.read(taken_);
   in.read(late_);
   auto n = in.read<std::uint64_t>();
   if (n > 0 && !codec_)
@@ -312,7 +325,7 @@ void gate_logic::restore(state_reader& in) {
 
 // The stage ended: its gates had emitted end_of_time with nothing left buffered (pending()).
 void gate_logic::restore_finished(std::uint64_t) {
-  wm_ = emitted_wm_ = end_of_time;
+  wm_ = emitted_wm_ = taken_ = end_of_time;
   report(sync_report::kind::gate_restored);
 }
 
@@ -418,8 +431,8 @@ synchronized_graph synchronize(const logical_graph& g, const synchronizer_option
       gate.make_operator = [c = links[z.id], offset, max = opts.max_buffered,
                             tz = "timezone " + std::to_string(z.id) + " of '" +
                                  g.node(z.origin).name + "'",
-                            codec = guarded.codec](const instance_info& i) {
-        return std::make_unique<ops::gate_logic>(c, offset + i.index, max, tz, codec);
+                            codec = guarded.codec, fb = edge.feedback](const instance_info& i) {
+        return std::make_unique<ops::gate_logic>(c, offset + i.index, max, tz, codec, fb);
       };
       auto id = out.add(std::move(gate));
       auto& moved = out.node(in.to).inputs[in.input];

@@ -349,6 +349,10 @@ spare_plan plan_spare_replicas(const logical_graph& g, const physical_plan& p,
                                const std::vector<std::vector<std::uint32_t>>* running) {
   const auto& planned = cluster.planned;
   if (planned.spare.empty()) throw job_error("the cluster file plans no replicas (replication: spare)");
+  const auto loops = loops_of(p);
+  if (std::any_of(loops.begin(), loops.end(), [](std::int32_t l) { return l >= 0; }))
+    throw job_error("a job with a loop (job::iterate) runs without "
+                    "replicas; remove `replication: spare` from the cluster file");
   std::vector<replication::host_info> hosts;
   for (const auto& n : cluster.nodes) hosts.push_back({n.id, n.cpu});
   try {

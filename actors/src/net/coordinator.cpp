@@ -484,6 +484,13 @@ job_result run_on_cluster(const job_spec& spec, job_options options, const clust
   const auto synced = detail::executable_graph(j, opts);
   const auto& g = synced.graph;
   auto plan = compile(g, {opts.fuse});
+  if (opts.checkpoints.enabled()) {
+    const auto loops = loops_of(plan);
+    if (std::any_of(loops.begin(), loops.end(), [](std::int32_t l) { return l >= 0; }))
+      throw job_error("job '" + j.name() + "' has a loop: on a cluster it runs without "
+                      "checkpoints for now (docs/timezones.md, \"Loops at run time\"); run it "
+                      "with --checkpoint-interval 0 or without --data-dir");
+  }
   // fails early, before any node is contacted, when the cluster file cannot hold the job
   net::replica_planner planner{g, plan, cluster};
   {

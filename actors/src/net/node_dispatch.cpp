@@ -665,6 +665,9 @@ void node_dispatch::deliver(std::uint32_t c, zmq::message_t& payload) {
       port_.to_receiver(c, k{ch.in_slot, k::barrier, f.watermark()});
       break;
     case wire::FrameKind::eos: port_.to_receiver(c, k{ch.in_slot, k::eos, end_of_time}); break;
+    case wire::FrameKind::loop_probe:
+      port_.to_receiver(c, k{ch.in_slot, k::probe, f.watermark()});
+      break;
     default:
       bad_frame(payload,
                 std::string{"unsupported frame kind "} + wire::EnumNameFrameKind(f.kind()));

@@ -19,6 +19,7 @@ wire::FrameKind kind_of(detail::signal_msg::kind_t k) {
     case detail::signal_msg::idle: return wire::FrameKind::idle;
     case detail::signal_msg::active: return wire::FrameKind::active;
     case detail::signal_msg::barrier: return wire::FrameKind::barrier;
+    case detail::signal_msg::probe: return wire::FrameKind::loop_probe;
     case detail::signal_msg::eos: break;
   }
   return wire::FrameKind::eos;

@@ -233,6 +233,12 @@ std::map<std::string, job_case> cases() {
                   [](outputs& o, const auto& dir) { add_files(o, dir, "pairs"); },
                   {},
                   ""};
+  // and inside a loop, whose feedback edge and probes cross nodes
+  c["figure4c"] = {{"--elements", "100", "--out", "{dir}/pairs.txt"},
+                   {},
+                   [](outputs& o, const auto& dir) { add_files(o, dir, "pairs"); },
+                   {},
+                   ""};
   for (const char* aion : {"aion-average", "aion-bigrams", "aion-linear-road", "aion-stock"})
     c[aion] = {{"--events", "20000", "--out", "{dir}/aion"},
                {},

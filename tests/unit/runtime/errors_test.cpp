@@ -9,9 +9,9 @@ using namespace tidemark;
 
 namespace {
 
-std::string run_error(const job& j) {
+std::string run_error(const job& j, const run_options& o = {}) {
   try {
-    run(j);
+    run(j, o);
   } catch (const job_error& e) {
     return e.what();
   }
@@ -52,10 +52,19 @@ BOOST_AUTO_TEST_CASE(cycle) {
   j.graph().node(a.id()).inputs.push_back({b.id(), partitioning::forward});
   BOOST_TEST(run_error(j) == "job 'cycle': the job has a cycle: 'a' -> 'b' -> 'a'; close loops "
                              "with job::iterate (a feedback edge)");
-  // with the feedback mark the loop is valid, but the runtime does not execute it
-  j.graph().node(a.id()).inputs.back().feedback = true;
-  BOOST_TEST(run_error(j) == "job 'cycle': the loop closed at 'a' cannot run yet: the runtime "
-                             "plans loops (tidemark plan) but does not execute feedback edges");
+}
+
+BOOST_AUTO_TEST_CASE(a_loop_with_the_deterministic_merge) {
+  job j{"loop"};
+  auto loop = j.iterate<int>("back");
+  auto s = j.from_container(std::vector<int>{1}).merge(loop.feedback()).map([](int x) { return x + 1; });
+  loop.close(s.filter([](int x) { return x < 3; }));
+  s.count();
+  run_options o;
+  o.deterministic_merge = true;
+  BOOST_TEST(run_error(j, o) ==
+             "job 'loop': the loop closed at 'back' cannot run with the deterministic merge (its "
+             "order would wait for the loop's own watermark)");
 }
 
 BOOST_AUTO_TEST_CASE(missing_input_file) {

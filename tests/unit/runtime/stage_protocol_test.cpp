@@ -1,6 +1,7 @@
 // The stage actor's channel protocol, run one message at a time by CAF's test_coordinator:
 // credit exhaustion, signal order, end-of-stream behind blocked outputs, a checkpoint's
-// barrier, state and commit, and two copies of an upstream instance feeding one stage.
+// barrier, state and commit, two copies of an upstream instance feeding one stage, and a loop's
+// probes and feedback checkpoint.
 #define BOOST_TEST_MODULE stage_protocol
 #include <boost/test/unit_test.hpp>
 
@@ -31,7 +32,7 @@ void record_data(lines& log, const batch_base& b) {
 }
 
 void record_signal(lines& log, signal_kind kind, event_time wm) {
-  static const char* names[] = {"watermark", "idle", "active", "eos", "barrier"};
+  static const char* names[] = {"watermark", "idle", "active", "eos", "barrier", "probe"};
   std::string line = names[static_cast<int>(kind)];
   if (kind != signal_kind::idle && kind != signal_kind::active && kind != signal_kind::eos)
     line += " " + std::to_string(wm);
@@ -41,7 +42,7 @@ void record_signal(lines& log, signal_kind kind, event_time wm) {
 /// An actor that writes every protocol message it receives as one line (a burst: one line per
 /// item); `messages` (when set) gets one line per channel message: "data", "signal", "burst of N".
 caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<lines> log,
-                       std::shared_ptr<lines> messages) {
+                       std::shared_ptr<lines> messages, std::shared_ptr<std::string> state) {
   auto message = [messages](std::string what) {
     if (messages) messages->push_back(std::move(what));
   };
@@ -65,7 +66,8 @@ caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<lines> log,
       [log](credit_msg& m) { log->push_back("credit " + std::to_string(m.n)); },
       [log](done_msg&) { log->push_back("done"); },
       [log](failed_msg& m) { log->push_back("failed: " + m.what); },
-      [log](checkpointed_msg& m) {
+      [log, state](checkpointed_msg& m) {
+        if (state) *state = m.state;
         log->push_back("checkpointed " + std::to_string(m.id) + " by " + std::to_string(m.stage) +
                        "." + std::to_string(m.instance) + (m.state.empty() ? " without state" : ""));
       },
@@ -90,11 +92,12 @@ struct fixture : test::stepped_actor_system {
   std::shared_ptr<lines> downstream_log = std::make_shared<lines>();
   std::shared_ptr<lines> driver_log = std::make_shared<lines>();
   std::shared_ptr<lines> downstream_messages = std::make_shared<lines>();
-  caf::actor upstream = sys.spawn(recorder, upstream_log, nullptr);
+  std::shared_ptr<std::string> last_state = std::make_shared<std::string>();
+  caf::actor upstream = sys.spawn(recorder, upstream_log, nullptr, nullptr);
   std::shared_ptr<lines> replica_log = std::make_shared<lines>();
-  caf::actor replica = sys.spawn(recorder, replica_log, nullptr);
-  caf::actor downstream = sys.spawn(recorder, downstream_log, downstream_messages);
-  caf::actor driver = sys.spawn(recorder, driver_log, nullptr);
+  caf::actor replica = sys.spawn(recorder, replica_log, nullptr, nullptr);
+  caf::actor downstream = sys.spawn(recorder, downstream_log, downstream_messages, nullptr);
+  caf::actor driver = sys.spawn(recorder, driver_log, nullptr, last_state);
   std::shared_ptr<lines> operator_log = std::make_shared<lines>();
   logical_node node;
   caf::actor stage;
@@ -121,6 +124,42 @@ struct fixture : test::stepped_actor_system {
     setup.driver = driver;
     stage = spawn_stage(sys, std::move(setup));
     sched.run();
+  }
+
+  /// One pass_through operator in a loop: input slot k has role `roles[k]` (slot 0 from
+  /// `upstream`, the others from `replica`); its one output leads back into the loop. Restored
+  /// from `state` of checkpoint `checkpoint` when that is not 0.
+  void spawn_in_loop(std::vector<loop_role> roles, std::uint64_t checkpoint = 0,
+                     std::string state = {}) {
+    node.name = "back";
+    node.op = "pass_through";
+    node.outputs = {{"main", batch_codec_for<int>(), "int"}};
+    stage_setup setup;
+    auto& c = setup.core;
+    c.nodes = {&node};
+    c.tree = {{0, 0, 0}};
+    c.ops.push_back(std::make_unique<pass_through>(operator_log));
+    c.input_ports.assign(roles.size(), 0);
+    c.input_from.assign(roles.size(), &node.outputs[0]);  // what is in flight is ints
+    c.input_roles = std::move(roles);
+    c.restore_checkpoint = checkpoint;
+    c.restore_state = std::move(state);
+    c.outputs = 1;
+    c.edges = {output_edge{partitioning::forward, 0, 0, {0}, true}};
+    c.opts.batch_size = 1;
+    c.opts.credit = 2;
+    setup.outputs = {{downstream, 0}};
+    setup.driver = driver;
+    stage = spawn_stage(sys, std::move(setup));
+    caf::anon_send(stage, start_atom::value);
+    sched.run();
+  }
+
+  /// One element `x` at event time `t`.
+  void timed(int x, event_time t, std::uint32_t slot = 0) {
+    auto b = std::make_unique<batch<int>>(std::vector<int>{x});
+    b->times = {t};
+    caf::send_as(slot == 0 ? upstream : replica, stage, data_msg{slot, 0, batch_holder{std::move(b)}});
   }
 
   void data(std::vector<int> xs, std::uint32_t slot = 0) {
@@ -273,4 +312,100 @@ BOOST_FIXTURE_TEST_CASE(queued_input_fills_one_batch_under_adaptive_batching, fi
   credit(1);
   sched.run();
   BOOST_TEST(*downstream_log == (lines{"data [1 2 3 4 5]", "data [6 7]"}));
+}
+
+// ---- loops (docs/timezones.md, "Loops at run time") ---------------------------------------------
+
+const std::string end_probe = "probe " + std::to_string(end_of_time);
+
+// The stage that receives a loop's feedback edge sends a probe around the loop; what the probe
+// brings back, lowered to what the stage itself sent into the loop since, becomes the watermark.
+// The loop ends after a second round that started behind the end-of-time watermark came back
+// empty; the stage is done once its feedback channel ended too.
+BOOST_FIXTURE_TEST_CASE(a_feedback_stage_confirms_what_its_probes_bring_back, fixture) {
+  spawn_in_loop({loop_role::feedback});
+  BOOST_TEST(*downstream_log == (lines{end_probe}));
+  // a fed-back element: its credit goes back at once (a feedback edge never blocks its sender)
+  timed(1, 3);
+  sched.run();
+  BOOST_TEST(*upstream_log == (lines{"credit 1"}));
+  // the loop says 7, but the stage itself sent an element of time 3 into it in this round
+  signal(signal_kind::probe, 7);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{end_probe, "data [1]", "watermark 3", end_probe}));
+  downstream_log->clear();
+  signal(signal_kind::probe, 7);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"watermark 7", end_probe}));
+  downstream_log->clear();
+  // empty: the end-of-time watermark goes out, and a round behind it must come back empty too
+  signal(signal_kind::probe, end_of_time);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{end_watermark, end_probe}));
+  downstream_log->clear();
+  signal(signal_kind::probe, end_of_time);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"eos"}));
+  BOOST_TEST(driver_log->empty());  // its feedback channel has not ended yet
+  signal(signal_kind::eos, end_of_time);
+  sched.run();
+  BOOST_TEST(*driver_log == (lines{"done"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(an_element_fed_back_after_the_loop_ended_fails_the_stage, fixture) {
+  spawn_in_loop({loop_role::feedback});
+  for (int round = 0; round < 2; ++round) {
+    signal(signal_kind::probe, end_of_time);
+    sched.run();
+  }
+  BOOST_TEST(downstream_log->back() == "eos");
+  timed(1, 3);
+  sched.run();
+  BOOST_TEST_REQUIRE(driver_log->size() == 1u);
+  BOOST_TEST(driver_log->front().find("failed: ") == 0u);
+  BOOST_TEST(driver_log->front().find("got elements back after it ended") != std::string::npos);
+}
+
+// A stage with inputs from outside the loop holds a probe while its outside watermark is no
+// higher than what came back from the loop (no round spins for nothing), and lowers it to the
+// outside watermark when it passes it on.
+BOOST_FIXTURE_TEST_CASE(an_entry_stage_holds_the_probe_until_its_outside_watermark_moves, fixture) {
+  spawn_in_loop({loop_role::outside, loop_role::inside});
+  signal(signal_kind::probe, end_of_time, 1);
+  sched.run();
+  BOOST_TEST(downstream_log->empty());
+  signal(signal_kind::watermark, 5, 0);
+  sched.run();
+  // its input watermark is still the loop's (none yet); the probe goes on, lowered to 5
+  BOOST_TEST(*downstream_log == (lines{"probe 5"}));
+  downstream_log->clear();
+  signal(signal_kind::watermark, 5, 1);  // the loop confirmed 5
+  signal(signal_kind::probe, end_of_time, 1);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"watermark 5"}));  // held: 5 is all it could confirm
+  timed(9, 9, 0);
+  signal(signal_kind::watermark, 12, 0);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"watermark 5", "data [9]", "probe 9"}));
+}
+
+// A checkpoint of a loop: its entry aligns only the barriers from outside the loop, sends its
+// barrier into the loop and keeps what comes back from the loop until the barrier returns, and its
+// piece holds that: a stage restored from it sends those elements on again.
+BOOST_FIXTURE_TEST_CASE(a_loop_entry_keeps_what_comes_back_before_its_barrier, fixture) {
+  spawn_in_loop({loop_role::outside, loop_role::inside});
+  signal(signal_kind::barrier, 1, 0);
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"barrier 1"}));  // it did not wait for the loop's
+  timed(5, 5, 1);  // in flight in the loop when the checkpoint was taken
+  signal(signal_kind::barrier, 1, 1);
+  timed(6, 6, 1);  // after the barrier: not the checkpoint's
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"barrier 1", "data [5]", "data [6]"}));
+  BOOST_TEST(*driver_log == (lines{"checkpointed 1 by 0.0"}));
+  const auto state = *last_state;
+  caf::anon_send_exit(stage, caf::exit_reason::user_shutdown);
+  downstream_log->clear();
+  spawn_in_loop({loop_role::outside, loop_role::inside}, 1, state);
+  BOOST_TEST(*downstream_log == (lines{"data [5]"}));
 }

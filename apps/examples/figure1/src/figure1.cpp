@@ -95,6 +95,13 @@ stream<reading> readings(job& j, const config& c) {
                          ascending_timestamps().every_events(1), "event_time");
 }
 
+/// The lookup and the patent's joiner on `in`: every reading paired with its row.
+stream<joined> paired(const stream<reading>& in, const config& c) {
+  return in.transform_with<joined>(looked_up(in, c), "lockstep_join", [](const instance_info&) {
+    return std::make_unique<lockstep_join>();
+  }, "join");
+}
+
 }  // namespace
 
 void fill_table(const config& c) {
@@ -107,10 +114,7 @@ void fill_table(const config& c) {
 
 job build(const config& c, collected<joined>& out, const std::string& path) {
   job j{"figure1"};
-  auto in = readings(j, c);
-  auto pairs = in.transform_with<joined>(looked_up(in, c), "lockstep_join", [](const instance_info&) {
-    return std::make_unique<lockstep_join>();
-  }, "join");
+  auto pairs = paired(readings(j, c), c);
   if (path.empty())
     out = pairs.collect("out");
   else
@@ -135,6 +139,36 @@ std::size_t mismatches(const std::vector<joined>& xs) {
   std::size_t n = 0;
   for (const auto& x : xs) n += x.matched() ? 0 : 1;
   return n;
+}
+
+job build_loop(const config& c, std::uint32_t laps, collected<joined>& out, const std::string& path) {
+  job j{"figure4c"};
+  auto loop = j.iterate<reading>("back");
+  auto pairs = paired(readings(j, c).merge(loop.feedback()).name("merge"), c);
+  loop.close(pairs.filter([laps](const joined& x) { return x.direct.lap + 1 < static_cast<std::int32_t>(laps); },
+                          "again")
+                 .map([](const joined& x) {
+                   auto r = x.direct;
+                   ++r.lap;
+                   return r;
+                 }, "next_lap"));
+  if (path.empty())
+    out = pairs.collect("out");
+  else
+    pairs.write_lines(path, &loop_line, "out");
+  return j;
+}
+
+std::string loop_line(const joined& x) { return to_line(x) + " " + std::to_string(x.direct.lap); }
+
+std::vector<joined> serial_loop_result(std::size_t elements, std::uint32_t laps) {
+  std::vector<joined> xs;
+  for (auto x : serial_result(elements))
+    for (std::int32_t lap = 0; lap < static_cast<std::int32_t>(laps); ++lap) {
+      x.direct.lap = lap;
+      xs.push_back(x);
+    }
+  return xs;
 }
 
 job build_lookup_pipeline(const config& c, collected<enriched>& out) {
@@ -222,11 +256,13 @@ config from_options(const job_options& o) {
 
 }  // namespace
 
-void register_jobs(job_registry& registry) {
+namespace {
+
+/// What figure 1 and figure 4c share: options, the table's preparation, the report.
+job_spec lookup_spec(std::string name, std::string summary) {
   job_spec spec;
-  spec.name = "figure1";
-  spec.summary = "the synchronizer patent's figure 1: table lookup join beside a direct path, "
-                 "paired downstream (docs/timezones.md)";
+  spec.name = std::move(name);
+  spec.summary = std::move(summary);
   spec.options = {{"elements", "50", "readings, one per event-time millisecond"},
                   {"concurrency", "8", "lookups in flight"},
                   {"min-delay-us", "0", "lowest simulated lookup latency"},
@@ -253,11 +289,7 @@ void register_jobs(job_registry& registry) {
     if (o.get("db").empty()) o.set("db", "local");
     return nullptr;
   };
-  spec.build = [](const job_options& o) {
-    collected<joined> ignored;
-    return build(from_options(o), ignored, o.get("out"));
-  };
-  spec.report = [](const job_options& o, const job_result& r) {
+  spec.report = [name = spec.name](const job_options& o, const job_result& r) {
     double mismatched = 0;
     std::uint64_t pairs = 0;
     for (const auto& m : r.per_operator())
@@ -265,11 +297,37 @@ void register_jobs(job_registry& registry) {
         mismatched = m.extra.at("mismatched");
         pairs = m.events_out;
       }
-    std::printf("figure1: %llu pairs of %lld readings, %.0f mismatched, %.3f s\n",
+    std::printf("%s: %llu pairs of %lld readings, %.0f mismatched, %.3f s\n", name.c_str(),
                 static_cast<unsigned long long>(pairs), static_cast<long long>(o.get_int("elements")),
                 mismatched, r.seconds);
   };
-  registry.add(std::move(spec));
+  return spec;
+}
+
+}  // namespace
+
+void register_jobs(job_registry& registry) {
+  auto figure1 = lookup_spec("figure1",
+                             "the synchronizer patent's figure 1: table lookup join beside a "
+                             "direct path, paired downstream (docs/timezones.md)");
+  figure1.build = [](const job_options& o) {
+    collected<joined> ignored;
+    return build(from_options(o), ignored, o.get("out"));
+  };
+  registry.add(std::move(figure1));
+  auto loop = lookup_spec("figure4c",
+                          "the synchronizer patent's figure 4c: figure 1's lookup and pairing "
+                          "inside a loop, each reading going around --laps times "
+                          "(docs/timezones.md)");
+  loop.options.push_back({"laps", "3", "times each reading goes around the loop"});
+  loop.options[6].help += "; figure4c adds the lap";
+  loop.build = [](const job_options& o) {
+    if (o.get_int("laps") < 1) throw job_error("figure4c: --laps must be at least 1");
+    collected<joined> ignored;
+    return build_loop(from_options(o), static_cast<std::uint32_t>(o.get_int("laps")), ignored,
+                      o.get("out"));
+  };
+  registry.add(std::move(loop));
 }
 
 }  // namespace tidemark::figure1

@@ -100,6 +100,10 @@ class operator_logic {
   /// Work accepted but not yet emitted. At the end of the input the runtime waits for it before
   /// it finishes the next operator of the chain and ends the outputs.
   virtual bool pending() const { return false; }
+  /// The lowest event time of the work accepted but not yet emitted (end_of_time: none). A loop
+  /// is quiet below a time only while no operator in it holds work below it (docs/timezones.md,
+  /// "Loops at run time"). By default pending work may be of any time.
+  virtual event_time lowest_pending() const { return pending() ? start_of_time : end_of_time; }
   /// The operator cannot take more input now: the runtime stops feeding the chain (backpressure
   /// reaches the senders) until a wakeup.
   virtual bool saturated() const { return false; }

@@ -156,9 +156,10 @@ namespace ops {
 /// null: a checkpoint with elements buffered fails naming the timezone).
 class gate_logic final : public operator_logic {
  public:
+  /// `feedback`: the gate guards a loop's feedback edge (docs/timezones.md, "Loops at run time").
   gate_logic(std::shared_ptr<timezone_link> link, std::uint32_t gate,
              std::size_t max_buffered, std::string timezone_name,
-             const batch_codec* codec = nullptr);
+             const batch_codec* codec = nullptr, bool feedback = false);
 
   void set_wakeup(std::function<void()> wake) override;
   void process(std::size_t input, batch_ptr in, emitter& out) override;
@@ -169,6 +170,10 @@ class gate_logic final : public operator_logic {
   void restore(state_reader& in) override;
   void restore_finished(std::uint64_t id) override;
   bool pending() const override { return !buckets_.empty() || emitted_wm_ < wm_; }
+  /// Only the elements count: a watermark still to emit is no work in a loop.
+  event_time lowest_pending() const override {
+    return buckets_.empty() ? end_of_time : buckets_.begin()->first;
+  }
   bool saturated() const override;
   void add_metrics(std::map<std::string, double>& out) const override;
 
@@ -181,10 +186,12 @@ class gate_logic final : public operator_logic {
   std::size_t max_buffered_;
   std::string timezone_name_;
   const batch_codec* codec_;
+  bool feedback_;
   std::map<event_time, batch_ptr> buckets_;  // buffered elements by event time
   std::size_t buffered_ = 0;
   event_time wm_ = INT64_MIN;
   event_time emitted_wm_ = INT64_MIN;
+  event_time taken_ = INT64_MIN;  // the latest bound taken (emitted too unless feedback_)
   std::uint64_t late_ = 0;
   std::size_t max_buffered_seen_ = 0;
   sync_bound seen_;               // the latest bound taken (its counters are the metrics)

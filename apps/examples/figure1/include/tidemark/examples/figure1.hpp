@@ -20,8 +20,11 @@ namespace tidemark::figure1 {
 
 struct reading {
   std::int64_t id = 0;  ///< also its event time
-  TIDEMARK_FIELDS(id)
-  friend bool operator==(const reading& a, const reading& b) { return a.id == b.id; }
+  std::int32_t lap = 0;  ///< figure 4c: the times it went around the loop
+  TIDEMARK_FIELDS(id, lap)
+  friend bool operator==(const reading& a, const reading& b) {
+    return a.id == b.id && a.lap == b.lap;
+  }
 };
 
 struct enriched {
@@ -43,8 +46,9 @@ struct joined {
     return a.direct == b.direct && a.looked_up == b.looked_up;
   }
   friend bool operator<(const joined& a, const joined& b) {
-    return a.direct.id != b.direct.id ? a.direct.id < b.direct.id
-                                      : a.looked_up.id < b.looked_up.id;
+    if (a.direct.id != b.direct.id) return a.direct.id < b.direct.id;
+    if (a.direct.lap != b.direct.lap) return a.direct.lap < b.direct.lap;
+    return a.looked_up.id < b.looked_up.id;
   }
 };
 
@@ -75,12 +79,23 @@ std::vector<joined> serial_result(std::size_t elements);
 /// Pairs whose two sides come from different readings.
 std::size_t mismatches(const std::vector<joined>& xs);
 
+/// The patent's figure 4c: the same lookup and pairing inside a loop (job::iterate). Each reading
+/// goes around `laps` times, once per lap through the table lookup join (a delayed operator in a
+/// loop, so its timezone holds the whole loop and a synchronizer guards the loop's input and its
+/// feedback edge); every lap's pair goes out. Given a `path`, one loop_line per pair.
+job build_loop(const config& c, std::uint32_t laps, collected<joined>& out, const std::string& path = "");
+/// A pair of figure 4c as its line: to_line, then the lap.
+std::string loop_line(const joined& x);
+/// What figure 4c computes when elements go through one at a time: every reading's pair per lap.
+std::vector<joined> serial_loop_result(std::size_t elements, std::uint32_t laps);
+
 /// The benchmark's pipeline: source -> table lookup join -> label (in the timezone) -> collect.
 job build_lookup_pipeline(const config& c, collected<enriched>& out);
 
-/// Registers `figure1` (options: elements, concurrency, min/max-delay-us, seed, db, out): prepare
-/// fills a table in a temporary database unless --db names one (on a cluster each node makes its
-/// own, `--db local`); the report prints how many pairs matched. `tidemark run figure1 --no-synchronizers` shows the mismatches.
+/// Registers `figure1` and `figure4c` (options: elements, concurrency, min/max-delay-us, seed, db,
+/// out; figure4c also laps): prepare fills a table in a temporary database unless --db names one
+/// (on a cluster each node makes its own, `--db local`); the report prints how many pairs
+/// matched. `tidemark run figure1 --no-synchronizers` shows the mismatches.
 void register_jobs(job_registry& registry);
 
 }  // namespace tidemark::figure1
