@@ -916,15 +916,19 @@ captured_state stage_core::capture_state(std::uint64_t id) {
         section.state = op(p).capture(id);
     });
   }
-  // unaligned: what waits on the outputs is sent after the barrier, so it belongs to the state
+  // unaligned: what waits on the outputs is sent after the barrier, so it belongs to the state;
+  // a loop's probes do not (a restored loop starts a fresh round)
+  const auto stored = [](const auto& item) { return item.batch || item.kind != signal_kind::probe; };
   state_writer tail{id, c.tail};
   std::uint32_t waiting = 0;
   if (cfg_.opts.checkpoints.unaligned)
-    for (const auto& o : outs_) waiting += static_cast<std::uint32_t>(o.ready.size());
+    for (const auto& o : outs_)
+      waiting += static_cast<std::uint32_t>(std::count_if(o.ready.begin(), o.ready.end(), stored));
   tail.write(waiting);
   std::vector<std::uint8_t> scratch;
   for (std::uint32_t k = 0; waiting > 0 && k < outs_.size(); ++k)
     for (const auto& item : outs_[k].ready) {
+      if (!stored(item)) continue;
       tail.write(k);
       write_item(tail, codec_of(out_ports_[k]), item.batch.get(), item.kind, item.wm, scratch);
     }

@@ -129,6 +129,8 @@ struct fixture : test::stepped_actor_system {
   /// One pass_through operator in a loop: input slot k has role `roles[k]` (slot 0 from
   /// `upstream`, the others from `replica`); its one output leads back into the loop. Restored
   /// from `state` of checkpoint `checkpoint` when that is not 0.
+  std::size_t loop_batch_size = 1;
+  bool loop_unaligned = false;
   void spawn_in_loop(std::vector<loop_role> roles, std::uint64_t checkpoint = 0,
                      std::string state = {}) {
     node.name = "back";
@@ -146,8 +148,9 @@ struct fixture : test::stepped_actor_system {
     c.restore_state = std::move(state);
     c.outputs = 1;
     c.edges = {output_edge{partitioning::forward, 0, 0, {0}, true}};
-    c.opts.batch_size = 1;
+    c.opts.batch_size = loop_batch_size;
     c.opts.credit = 2;
+    c.opts.checkpoints.unaligned = loop_unaligned;
     setup.outputs = {{downstream, 0}};
     setup.driver = driver;
     stage = spawn_stage(sys, std::move(setup));
@@ -408,4 +411,34 @@ BOOST_FIXTURE_TEST_CASE(a_loop_entry_keeps_what_comes_back_before_its_barrier, f
   downstream_log->clear();
   spawn_in_loop({loop_role::outside, loop_role::inside}, 1, state);
   BOOST_TEST(*downstream_log == (lines{"data [5]"}));
+}
+
+// Probes are not part of a checkpoint (a restored loop starts a fresh round): one that waits on an
+// output for credit when an unaligned checkpoint is taken is left out of the piece, while the
+// batch in front of it is kept. (A piece with the probe in it failed its restore with "signal
+// kind 5 in flight".)
+BOOST_FIXTURE_TEST_CASE(a_probe_waiting_for_credit_is_left_out_of_an_unaligned_checkpoint, fixture) {
+  loop_batch_size = 2;
+  loop_unaligned = true;
+  spawn_in_loop({loop_role::outside, loop_role::inside});
+  for (int x = 1; x <= 5; ++x) timed(x, x, 0);  // two full batches spend the credit, [5] is partial
+  signal(signal_kind::watermark, 5, 0);
+  signal(signal_kind::probe, end_of_time, 1);  // seals [5], which waits for credit, the probe behind it
+  sched.run();
+  BOOST_TEST(*downstream_log == (lines{"data [1 2]", "data [3 4]"}));
+  signal(signal_kind::barrier, 1, 0);
+  signal(signal_kind::barrier, 1, 1);
+  sched.run();
+  BOOST_TEST(*driver_log == (lines{"checkpointed 1 by 0.0"}));
+  const auto state = *last_state;
+  credit(10);
+  sched.run();
+  // the probe did wait on the output when the checkpoint was taken
+  BOOST_TEST(*downstream_log == (lines{"data [1 2]", "data [3 4]", "barrier 1", "data [5]", "probe 1"}));
+  caf::anon_send_exit(stage, caf::exit_reason::user_shutdown);
+  downstream_log->clear();
+  driver_log->clear();
+  spawn_in_loop({loop_role::outside, loop_role::inside}, 1, state);
+  BOOST_TEST(*downstream_log == (lines{"data [5]"}));
+  BOOST_TEST(driver_log->empty());
 }
