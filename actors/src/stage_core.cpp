@@ -1275,8 +1275,14 @@ void stage_core::scatter(const output_edge& edge, batch_ptr b) {
     if (outs_[edge.slots[i]].buffer->size() >= cfg_.opts.batch_size) seal(edge.slots[i]);
 }
 
+/// Adds b to the output's batch in the making. A large batch (at least half the batch size and
+/// `travels_alone` elements) goes out as it is, behind what was in the making, rather than being
+/// copied into it: copying a filter's half-full batches cost more than the message they save.
+/// Small batches are still merged, where the message costs more than the copy.
 void stage_core::append(std::uint32_t out, batch_ptr b) {
+  constexpr std::size_t travels_alone = 512;
   auto& o = outs_[out];
+  if (o.buffer && b->size() >= travels_alone && b->size() * 2 >= cfg_.opts.batch_size) seal(out);
   if (!o.buffer)
     o.buffer = std::move(b);
   else

@@ -72,6 +72,21 @@ BOOST_AUTO_TEST_CASE(punctuation_emits_right_behind_the_element) {
   BOOST_TEST(describe(out) == "b[1,2,100] w100 b[3] b[200] w200");
 }
 
+BOOST_AUTO_TEST_CASE(a_split_batch_keeps_each_element_with_its_key_hash) {
+  // After key_by a batch carries hashes; every piece of a split keeps its own.
+  auto logic = make_logic(ascending_timestamps().punctuated([](const event_time& x) { return x % 10 == 0; }));
+  recording_emitter out;
+  logic.process(0, make_batch<event_time>({1, 10, 11, 20, 21, 22}, {}, {101, 110, 111, 120, 121, 122}), out);
+  BOOST_TEST(describe(out) == "b[1,10] w10 b[11,20] w20 b[21,22]");
+  for (const auto& e : out.log)
+    if (e.k == emitted::kind::batch) {
+      const auto& b = static_cast<const batch<event_time>&>(*e.b);
+      BOOST_REQUIRE_EQUAL(b.hashes.size(), b.values.size());
+      for (std::size_t i = 0; i < b.values.size(); ++i)
+        BOOST_TEST(b.hashes[i] == static_cast<std::uint64_t>(b.values[i]) + 100);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(periodic_watermarks_follow_processing_time) {
   auto logic = make_logic(bounded_out_of_orderness(10).every_ms(100));
   BOOST_TEST(logic.timer_period_ms() == 100);

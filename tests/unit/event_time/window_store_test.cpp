@@ -99,3 +99,26 @@ BOOST_AUTO_TEST_CASE(flat_hash_map_erase_keeps_every_other_key_reachable) {
   }
   BOOST_TEST(map.size() == reference.size());
 }
+
+BOOST_AUTO_TEST_CASE(a_flat_hash_map_moved_from_is_empty_and_takes_new_keys) {
+  // Window operators hand a purged window's table on to the next window and reuse the emptied
+  // one: both sides must be whole tables afterwards.
+  detail::flat_hash_map<int, int> first;
+  for (int k = 0; k < 100; ++k) first.find_or_insert(static_cast<std::uint64_t>(k) * 7, k, [k] { return k; });
+  detail::flat_hash_map<int, int> second{std::move(first)};
+  BOOST_TEST(first.size() == 0u);
+  BOOST_TEST(first.find(0, 0) == nullptr);
+  for (int k = 0; k < 100; ++k) first.find_or_insert(static_cast<std::uint64_t>(k) * 7, k, [k] { return -k; });
+  detail::flat_hash_map<int, int> third;
+  third = std::move(second);
+  BOOST_TEST(second.size() == 0u);
+  second.find_or_insert(3, 3, [] { return 33; });
+  BOOST_TEST(*second.find(3, 3) == 33);
+  BOOST_TEST(first.size() == 100u);
+  BOOST_TEST(third.size() == 100u);
+  for (int k = 0; k < 100; ++k) {
+    const auto h = static_cast<std::uint64_t>(k) * 7;
+    BOOST_TEST(*first.find(h, k) == -k);
+    BOOST_TEST(*third.find(h, k) == k);
+  }
+}

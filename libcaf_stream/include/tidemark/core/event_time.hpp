@@ -93,47 +93,56 @@ class timestamp_logic final : public operator_logic {
       out.emit_idle(false);
     }
     seen_input_ = true;
-    // Under the fail policy times are computed in the same pass that looks for watermarks; under
-    // skip, a first pass drops the elements whose timestamp function throws.
-    const bool inline_times = on_error == error_policy::fail;
-    if (inline_times) {
-      b.times.clear();
-      b.times.reserve(b.values.size());
+    // The time column first, in a loop of its own; under error_policy::skip this drops the
+    // elements whose timestamp function throws.
+    const std::size_t n = b.values.size();
+    if (on_error == error_policy::fail) {
+      b.times.resize(n);
+      event_time* column = b.times.data();
+      const T* values = b.values.data();
+      for (std::size_t i = 0; i < n; ++i) column[i] = ts_(values[i]);
     } else {
       fill_times(b);
     }
-    const std::size_t n = b.values.size();
     const T* xs = b.values.data();
-    auto time_of = [&](std::size_t i) {
-      if (!inline_times) return b.times[i];
-      b.times.push_back(ts_(xs[i]));
-      return b.times.back();
-    };
+    const event_time* times = b.times.data();
+    event_time high = max_seen_;
     const bool punctuated = !std::is_same_v<Punctuation, no_punctuation>;
     if (!punctuated && s_.period_events == 0) {
-      for (std::size_t i = 0; i < n; ++i) max_seen_ = std::max(max_seen_, time_of(i));
+      for (std::size_t i = 0; i < n; ++i) high = std::max(high, times[i]);
+      max_seen_ = high;
       out.emit(std::move(in));
       return;
     }
     // Split the batch after each element that calls for a watermark, so that the watermark
-    // travels right behind it.
-    std::size_t from = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      max_seen_ = std::max(max_seen_, time_of(i));
-      bool due = s_.period_events > 0 && ++since_watermark_ >= s_.period_events;
+    // travels right behind it: what follows the element moves to a new batch, and the batch
+    // itself, cut behind the element, goes out.
+    const std::uint64_t every = s_.period_events > 0 ? s_.period_events : UINT64_MAX;
+    std::uint64_t since = since_watermark_;
+    batch<T>* cur = &b;
+    std::size_t size = n;
+    for (std::size_t i = 0; i < size; ++i) {
+      high = std::max(high, times[i]);
+      bool due = ++since >= every;
       if constexpr (punctuated) due |= static_cast<bool>(s_.punctuation(xs[i]));
-      if (!due || current() <= emitted_) continue;
-      since_watermark_ = 0;
-      if (i + 1 == n && from == 0) {
-        out.emit(std::move(in));
-        out.emit_watermark(emitted_ = current());
-        return;
-      }
-      out.emit(slice(b, from, i + 1));
+      if (!due) continue;
+      max_seen_ = high;
+      if (current() <= emitted_) continue;
+      since = 0;
+      batch_ptr rest = i + 1 < size ? split_after(*cur, i) : nullptr;
+      out.emit(std::move(in));
       out.emit_watermark(emitted_ = current());
-      from = i + 1;
+      if (!rest) break;
+      in = std::move(rest);
+      cur = static_cast<batch<T>*>(in.get());
+      xs = cur->values.data();
+      times = cur->times.data();
+      size = cur->values.size();
+      i = static_cast<std::size_t>(-1);  // the loop goes on at the new batch's first element
     }
-    if (from < n) out.emit(from == 0 ? std::move(in) : slice(b, from, n));
+    max_seen_ = high;
+    since_watermark_ = since;
+    if (in && size > 0) out.emit(std::move(in));
   }
 
   void on_watermark(event_time wm, emitter& out) override {
@@ -204,13 +213,17 @@ class timestamp_logic final : public operator_logic {
     compact_columns(b, keep);
   }
 
-  static batch_ptr slice(batch<T>& b, std::size_t from, std::size_t to) {
-    auto part = std::make_unique<batch<T>>();
-    part->values.assign(std::make_move_iterator(b.values.begin() + from),
-                        std::make_move_iterator(b.values.begin() + to));
-    part->times.assign(b.times.begin() + from, b.times.begin() + to);
-    if (!b.hashes.empty()) part->hashes.assign(b.hashes.begin() + from, b.hashes.begin() + to);
-    return part;
+  /// Moves the elements after position i (and their columns) to a new batch.
+  static batch_ptr split_after(batch<T>& b, std::size_t i) {
+    auto rest = std::make_unique<batch<T>>();
+    const auto tail = [i](auto& column, auto& into) {
+      into.assign(std::make_move_iterator(column.begin() + i + 1), std::make_move_iterator(column.end()));
+      column.erase(column.begin() + i + 1, column.end());
+    };
+    tail(b.values, rest->values);
+    tail(b.times, rest->times);
+    if (!b.hashes.empty()) tail(b.hashes, rest->hashes);
+    return rest;
   }
 
   TsFn ts_;

@@ -215,6 +215,7 @@ class window_logic_base : public operator_logic {
   window_logic_base(KeyFn key, Fn fn, window_config cfg, std::string name, bool timed)
       : key_(std::move(key)), fn_(std::move(fn)), cfg_(std::move(cfg)), name_(std::move(name)),
         timed_(timed),
+        early_count_(cfg_.early.k == trigger::kind::count ? cfg_.early.count : UINT64_MAX),
         bound_(cfg_.predictive_lateness ? lateness{*cfg_.predictive_lateness}
                                         : lateness{lateness::fixed{cfg_.allowed_lateness}}),
         current_lateness_(bound_.current(estimator_, 0)) {}
@@ -316,6 +317,12 @@ class window_logic_base : public operator_logic {
     late_out_->times.push_back(t);
   }
 
+  /// add() for a window that has not passed its end.
+  void add_on_time(const window_id& w, std::uint64_t h, const K& k, pane& p, const T& x) {
+    fn_.add(p.data, w, h, k, x);
+    if (++p.state.pending >= early_count_) emit(w, w, h, k, p, pane_timing::early, false);
+  }
+
   /// Adds x to pane p of window w (stored under `state`); `expired` says whether w already
   /// passed its end.
   void add(const window_id& w, const window_id& state, std::uint64_t h, const K& k, pane& p,
@@ -328,7 +335,7 @@ class window_logic_base : public operator_logic {
       fn_.expect_fire(state, h, k, next ? std::max<std::int64_t>(0, *next - now_ms_) : 0);
       if (cfg_.late.policy().on_late_event(p.state, now_ms_))
         emit(w, state, h, k, p, pane_timing::late, false);
-    } else if (cfg_.early.k == trigger::kind::count && p.state.pending >= cfg_.early.count) {
+    } else if (p.state.pending >= early_count_) {
       emit(w, state, h, k, p, pane_timing::early, false);
     }
   }
@@ -416,6 +423,8 @@ class window_logic_base : public operator_logic {
   window_config cfg_;
   std::string name_;
   bool timed_;
+  /// Elements that make an early result (the count trigger); no count trigger: never.
+  std::uint64_t early_count_;
   event_time wm_ = start_of_time;
   event_time max_seen_ = start_of_time;
   std::int64_t now_ms_ = 0;
@@ -449,17 +458,22 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
   void process(std::size_t, batch_ptr in, emitter& out) override {
     auto& b = this->input(in);
     const std::size_t n = b.values.size();
+    const event_time* times = b.times.data();
+    const std::uint64_t* hashes = b.hashes.data();
+    T* xs = b.values.data();
+    event_time high = this->max_seen_;
     for (std::size_t i = 0; i < n; ++i) {
-      const auto t = b.times[i];
-      const auto h = b.hashes[i];
-      this->max_seen_ = std::max(this->max_seen_, t);
+      const auto t = times[i];
+      const auto h = hashes[i];
+      high = std::max(high, t);
       this->guarded([&] {
-        const K k = this->key_(b.values[i]);
+        const K k = this->key_(xs[i]);
         if constexpr (std::is_same_v<Assigner, tumbling>) {
           // Consecutive events mostly share a window: skip the assigner's division.
-          if (last_ && t >= last_->w.start && t < last_->w.end && !last_->expired && t >= this->wm_) {
-            auto* p = last_->panes.find(h, k);
-            this->add(last_->w, last_->w, h, k, p ? *p : pane_of(*last_, h, k), b.values[i], false);
+          if (t >= on_time_from_ && t < on_time_to_) {
+            auto [p, fresh] = last_->panes.find_or_add(h, k);
+            if (fresh) p = this->make_pane();
+            this->add_on_time(last_->w, h, k, p, xs[i]);
             return;
           }
         }
@@ -467,14 +481,15 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
           bool in_gap = true;
           assigner_.assign(t, [&](const window_id& w) {
             in_gap = false;
-            this->add(w, w, h, k, pane_of(entry(w), h, k), b.values[i], false);
+            this->add(w, w, h, k, pane_of(entry(w), h, k), xs[i], false);
           });
-          if (in_gap) this->drop_event(std::move(b.values[i]), t, true);
+          if (in_gap) this->drop_event(std::move(xs[i]), t, true);
         } else {
-          add_late(b.values[i], t, h, k);
+          add_late(xs[i], t, h, k);
         }
       });
     }
+    this->max_seen_ = high;
     this->flush(out);
   }
 
@@ -510,8 +525,19 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
       it->second.expired = w.end <= this->wm_;
       it->second.lateness = this->new_window_lateness();
     }
-    last_ = &it->second;
+    set_last(&it->second);
     return *last_;
+  }
+
+  /// The window the last event went to; events in [on_time_from_, on_time_to_) go to it on time.
+  void set_last(window_entry* e) {
+    last_ = e;
+    if (!e || e->expired) {
+      on_time_from_ = on_time_to_ = 0;
+    } else {
+      on_time_from_ = std::max(e->w.start, this->wm_);
+      on_time_to_ = e->w.end;
+    }
   }
 
   pane& pane_of(window_entry& e, std::uint64_t h, const K& k) {
@@ -568,6 +594,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
         ++it;
       }
     }
+    set_last(last_);
   }
 
   std::uint64_t table_bytes() const override {
@@ -593,7 +620,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
 
   void restore_windows(state_reader& in) override {
     windows_.clear();
-    last_ = nullptr;
+    set_last(nullptr);
     for (auto n = detail::read_count(in); n > 0; --n) {
       window_entry e;
       in.read(e.w);
@@ -610,6 +637,8 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
   Assigner assigner_;
   std::map<event_time, window_entry> windows_;
   window_entry* last_ = nullptr;
+  event_time on_time_from_ = 0;
+  event_time on_time_to_ = 0;
   detail::flat_hash_map<K, pane> spare_;
 };
 

@@ -20,6 +20,16 @@ class flat_hash_map {
     V value{};
   };
 
+  flat_hash_map() = default;
+  flat_hash_map(const flat_hash_map&) = default;
+  flat_hash_map& operator=(const flat_hash_map&) = default;
+  /// A table moved from is empty (tables are handed on between windows and reused).
+  flat_hash_map(flat_hash_map&& other) noexcept { take(other); }
+  flat_hash_map& operator=(flat_hash_map&& other) noexcept {
+    if (this != &other) take(other);
+    return *this;
+  }
+
   /// Returns the value for `key` (whose hash is `h`), inserting `make()` when absent.
   template <class Make>
   V& find_or_insert(std::uint64_t h, const K& key, Make&& make) {
@@ -30,8 +40,8 @@ class flat_hash_map {
 
   /// Returns the value slot for `key` and whether it was just added (default-constructed).
   std::pair<V&, bool> find_or_add(std::uint64_t h, const K& key) {
-    if ((size_ + 1) * 4 > slots_.size() * 3) grow();
-    auto mask = slots_.size() - 1;
+    if (size_ >= limit_) grow();
+    const auto mask = mask_;
     for (auto i = h & mask;; i = (i + 1) & mask) {
       auto& s = slots_[i];
       if (!s.used) {
@@ -47,8 +57,8 @@ class flat_hash_map {
 
   /// The value for `key` (hash `h`), or nullptr when absent.
   V* find(std::uint64_t h, const K& key) {
-    if (slots_.empty()) return nullptr;
-    auto mask = slots_.size() - 1;
+    if (size_ == 0) return nullptr;
+    const auto mask = mask_;
     for (auto i = h & mask;; i = (i + 1) & mask) {
       auto& s = slots_[i];
       if (!s.used) return nullptr;
@@ -59,8 +69,8 @@ class flat_hash_map {
   /// Removes `key` (hash `h`) if present. Backward-shift deletion keeps probe sequences intact
   /// without tombstones.
   void erase(std::uint64_t h, const K& key) {
-    if (slots_.empty()) return;
-    auto mask = slots_.size() - 1;
+    if (size_ == 0) return;
+    const auto mask = mask_;
     auto i = h & mask;
     for (;; i = (i + 1) & mask) {
       if (!slots_[i].used) return;
@@ -122,6 +132,7 @@ class flat_hash_map {
   void reset(std::size_t n) {
     slots_ = std::vector<slot>(n);
     size_ = 0;
+    set_shape();
   }
 
   /// Puts `key` (hash `h`) into slot `i` of a table being rebuilt from for_each_slot; returns its
@@ -141,7 +152,8 @@ class flat_hash_map {
   void grow() {
     std::vector<slot> old(slots_.empty() ? 16 : slots_.size() * 2);
     old.swap(slots_);
-    auto mask = slots_.size() - 1;
+    set_shape();
+    const auto mask = mask_;
     for (auto& s : old)
       if (s.used) {
         auto i = s.hash & mask;
@@ -150,8 +162,25 @@ class flat_hash_map {
       }
   }
 
+  void take(flat_hash_map& other) noexcept {
+    slots_ = std::move(other.slots_);
+    other.slots_.clear();
+    size_ = std::exchange(other.size_, 0);
+    mask_ = std::exchange(other.mask_, 0);
+    limit_ = std::exchange(other.limit_, 0);
+  }
+
+  /// The probe mask and the size at which the table grows (3/4 full), kept beside the slots so
+  /// that a lookup does not divide by the slot size to count them.
+  void set_shape() noexcept {
+    mask_ = slots_.empty() ? 0 : slots_.size() - 1;
+    limit_ = slots_.size() / 4 * 3;
+  }
+
   std::vector<slot> slots_;
   std::size_t size_ = 0;
+  std::size_t mask_ = 0;
+  std::size_t limit_ = 0;
 };
 
 /// Mixes a std::hash result so that low bits are usable for partitioning and probing.
