@@ -132,12 +132,15 @@ BOOST_AUTO_TEST_CASE(a_throwing_timestamp_function_skips_the_element_under_the_s
     return x;
   };
   ops::timestamp_logic<event_time, decltype(ts), no_punctuation> logic{
-      ts, ascending_timestamps().every_events(10)};
+      ts, ascending_timestamps().every_events(3)};
   logic.on_error = error_policy::skip;
   recording_emitter out;
   logic.process(0, make_batch<event_time>({3, -1, 4, -2}), out);
   BOOST_TEST(describe(out) == "b[3,4]");
   BOOST_TEST(logic.skipped == 2u);
+  // the skipped elements do not count towards the period: the third element is the next one
+  logic.process(0, make_batch<event_time>({5, 6}), out);
+  BOOST_TEST(describe(out) == "b[3,4] b[5] w5 b[6]");
   logic.on_error = error_policy::fail;
   BOOST_CHECK_THROW(logic.process(0, make_batch<event_time>({-1}), out), std::runtime_error);
 }

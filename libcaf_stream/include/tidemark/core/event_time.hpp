@@ -95,15 +95,15 @@ class timestamp_logic final : public operator_logic {
     seen_input_ = true;
     // The time column first, in a loop of its own; under error_policy::skip this drops the
     // elements whose timestamp function throws.
-    const std::size_t n = b.values.size();
     if (on_error == error_policy::fail) {
-      b.times.resize(n);
+      b.times.resize(b.values.size());
       event_time* column = b.times.data();
       const T* values = b.values.data();
-      for (std::size_t i = 0; i < n; ++i) column[i] = ts_(values[i]);
+      for (std::size_t i = 0; i < b.values.size(); ++i) column[i] = ts_(values[i]);
     } else {
       fill_times(b);
     }
+    const std::size_t n = b.values.size();  // after fill_times dropped what it had to
     const T* xs = b.values.data();
     const event_time* times = b.times.data();
     event_time high = max_seen_;
