@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "../../support/temp_dir.hpp"
+#include "figure1_runs.hpp"
 #include "tidemark/examples/figure1.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/persistence/table_store.hpp"
@@ -17,28 +17,10 @@ using namespace tidemark;
 
 namespace {
 
-struct fixture {
-  test::temp_dir dir{"figure1"};
-  figure1::config c;
-  fixture() {
-    c.db = persistence::wt_connection::open(dir.path().string());
-    c.elements = 40;
-    c.concurrency = 8;
-    c.max_delay_us = 1500;
-    figure1::fill_table(c);
-  }
-
+struct fixture : test::figure1_runs {
+  fixture() : figure1_runs("figure1") {}
   std::vector<figure1::joined> run_once(std::uint64_t seed, bool synchronizers) {
-    c.seed = seed;
-    collected<figure1::joined> out;
-    auto j = figure1::build(c, out);
-    run_options o;
-    o.synchronizers.enabled = synchronizers;
-    o.threads = 2;
-    run(j, o);
-    auto xs = out.values();
-    std::sort(xs.begin(), xs.end());
-    return xs;
+    return run_seeded(seed, synchronizers, [this](auto& out) { return figure1::build(c, out); });
   }
 };
 

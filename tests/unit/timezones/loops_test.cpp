@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../../support/temp_dir.hpp"
+#include "figure1_runs.hpp"
 #include "tidemark/core/codec.hpp"
 #include "tidemark/examples/figure1.hpp"
 #include "tidemark/runtime/runtime.hpp"
@@ -232,29 +233,12 @@ BOOST_AUTO_TEST_CASE(elements_fed_back_after_the_loop_ended_fail_the_job) {
 
 namespace {
 
-struct figure4c_fixture {
-  test::temp_dir dir{"figure4c"};
-  figure1::config c;
+struct figure4c_fixture : test::figure1_runs {
   static constexpr std::uint32_t laps = 3;
-  figure4c_fixture() {
-    c.db = persistence::wt_connection::open(dir.path().string());
-    c.elements = 40;
-    c.concurrency = 8;
-    c.max_delay_us = 1500;
-    figure1::fill_table(c);
-  }
-
+  figure4c_fixture() : figure1_runs("figure4c") {}
   std::vector<figure1::joined> run_once(std::uint64_t seed, bool synchronizers) {
-    c.seed = seed;
-    collected<figure1::joined> out;
-    auto j = figure1::build_loop(c, laps, out);
-    run_options o;
-    o.synchronizers.enabled = synchronizers;
-    o.threads = 2;
-    run(j, o);
-    auto xs = out.values();
-    std::sort(xs.begin(), xs.end());
-    return xs;
+    return run_seeded(seed, synchronizers,
+                      [this](auto& out) { return figure1::build_loop(c, laps, out); });
   }
 };
 
