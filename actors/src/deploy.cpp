@@ -125,6 +125,8 @@ caf::actor deployment_actors::spawn_copy(wiring::endpoint e, const remote_channe
       setup.outputs.push_back({target, slot});
       continue;
     }
+    setup.core.remote_outputs.resize(outs.size());
+    setup.core.remote_outputs[k] = true;
     setup.outputs.push_back({outbound(e, k, node_of(to), *remote), slot});
   }
   around.ins.resize(setup.core.input_ports.size());

@@ -94,7 +94,17 @@ stage_core::stage_core(stage_config cfg, stage_io& io) : cfg_(std::move(cfg)), i
   metrics_.stage = cfg_.stage;
   metrics_.instance = cfg_.instance;
   outs_.resize(cfg_.outputs);
-  for (auto& o : outs_) o.credit = cfg_.opts.credit;
+  // under adaptive batching a batch holds what its receiver works through in linger / credit, so
+  // a flood queues about `linger` of work in front of each receiver (batch_bound.hpp)
+  const auto budget = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::max(cfg_.opts.linger, std::chrono::milliseconds{1})) /
+                      std::max<std::uint32_t>(1, cfg_.opts.credit);
+  const auto most = static_cast<std::uint32_t>(cfg_.opts.batch_size);
+  for (std::uint32_t k = 0; k < outs_.size(); ++k) {
+    outs_[k].credit = cfg_.opts.credit;
+    const bool remote = k < cfg_.remote_outputs.size() && cfg_.remote_outputs[k];
+    outs_[k].bound = cfg_.opts.adaptive_batching && !remote ? batch_bound(most, 64, budget) : batch_bound(most);
+  }
   copy_slot_.assign(outs_.size(), false);
   primary_of_.resize(outs_.size());
   for (std::uint32_t k = 0; k < outs_.size(); ++k) primary_of_[k] = k;
@@ -254,7 +264,9 @@ void stage_core::on_signal(std::uint32_t in, signal_kind kind, event_time wm) {
 }
 
 void stage_core::on_credit(std::uint32_t out, std::uint32_t n) {
-  outs_[out].credit += n;
+  auto& o = outs_[out];
+  if (o.bound.learns()) o.bound.credited(n, clock::now());
+  o.credit += n;
   guarded([&] {
     try_send(out);
     resume();
@@ -283,6 +295,8 @@ void stage_core::on_output_restored(std::uint32_t out, std::uint64_t checkpoint)
     auto& o = outs_.at(out);
     o.ready.clear();
     o.credit = cfg_.opts.credit;
+    // the copy may run anywhere now: full batches, as towards another process
+    o.bound = batch_bound(static_cast<std::uint32_t>(cfg_.opts.batch_size));
     o.restored = true;
     o.lost = true;  // until it is known what it gets
     o.waits_for = 0;
@@ -573,10 +587,13 @@ void stage_core::acknowledge(std::uint32_t slot) {
 void stage_core::pump() {
   if (finished_ || !cfg_.source || blocked() || held()) return;
   const auto max_pulls = std::max<std::uint32_t>(1, cfg_.opts.credit);
+  // a pull fills one batch of the output whose receiver takes the smallest (batch_bound.hpp)
+  auto size = static_cast<std::uint32_t>(cfg_.opts.batch_size);
+  for (const auto& o : outs_) size = std::min(size, o.bound.limit());
   for (std::uint32_t pulls = 0; pulls < max_pulls && !blocked() && !held(); ++pulls) {
     bool more = true;
     const auto before = metrics_.operators[0].events_out;
-    call(0, [&] { more = cfg_.source->pull(cfg_.opts.batch_size, *links_[0]); });
+    call(0, [&] { more = cfg_.source->pull(size, *links_[0]); });
     if (!more) {
       watermark_from(0, end_of_time);
       finish();
@@ -584,6 +601,8 @@ void stage_core::pump() {
     }
     // A short pull means the source has nothing more right now: under adaptive batching what it
     // emitted goes out now instead of waiting for the next pulls (the pump keeps the mailbox busy).
+    // So does a pull the batch bound made short: the bound is small when the source is slow, and
+    // its next pull may sleep for the next event while this one's batch waits for the pump's end.
     if (metrics_.operators[0].events_out - before < cfg_.opts.batch_size) {
       if (cfg_.opts.adaptive_batching) send_partial();
       break;
@@ -1267,12 +1286,12 @@ void stage_core::scatter(const output_edge& edge, batch_ptr b) {
   buffers_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     auto& o = outs_[edge.slots[i]];
-    if (!o.buffer) o.buffer = b->make_empty(cfg_.opts.batch_size);
+    if (!o.buffer) o.buffer = b->make_empty(o.bound.limit());
     buffers_[i] = o.buffer.get();
   }
   b->scatter(targets_.data(), buffers_.data());
   for (std::size_t i = 0; i < n; ++i)
-    if (outs_[edge.slots[i]].buffer->size() >= cfg_.opts.batch_size) seal(edge.slots[i]);
+    if (auto& o = outs_[edge.slots[i]]; o.buffer->size() >= o.bound.limit()) seal(edge.slots[i]);
 }
 
 /// Adds b to the output's batch in the making. A large batch (at least half the batch size and
@@ -1282,12 +1301,13 @@ void stage_core::scatter(const output_edge& edge, batch_ptr b) {
 void stage_core::append(std::uint32_t out, batch_ptr b) {
   constexpr std::size_t travels_alone = 512;
   auto& o = outs_[out];
-  if (o.buffer && b->size() >= travels_alone && b->size() * 2 >= cfg_.opts.batch_size) seal(out);
+  const auto limit = o.bound.limit();
+  if (o.buffer && b->size() >= travels_alone && b->size() * 2 >= limit) seal(out);
   if (!o.buffer)
     o.buffer = std::move(b);
   else
     o.buffer->append(*b);
-  if (o.buffer->size() >= cfg_.opts.batch_size) seal(out);
+  if (o.buffer->size() >= limit) seal(out);
 }
 
 /// Moves the partly filled batch to the send queue.
@@ -1415,6 +1435,7 @@ void stage_core::try_send(std::uint32_t out) {
     if (item.batch) {
       if (o.credit == 0) return;
       --o.credit;
+      if (o.bound.learns()) o.bound.sent(item.batch->size(), clock::now());
       io_.send_batch(out, std::move(item.batch));
     } else {
       io_.send_signal(out, item.kind, item.wm);

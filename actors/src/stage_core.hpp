@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "batch_bound.hpp"
 #include "stage_inputs.hpp"
 #include "tidemark/core/graph.hpp"
 #include "tidemark/core/plan.hpp"
@@ -65,6 +66,10 @@ struct stage_config {
   /// that slot's receiver. They get every batch and signal of the slot, each with its own credit;
   /// partitioning names only the slot itself (in `edges`).
   std::vector<std::vector<std::uint32_t>> output_copies;
+  /// Per output slot (empty, or shorter than `outputs`: none): its receiver runs in another
+  /// process. Adaptive batching does not bound the batches there (batch_bound.hpp): the round
+  /// trip of the credit over the network would read as the receiver's work.
+  std::vector<bool> remote_outputs;
   run_options opts;
   /// State of this instance in completed checkpoint `restore_checkpoint` (0: start fresh).
   std::uint64_t restore_checkpoint = 0;
@@ -220,6 +225,7 @@ class stage_core {
     bool restored = false;         // leads to a copy restored mid-run: never blocks the stage
     std::uint64_t waits_for = 0;   // restored before it sent barrier n: revived behind it
     std::size_t replay = 0;        // replayed items still waiting (not counted as lag)
+    batch_bound bound;             // adaptive batching: the most elements a batch should hold
   };
   /// What an output slot towards a replicated receiver sent since the barrier of checkpoint
   /// `since`, for a copy of the receiver restored from that checkpoint (on_output_restored).

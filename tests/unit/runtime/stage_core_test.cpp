@@ -295,6 +295,22 @@ BOOST_AUTO_TEST_CASE(adaptive_batching_sends_early_only_while_fewer_than_half_th
   BOOST_TEST(s.io.take() == (lines{"out 0: [8 10]"}));
 }
 
+BOOST_AUTO_TEST_CASE(under_adaptive_batching_a_source_starts_with_batches_of_64) {
+  // nothing is known of the receiver before its first credit: a pull of 64, of which the filter
+  // keeps 32, and a pull below the batch size goes out at once; fixed batching fills the batch
+  // size from pulls of 1000
+  source_stage adaptive{1000, 1000, true};
+  adaptive.core->start();
+  std::string first = "out 0: [0";
+  for (int x = 2; x < 64; x += 2) first += " " + std::to_string(x);
+  BOOST_TEST(adaptive.io.take() == (lines{first + "]"}));
+  source_stage fixed{1000, 1000, false};
+  fixed.core->start();
+  const auto full = fixed.io.take();
+  BOOST_TEST_REQUIRE(!full.empty());
+  BOOST_TEST(std::count(full.front().begin(), full.front().end(), ' ') == 1000 + 1);  // "out 0: [...]"
+}
+
 BOOST_AUTO_TEST_CASE(an_idle_stage_sends_partly_filled_batches_only_under_adaptive_batching) {
   one_operator_stage s{1, 1, partitioning::forward, 100, 8};
   s.core->on_data(0, ints({1, 2}));
@@ -1088,4 +1104,62 @@ BOOST_AUTO_TEST_CASE(a_restored_input_copy_counts_from_the_checkpoints_barrier_a
   BOOST_TEST(t.io.take() == (lines{"out 0: [1]", "out 0: watermark " + std::to_string(end_of_time),
                                    "out 0: eos"}));
   BOOST_TEST(t.io.is_done);
+}
+
+// ---- batch_bound: the batch size adaptive batching allows under load ---------------------------
+
+namespace {
+using std::chrono::microseconds;
+const batch_bound::clock::time_point t0{};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_batch_bound_starts_small_and_never_exceeds_the_batch_size) {
+  BOOST_TEST(batch_bound(4096, 64, microseconds{1000}).limit() == 64u);
+  BOOST_TEST(batch_bound(32, 64, microseconds{1000}).limit() == 32u);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_bound_holds_what_the_receiver_works_through_in_the_budget) {
+  // 4 batches of 100 sent at once, acknowledged 400 µs later: 1 µs per element, 1000 in 1 ms
+  batch_bound b{4096, 64, microseconds{1000}};
+  for (int i = 0; i < 4; ++i) b.sent(100, t0);
+  b.credited(4, t0 + microseconds{400});
+  BOOST_TEST(b.limit() == 1000u);
+  // the next two were sent before that return: their time counts from it, 2 µs per element;
+  // the pace is averaged with the last one, 1.5 µs: 666 elements in 1 ms
+  b.sent(100, t0 + microseconds{100});
+  b.sent(100, t0 + microseconds{100});
+  b.credited(2, t0 + microseconds{800});
+  BOOST_TEST(b.limit() == 666u);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_bound_counts_from_the_send_when_the_receiver_was_waiting) {
+  // a slow sender: batches 1 ms apart, acknowledged together 10 µs after the second; the receiver
+  // waited for them, the pace is the sender's: 200 elements in 1010 µs, 198 in 1 ms
+  batch_bound b{4096, 64, microseconds{1000}};
+  b.credited(1, t0);  // nothing in flight: nothing learnt
+  BOOST_TEST(b.limit() == 64u);
+  b.sent(100, t0 + microseconds{5000});
+  b.sent(100, t0 + microseconds{6000});
+  b.credited(2, t0 + microseconds{6010});
+  BOOST_TEST(b.limit() == 198u);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_bound_stays_between_one_element_and_the_batch_size) {
+  batch_bound fast{4096, 64, microseconds{1000}};
+  fast.sent(4096, t0);
+  fast.credited(1, t0 + microseconds{10});
+  BOOST_TEST(fast.limit() == 4096u);
+  batch_bound slow{4096, 64, microseconds{1000}};
+  slow.sent(1, t0);
+  slow.credited(1, t0 + microseconds{10'000});
+  BOOST_TEST(slow.limit() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_fixed_batch_bound_learns_nothing) {
+  // fixed batching, or a receiver in another process: the batch size whatever the credit shows
+  batch_bound b{4096};
+  BOOST_TEST(!b.learns());
+  b.sent(100, t0);
+  b.credited(1, t0 + microseconds{100'000});
+  BOOST_TEST(b.limit() == 4096u);
 }

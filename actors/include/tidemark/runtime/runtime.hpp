@@ -62,9 +62,12 @@ struct run_options {
   /// more to do right now (its mailbox is empty, or its source's pull emitted fewer than
   /// `batch_size`) while fewer than `credit/2` batches of its channel are in flight, instead of
   /// waiting for `linger`. Under load a stage has more input waiting or its receiver is busy, so
-  /// batches fill; a trickle goes on element by element, at once. `linger` still bounds a stage
-  /// that is never idle (a source whose filter drops most of each full pull). false: fixed
-  /// batching, a batch is sent at `batch_size`, after `linger` or in front of a signal.
+  /// batches fill; a trickle goes on element by element, at once. A full batch to a receiver in
+  /// the same process then holds at most what the receiver works through in `linger / credit`
+  /// (at least 1 ms / credit), learnt from the pace of its credit, so a flood queues about
+  /// `linger` of work in front of each receiver however slow its elements. `linger` still bounds a stage that is never idle (a source whose
+  /// filter drops most of each full pull). false: fixed batching, a batch is sent at
+  /// `batch_size`, after `linger` or in front of a signal.
   bool adaptive_batching = true;
   /// Batches in flight per channel (sent, not yet processed by the receiver); 0: as many as hold
   /// `credit_elements` elements of `batch_size`, at least 2 and at most 128 (channel_credit()).
