@@ -103,7 +103,8 @@ stage_core::stage_core(stage_config cfg, stage_io& io) : cfg_(std::move(cfg)), i
   for (std::uint32_t k = 0; k < outs_.size(); ++k) {
     outs_[k].credit = cfg_.opts.credit;
     const bool remote = k < cfg_.remote_outputs.size() && cfg_.remote_outputs[k];
-    outs_[k].bound = cfg_.opts.adaptive_batching && !remote ? batch_bound(most, 64, budget) : batch_bound(most);
+    outs_[k].bound =
+        cfg_.opts.adaptive_batching && !remote ? batch_bound(most, 64, budget) : batch_bound(most);
   }
   copy_slot_.assign(outs_.size(), false);
   primary_of_.resize(outs_.size());

@@ -65,9 +65,9 @@ struct run_options {
   /// batches fill; a trickle goes on element by element, at once. A full batch to a receiver in
   /// the same process then holds at most what the receiver works through in `linger / credit`
   /// (at least 1 ms / credit), learnt from the pace of its credit, so a flood queues about
-  /// `linger` of work in front of each receiver however slow its elements. `linger` still bounds a stage that is never idle (a source whose
-  /// filter drops most of each full pull). false: fixed batching, a batch is sent at
-  /// `batch_size`, after `linger` or in front of a signal.
+  /// `linger` of work in front of each receiver however slow its elements. `linger` still bounds
+  /// a stage that is never idle (a source whose filter drops most of each full pull). false:
+  /// fixed batching, a batch is sent at `batch_size`, after `linger` or in front of a signal.
   bool adaptive_batching = true;
   /// Batches in flight per channel (sent, not yet processed by the receiver); 0: as many as hold
   /// `credit_elements` elements of `batch_size`, at least 2 and at most 128 (channel_credit()).
