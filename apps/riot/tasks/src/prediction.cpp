@@ -497,19 +497,28 @@ sliding_regression::sliding_regression(sliding_regression_config config) : confi
 }
 
 std::vector<double> sliding_regression::step(state& s, double y) const {
+  const auto cap = config_.train_window;
+  // a ring indexed by arrival: input k (0-based) sits at k mod cap
+  if (s.window.size() < cap) {
+    s.window.push_back(y);
+  } else {
+    s.window[s.n % cap] = y;
+  }
   ++s.n;
-  s.window.push_back(y);
-  if (s.window.size() > config_.train_window) s.window.pop_front();
-  if (s.n <= config_.train_window) return {};
+  if (s.n <= cap) return {};
+  // the i-th oldest of the window's inputs n-cap+1 ... n (1-based) sits at (n + i) mod cap
+  auto at = [&](std::size_t i) { return s.window[(s.n + i) % cap]; };
   // x of the window's values: n-w+1 ... n. Fit around the window's centre for accuracy.
-  auto w = static_cast<double>(s.window.size());
+  auto w = static_cast<double>(cap);
   auto x0 = static_cast<double>(s.n) - w + 1;
   auto x_mean = x0 + (w - 1) / 2;
-  auto y_mean = std::accumulate(s.window.begin(), s.window.end(), 0.0) / w;
+  double y_sum = 0;
+  for (std::size_t i = 0; i < cap; ++i) y_sum += at(i);  // in arrival order, as before the ring
+  auto y_mean = y_sum / w;
   double sxy = 0, sxx = 0;
-  for (std::size_t i = 0; i < s.window.size(); ++i) {
+  for (std::size_t i = 0; i < cap; ++i) {
     auto dx = x0 + static_cast<double>(i) - x_mean;
-    sxy += dx * (s.window[i] - y_mean);
+    sxy += dx * (at(i) - y_mean);
     sxx += dx * dx;
   }
   auto slope = sxy / sxx;

@@ -260,18 +260,21 @@ bool interpolation::accepts(const observation& o) const {
 bool interpolation::step(state& s, observation& o) const {
   if (o.missing || !o.numeric) {
     if (s.window.empty()) return false;
-    set_value(o, std::accumulate(s.window.begin(), s.window.end(), 0.0) / static_cast<double>(s.window.size()));
+    // summed oldest first (the ring's oldest sits at `next`), so the mean is what summing the
+    // values in arrival order gives, to the last bit
+    const auto n = s.window.size();
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) sum += s.window[(s.next + i) % n];
+    set_value(o, sum / static_cast<double>(n));
     return true;
   }
-  s.window.push_back(o.value);
-  if (s.window.size() > config_.window_size) s.window.pop_front();
+  if (s.window.size() < config_.window_size) {
+    s.window.push_back(o.value);
+  } else {
+    s.window[s.next] = o.value;
+    s.next = static_cast<std::uint32_t>((s.next + 1) % config_.window_size);
+  }
   return true;
-}
-
-std::optional<observation> interpolation::process(state& s, const observation& o) const {
-  observation out = o;
-  if (accepts(out)) step(s, out);
-  return out;
 }
 
 bool interpolation::process(observation& o) {

@@ -584,7 +584,8 @@ class keyed_stream {
   /// Per-key state: `f(State& state, const T& x, collector<Out>& out)` runs for every element with
   /// its key's state, made by `make_state()` or `make_state(const K&)` on the key's first element,
   /// and emits any number of Out (and side outputs). f may be per_instance(make). The state stays
-  /// in the instance that owns the key, in place: no allocation per element.
+  /// in the instance that owns the key, in place: no allocation per element. The element is the
+  /// operator's own: f may take it as `T&` and move it into `out` instead of copying it.
   template <class Out, class MakeState, class F>
   stream<Out> process(MakeState make_state, F f, std::string name = "") const {
     constexpr bool by_key = std::is_invocable_v<const MakeState&, const K&>;
@@ -599,9 +600,10 @@ class keyed_stream {
                   "process<Out>(make_state, f): the state type must be default-constructible and "
                   "move-assignable (keyed state lives in a table of slots)");
     using Fn = detail::instance_fn_t<F>;
-    static_assert(std::is_invocable_v<Fn&, State&, const T&, collector<Out>&>,
+    static_assert(std::is_invocable_v<Fn&, State&, T&, collector<Out>&>,
                   "process<Out>(make_state, f): f (or what per_instance's make returns) must be "
-                  "callable as f(State& state, const T& element, tidemark::collector<Out>& out)");
+                  "callable as f(State& state, const T& element, tidemark::collector<Out>& out) "
+                  "(or with T& element)");
     return keyed_then<Out>(
         "keyed_process", std::move(name), [key = key_, make_state, f](const instance_info& info) {
           return std::make_unique<ops::keyed_process_logic<T, K, Out, KeyFn, State, MakeState, Fn>>(

@@ -266,7 +266,7 @@ class map_logic final : public operator_logic {
     src.hashes.clear();  // a map may change the key
     if constexpr (std::is_same_v<T, U>) {
       if (on_error == error_policy::fail) {
-        for (auto& x : src.values) x = f_(x);
+        for (auto& x : src.values) x = f_(std::move(x));  // the batch is this operator's
         out.emit(std::move(in));
         return;
       }
@@ -275,7 +275,7 @@ class map_logic final : public operator_logic {
     result->values.reserve(src.values.size());
     std::vector<std::uint8_t> keep(src.values.size(), 1);
     for (std::size_t i = 0; i < src.values.size(); ++i)
-      keep[i] = guarded([&] { result->values.push_back(f_(src.values[i])); });
+      keep[i] = guarded([&] { result->values.push_back(f_(std::move(src.values[i]))); });
     if (result->values.size() != src.values.size()) compact_columns(src, keep);
     result->times = std::move(src.times);
     out.emit(std::move(result));

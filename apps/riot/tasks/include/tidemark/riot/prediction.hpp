@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -203,9 +202,11 @@ struct sliding_regression_config {
 /// x = n+1 ... n+predict_window.
 class sliding_regression {
  public:
+  /// The last `train_window` inputs in a ring indexed by arrival; a vector, not a deque, for the
+  /// reason interpolation::state gives.
   struct state {
-    std::deque<double> window;
-    std::uint64_t n = 0;
+    std::vector<double> window;
+    std::uint64_t n = 0;  // inputs so far
   };
 
   explicit sliding_regression(sliding_regression_config config);

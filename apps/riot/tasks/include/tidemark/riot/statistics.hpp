@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <random>
@@ -218,8 +217,13 @@ struct interpolation_config {
 /// and field; valid values pass unchanged and enter the window.
 class interpolation {
  public:
+  /// The last valid values in a ring. A vector, not a deque: an empty one allocates nothing, and
+  /// a keyed table holds an empty state in every free slot (libstdc++'s deque allocates ~600
+  /// bytes even when empty, so a table of 100,000s of sensor fields spent most of its time and
+  /// memory on empty deques).
   struct state {
-    std::deque<double> window;
+    std::vector<double> window;
+    std::uint32_t next = 0;  // the slot the next value overwrites once the window is full
   };
 
   explicit interpolation(interpolation_config config);
@@ -228,9 +232,8 @@ class interpolation {
   /// Fills or records `o` in `s`. Returns false when `o` is missing and `s` has no history (it stays
   /// missing).
   bool step(state& s, observation& o) const;
+  /// Whether `o` is of a configured field (others pass unchanged).
   bool accepts(const observation& o) const;
-  /// `o`, filled in from `s` or recorded in it when it is of a configured field.
-  std::optional<observation> process(state& s, const observation& o) const;
   /// Keyed by sensor id + field; observations of other fields pass unchanged.
   bool process(observation& o);
 

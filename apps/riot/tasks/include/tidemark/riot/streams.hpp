@@ -148,9 +148,14 @@ inline stream<observation> bloom_filter_marks(const stream<observation>& in,
 /// INP, keyed per sensor and field: missing values of the configured fields filled in.
 inline stream<observation> interpolate(const stream<observation>& in, interpolation_config config) {
   auto task = std::make_shared<const interpolation>(std::move(config));
+  // filled in place and moved on: the input batch is the operator's, and an observation's strings
+  // cost allocations to copy
+  auto step = [task](interpolation::state& s, observation& o, collector<observation>& out) {
+    if (task->accepts(o)) task->step(s, o);
+    out(std::move(o));
+  };
   return detail::by_sensor_field(in, "interpolation")
-      .process<observation>([task] { return task->initial(); }, detail::step_of(task),
-                            "interpolation");
+      .process<observation>([task] { return task->initial(); }, step, "interpolation");
 }
 
 /// KAL, keyed per sensor and field: the configured fields, smoothed.
