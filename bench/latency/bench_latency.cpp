@@ -300,9 +300,7 @@ nlohmann::json spread(std::vector<double> xs) {
   return {{"median", xs[xs.size() / 2]}, {"min", xs.front()}, {"max", xs.back()}};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int measure(int argc, char** argv) {
   CLI::App app{"latency against rate for fixed and adaptive batching"};
   std::string out = tidemark::bench::out_dir() + "/latency.json";
   std::vector<double> rates{1e3, 1e4, 1e5, 1e6, 1e7, 0};
@@ -453,3 +451,7 @@ int main(int argc, char** argv) {
               out.c_str());
   return all_ok ? 0 : 1;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return tidemark::bench::guarded_main(measure, argc, argv); }

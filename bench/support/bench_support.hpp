@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -29,6 +31,19 @@ inline std::string out_dir() { return (build_dir() / "bench").string(); }
 inline std::string node_binary() {
   const char* env = std::getenv("TIDEMARK_NODE_BIN");  // NOLINT(concurrency-mt-unsafe): at start
   return env && *env ? env : (build_dir() / "apps/tidemark/tidemark-node").string();
+}
+
+/// Runs a benchmark's `body(argc, argv)`; an exception it throws (a missing data file, a broker
+/// that did not start) is printed and becomes exit status 1, so that the destructors of what the
+/// benchmark started (a mosquitto, node processes) run instead of std::terminate skipping them.
+template <class Body>
+int guarded_main(Body body, int argc, char** argv) {
+  try {
+    return body(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", argc > 0 ? argv[0] : "bench", e.what());
+    return 1;
+  }
 }
 
 /// User + system CPU time of the whole process so far, in seconds.

@@ -99,7 +99,7 @@ std::uint64_t archive_rows(const app_options& options) {
 std::string write_report(app a, const app_options& o, const run_metrics& metrics, const std::string& primary,
                          const std::string& runtime_json) {
   std::filesystem::create_directories(o.out_dir);
-  auto j = nlohmann::json::parse(metrics.to_json(primary));
+  auto j = nlohmann::json::parse(metrics.to_json(primary, o.warmup_seconds));
   j["app"] = std::string{to_string(a)};
   j["dataset"] = std::string{riot::to_string(o.replay.dataset)};
   j["options"] = {{"scale", o.replay.scale},
@@ -107,6 +107,7 @@ std::string write_report(app a, const app_options& o, const run_metrics& metrics
                   {"rate", o.replay.rate},
                   {"profile", o.replay.profile == rate_profile::paper ? "paper" : "constant"},
                   {"messages", o.replay.messages},
+                  {"warmup_seconds", o.warmup_seconds},
                   {"broker", o.broker},
                   {"parallelism", o.parallelism.all},
                   {"task_parallelism", o.parallelism.tasks}};

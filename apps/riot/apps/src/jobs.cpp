@@ -40,6 +40,8 @@ std::vector<job_option_spec> option_specs(app a) {
       {"data", "", "RIoTBench sample data directory "
                    "(none: $TIDEMARK_DATA_DIR, else the build's data/riotbench, else the installed copy)"},
       {"progress", "false", "print a progress line per second"},
+      {"warmup", "0", "seconds at the start that report.json also leaves out "
+                      "(latency_after_warmup_ms, throughput_in_after_warmup)"},
       {"parallelism", "1", "instances of every data-parallel task (sources, sinks and global-order tasks run one)"},
       {"task-parallelism", "",
        "instances per task, NAME=N,... (overrides --parallelism; `tidemark plan` shows the names)"},
@@ -94,6 +96,7 @@ app_options options_of(app a, const job_options& j) {
   if (o.out_dir.empty()) o.out_dir = fresh_out_dir(a);  // build() without prepare (`tidemark plan`)
   if (auto data = j.get("data"); !data.empty()) r.data_dir = data;
   o.progress = j.get_bool("progress");
+  o.warmup_seconds = static_cast<std::uint32_t>(std::clamp<std::int64_t>(j.get_int("warmup"), 0, 86400));
   try {
     auto all = std::clamp<std::int64_t>(j.get_int("parallelism"), 0, 1025);  // out of range either way
     o.parallelism = parse_task_parallelism(a, static_cast<std::uint32_t>(all), j.get("task-parallelism"));

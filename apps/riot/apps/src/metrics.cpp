@@ -220,7 +220,7 @@ std::vector<std::string> run_metrics::outputs() const {
   return output_order_;
 }
 
-std::string run_metrics::to_json(const std::string& primary) const {
+std::string run_metrics::to_json(const std::string& primary, std::uint32_t warmup_seconds) const {
   std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::json j;
   double seconds = static_cast<double>(last_emit_ns_) / 1e9;
@@ -249,6 +249,27 @@ std::string run_metrics::to_json(const std::string& primary) const {
       out["p50_first_third_ms"] = distribution::of(first).p50;
       out["p50_last_third_ms"] = distribution::of(last).p50;
     }
+    // latencies are in arrival order and per_second counts the arrivals of each second
+    if (warmup_seconds > 0 && parts_.empty()) {
+      auto w = std::min<std::size_t>(warmup_seconds, o.per_second.size());
+      auto early = std::accumulate(o.per_second.begin(), o.per_second.begin() + static_cast<std::ptrdiff_t>(w),
+                                   std::uint64_t{0});
+      std::vector<double> judged;
+      if (early < o.latency_ms.size())
+        judged.assign(o.latency_ms.begin() + static_cast<std::ptrdiff_t>(early), o.latency_ms.end());
+      out["latency_after_warmup_ms"] = json_of(distribution::of(judged));
+    }
+  }
+  if (warmup_seconds > 0 && parts_.empty()) {
+    // whole seconds only, as for the jitter
+    auto whole = std::min(in_per_second_.size(), static_cast<std::size_t>(seconds));
+    double rate = 0;
+    if (whole > warmup_seconds)
+      rate = static_cast<double>(std::accumulate(in_per_second_.begin() + warmup_seconds,
+                                                 in_per_second_.begin() + static_cast<std::ptrdiff_t>(whole),
+                                                 std::uint64_t{0})) /
+             static_cast<double>(whole - warmup_seconds);
+    j["throughput_in_after_warmup"] = rate;
   }
   auto it = outputs_.find(primary);
   if (it != outputs_.end()) {

@@ -66,6 +66,9 @@ struct app_options {
   std::uint32_t stats_window = 0;
   /// Print a progress line per second while running.
   bool progress = false;
+  /// Whole seconds at the start that report.json also leaves out, in `latency_after_warmup_ms`
+  /// (per output) and `throughput_in_after_warmup`: the window a benchmark judges (0: none).
+  std::uint32_t warmup_seconds = 0;
   /// Instances of the data-parallel tasks; results are the same as with one, up to order.
   task_parallelism parallelism;
 };

@@ -114,8 +114,11 @@ class run_metrics {
 
   /// The report as JSON: counts, throughput, latency distributions and a sample of latencies per
   /// output, per-second rates, jitter, CPU/memory samples, rejected inputs; `primary` is the
-  /// output whose rate the jitter and the output throughput use.
-  std::string to_json(const std::string& primary) const;
+  /// output whose rate the jitter and the output throughput use. With `warmup_seconds`, also the
+  /// latencies of deliveries after the first that many seconds (`latency_after_warmup_ms` per
+  /// output) and the input rate over the whole seconds after them (`throughput_in_after_warmup`);
+  /// not for a merged cluster run, whose parts' latencies are not in arrival order.
+  std::string to_json(const std::string& primary, std::uint32_t warmup_seconds = 0) const;
 
   /// This process's part of a cluster run (stops nothing; call stop() first for final samples).
   metrics_part part() const;
