@@ -62,12 +62,15 @@ json soak_run(const job_registry& registry, const riot::io::local_mosquitto& bro
                        "--broker", broker.address(), "--out", dir.string(), "--progress", "true"}));
   auto r = json::parse(std::ifstream(dir / "report.json"));
   std::filesystem::remove_all(dir);
+  // the end is the source's last emission: later samples see the job wind down (the store's
+  // cache is released when the job ends)
+  const double input_end = r["input_seconds"].get<double>();
   double after_warmup = 0, at_end = 0;
   json rss = json::array();  // [t, MB] once per second, for the plot
   for (const auto& sample : r["resources"]) {
     double t = sample["t"].get<double>(), mb = sample["rss_mb"].get<double>();
     if (after_warmup == 0 && t >= warmup) after_warmup = mb;
-    at_end = mb;
+    if (t <= input_end) at_end = mb;
     if (rss.empty() || t >= rss.back()[0].get<double>() + 1) rss.push_back({t, mb});
   }
   json soak{{"seconds", seconds},
