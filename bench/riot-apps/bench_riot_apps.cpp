@@ -2,9 +2,10 @@
 // peak rate (CITY 5,000, FIT 500, GRID 10,000, TAXI 4,000 msg/s), judged over --seconds after
 // --warmup; then at the multiples above while runs are stable, or below until one is. First a
 // soak: ETL CITY at the paper's rate for --soak seconds, whose RSS must stay flat after its first
-// minute. Each run is the registered job against one private mosquitto, with the default run
-// options. With --parallelism 1,2: instead, each app x dataset at full speed once per
-// parallelism, for the throughput at each. Writes JSON (--out).
+// minute beyond the store's cache and the run's latency record (--only soak: just the soak). Each
+// run is the registered job against one private mosquitto, with the default run options. With
+// --parallelism 1,2: instead, each app x dataset at full speed once per parallelism, for the
+// throughput at each. Writes JSON (--out).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -46,8 +47,10 @@ bool stable(const std::string& app, const json& r, double rate, double p99_bound
 }
 
 /// ETL CITY (3 x the sample's sensors) at the paper's 5,000 msg/s for `seconds`: the RSS after the
-/// first minute against the RSS at the end (issue 19: growth within 10 %), and the latency after
-/// that minute.
+/// first minute against the RSS at the end, beyond configured caches (issue 19: growth within
+/// 10 %), and the latency after that minute. Each sample says what the store's WiredTiger cache
+/// holds (its statistics) and how big the run's own latency record is; what the RSS grows beyond
+/// those two, relative to the RSS after the first minute, is `rss_growth`.
 json soak_run(const job_registry& registry, const riot::io::local_mosquitto& broker,
               const std::filesystem::path& work, int seconds) {
   const auto& spec = registry.find("riot-etl");
@@ -65,26 +68,38 @@ json soak_run(const job_registry& registry, const riot::io::local_mosquitto& bro
   // the end is the source's last emission: later samples see the job wind down (the store's
   // cache is released when the job ends)
   const double input_end = r["input_seconds"].get<double>();
-  double after_warmup = 0, at_end = 0;
-  json rss = json::array();  // [t, MB] once per second, for the plot
+  json after_warmup, at_end;
+  json samples = json::array();  // [t, RSS, store cache, latency record] in MB, once per second
   for (const auto& sample : r["resources"]) {
-    double t = sample["t"].get<double>(), mb = sample["rss_mb"].get<double>();
-    if (after_warmup == 0 && t >= warmup) after_warmup = mb;
-    if (t <= input_end) at_end = mb;
-    if (rss.empty() || t >= rss.back()[0].get<double>() + 1) rss.push_back({t, mb});
+    json s{sample["t"], sample["rss_mb"], sample["cache_mb"], sample["record_mb"]};
+    const double t = s[0].get<double>();
+    if (after_warmup.is_null() && t >= warmup) after_warmup = s;
+    if (t <= input_end) at_end = s;
+    if (samples.empty() || t >= samples.back()[0].get<double>() + 1) samples.push_back(s);
   }
+  if (after_warmup.is_null() || at_end.is_null())
+    throw std::runtime_error("soak: the job sampled no memory after its first minute");
+  auto mb = [](const json& s, int i) { return s[i].get<double>(); };
+  const double rss0 = mb(after_warmup, 1), rss1 = mb(at_end, 1);
+  const double cache_growth = mb(at_end, 2) - mb(after_warmup, 2);
+  const double record_growth = mb(at_end, 3) - mb(after_warmup, 3);
   json soak{{"seconds", seconds},
             {"rate", 5000},
             {"warmup_seconds", warmup},
             {"throughput_in", r.value("throughput_in_after_warmup", 0.0)},
             {"latency_ms", judged_latency(r)},
-            {"rss_mb_after_warmup", after_warmup},
-            {"rss_mb_end", at_end},
-            {"rss_growth", after_warmup > 0 ? (at_end - after_warmup) / after_warmup : 0.0},
-            {"rss_mb", rss}};
-  std::printf("soak: RSS %.0f MB after %d s, %.0f MB at the end (%+.1f %%), p99 %.2f ms\n",
-              after_warmup, warmup, at_end, 100 * soak["rss_growth"].get<double>(),
-              soak["latency_ms"]["p99"].get<double>());
+            {"rss_mb_after_warmup", rss0},
+            {"rss_mb_end", rss1},
+            {"cache_mb_growth", cache_growth},
+            {"record_mb_growth", record_growth},
+            {"rss_growth_raw", rss0 > 0 ? (rss1 - rss0) / rss0 : 0.0},
+            {"rss_growth", rss0 > 0 ? (rss1 - rss0 - cache_growth - record_growth) / rss0 : 0.0},
+            {"samples_mb", samples}};
+  std::printf(
+      "soak: RSS %.0f MB after %d s, %.0f MB at the end (%+.1f %%); of the growth, the store's "
+      "cache %.0f MB and the latency record %.0f MB; beyond them %+.1f %%; p99 %.2f ms\n",
+      rss0, warmup, rss1, 100 * soak["rss_growth_raw"].get<double>(), cache_growth, record_growth,
+      100 * soak["rss_growth"].get<double>(), soak["latency_ms"]["p99"].get<double>());
   return soak;
 }
 
@@ -108,7 +123,9 @@ int measure(int argc, char** argv) {
                  "multiples of the paper's rate to search, from the target")
       ->delimiter(',');
   cli.add_option("--soak", soak, "seconds of the ETL CITY soak at the paper's rate (0: none)");
-  cli.add_option("--only", only, "run only this app (etl, stats, train, pred)");
+  cli.add_option(
+      "--only", only,
+      "run only this app (etl, stats, train, pred; etl with the soak) or only the soak (soak)");
   cli.add_option("--stats-window", stats_window,
                  "STATS: observations per accumulated window (one chart each)");
   std::vector<std::uint32_t> parallelism;
@@ -138,7 +155,7 @@ int measure(int argc, char** argv) {
   json report{{"runs", json::array()}, {"summary", json::array()}, {"scaling", json::array()}};
   double min_multiple = std::numeric_limits<double>::infinity(), max_p99 = 0;
   // first, while this process has run nothing else: the RSS is then the soak's own
-  if (parallelism.empty() && soak > 0 && (only.empty() || only == "etl"))
+  if (parallelism.empty() && soak > 0 && (only.empty() || only == "etl" || only == "soak"))
     report["soak"] = soak_run(registry, broker, work, soak);
   for (std::string app : {"etl", "stats", "train", "pred"}) {
     if (!only.empty() && app != only) continue;
@@ -262,13 +279,13 @@ int measure(int argc, char** argv) {
                                    {"sustainable_multiple", best}});
     }
   }
-  if (parallelism.empty()) {
+  if (parallelism.empty() && !report["summary"].empty()) {
     report["target_multiple"] = target;
     report["p99_bound_ms"] = p99_bound_ms;
     report["min_stable_multiple"] = min_multiple;
     report["max_p99_ms"] = max_p99;  // over the runs at the target multiple
-    if (report.contains("soak")) report["soak_rss_growth"] = report["soak"]["rss_growth"];
   }
+  if (report.contains("soak")) report["soak_rss_growth"] = report["soak"]["rss_growth"];
   std::ofstream(out) << report.dump(1) << '\n';
   std::printf("wrote %s\n", out.c_str());
   return 0;

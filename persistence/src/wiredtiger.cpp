@@ -222,6 +222,25 @@ wt_session wt_connection::open_session() {
   return wt_session{shared_from_this(), session};
 }
 
+std::uint64_t wt_connection::cache_bytes_in_use() {
+  auto session = open_session();
+  auto fail = [&] {
+    return "reading the cache statistics of the WiredTiger database in '" + home_ + "'";
+  };
+  WT_CURSOR* stats = nullptr;
+  check(session.get()->open_cursor(session.get(), "statistics:", nullptr, nullptr, &stats), fail,
+        conn_);
+  stats->set_key(stats, WT_STAT_CONN_CACHE_BYTES_INUSE);
+  int rc = stats->search(stats);
+  const char* description = nullptr;
+  const char* printable = nullptr;
+  std::int64_t value = 0;
+  if (rc == 0) rc = stats->get_value(stats, &description, &printable, &value);
+  stats->close(stats);
+  check(rc, fail, conn_);
+  return static_cast<std::uint64_t>(value);
+}
+
 // ---- wt_session ----
 
 wt_session::wt_session(wt_session&& other) noexcept

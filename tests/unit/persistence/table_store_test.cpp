@@ -161,3 +161,26 @@ BOOST_AUTO_TEST_CASE(durability_must_match_the_connection_and_the_existing_table
     return std::string{e.what()}.find("exists with key_format=S,value_format=S") != std::string::npos;
   });
 }
+
+BOOST_AUTO_TEST_CASE(the_cache_statistic_counts_the_rows_held_in_memory) {
+  temp_dir dir;
+  auto conn = wt_connection::open(dir.path(), "statistics=(fast),cache_size=64MB");
+  table_store table{conn, "cached", durability::checkpoint};
+  const auto before = conn->cache_bytes_in_use();
+  // 2,000 values of 4 KiB: 8 MB that no checkpoint has written out, so the cache holds them all
+  const std::size_t rows = 2000, size = 4096;
+  for (std::size_t i = 0; i < rows; ++i)
+    table.insert("row-" + std::to_string(i), std::string(size, static_cast<char>('a' + i % 26)));
+  const auto after = conn->cache_bytes_in_use();
+  BOOST_TEST(before < 1'000'000u);
+  BOOST_TEST(after >= before + rows * size);
+  BOOST_TEST(after <= 64u << 20);
+
+  temp_dir quiet;
+  auto without = wt_connection::open(quiet.path());  // keeps no statistics
+  BOOST_CHECK_EXCEPTION(without->cache_bytes_in_use(), storage_error, [&](const storage_error& e) {
+    return std::string{e.what()}.find(
+               "reading the cache statistics of the WiredTiger database in '" +
+               quiet.path().string() + "'") == 0;
+  });
+}

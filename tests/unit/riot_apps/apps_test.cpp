@@ -5,6 +5,8 @@
 #define BOOST_TEST_MODULE riot_apps
 #include <boost/test/unit_test.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -109,6 +111,36 @@ BOOST_FIXTURE_TEST_CASE(etl_on_city_annotates_archives_and_publishes_every_messa
 
   auto report = out("riot-etl") + "/report.json";
   BOOST_TEST(std::filesystem::exists(report));
+}
+
+BOOST_FIXTURE_TEST_CASE(etl_memory_samples_say_what_the_store_cache_and_latency_record_hold,
+                        fixture) {
+  // 1,000 messages at 1,000 msg/s: about five samples (one per 200 ms) while rows reach the store
+  run("riot-etl", {"--dataset", "city", "--rate", "1000"});
+  auto report = nlohmann::json::parse(std::ifstream(out("riot-etl") + "/report.json"));
+  const auto& samples = report["resources"];
+  BOOST_REQUIRE_GE(samples.size(), 3u);
+  double cache_max = 0, record_before = 0;
+  for (const auto& s : samples) {
+    const double cache = s["cache_mb"], record = s["record_mb"], rss = s["rss_mb"];
+    cache_max = std::max(cache_max, cache);
+    BOOST_TEST(cache <= rss);
+    BOOST_TEST(cache <= 256.0);           // the store's configured cache_size
+    BOOST_TEST(record >= record_before);  // latencies are only added
+    record_before = record;
+  }
+  BOOST_TEST(cache_max > 0.0);  // the archive's rows are in the store's cache
+  // the record holds a latency (8 bytes) per delivery: some by the last sample, at most 1,000 per
+  // output (not the vectors' capacities)
+  BOOST_TEST(record_before > 0.0);
+  BOOST_TEST(record_before <= report["outputs"].size() * 1000 * 8 / 1e6 + 1e-12);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_negative_warmup_is_refused_with_the_option_and_value, fixture) {
+  BOOST_CHECK_EXCEPTION(
+      run("riot-etl", {"--dataset", "city", "--warmup", "-5"}), job_error, [](const job_error& e) {
+        return std::string{e.what()} == "riot-etl: --warmup must be 0 to 86400 seconds, not -5";
+      });
 }
 
 BOOST_FIXTURE_TEST_CASE(etl_on_taxi_leaves_out_values_the_range_filter_rejected, fixture) {

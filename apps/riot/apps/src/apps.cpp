@@ -46,6 +46,7 @@ std::string pred_topic(riot::dataset d) { return lower(d) + "pred"; }
 
 std::shared_ptr<run_metrics> detail::new_metrics(const app_options& options, std::uint64_t expected) {
   auto m = std::make_shared<run_metrics>(expected, options.progress);
+  m->measure_cache([options] { return detail::store_cache_mb(options); });
   std::lock_guard<std::mutex> lock(registry_mutex);
   metrics_registry()[options.out_dir] = m;
   return m;

@@ -100,16 +100,39 @@ stream<std::string> measured(const stream<tagged>& in, std::shared_ptr<run_metri
       "measure_" + output);
 }
 
+namespace {
+
+std::mutex stores_mutex;
+std::map<std::string, std::weak_ptr<persistence::wt_connection>> open_stores;  // by home
+
+std::string store_home(const app_options& options) {
+  return std::filesystem::absolute(std::filesystem::path(options.out_dir) / "store")
+      .lexically_normal()
+      .string();
+}
+
+}  // namespace
+
 std::shared_ptr<persistence::wt_connection> store_of(const app_options& options) {
-  static std::mutex mutex;
-  static std::map<std::string, std::weak_ptr<persistence::wt_connection>> open;
-  auto home = std::filesystem::absolute(std::filesystem::path(options.out_dir) / "store").lexically_normal().string();
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto conn = open[home].lock()) return conn;
+  auto home = store_home(options);
+  std::lock_guard<std::mutex> lock(stores_mutex);
+  if (auto conn = open_stores[home].lock()) return conn;
   std::filesystem::create_directories(home);
-  auto conn = persistence::wt_connection::open(home, "log=(enabled=true),cache_size=256MB");
-  open[home] = conn;
+  // fast statistics (a few counters) let store_cache_mb read the cache's fill
+  auto conn = persistence::wt_connection::open(
+      home, "log=(enabled=true),cache_size=256MB,statistics=(fast)");
+  open_stores[home] = conn;
   return conn;
+}
+
+double store_cache_mb(const app_options& options) {
+  std::shared_ptr<persistence::wt_connection> conn;
+  {
+    std::lock_guard<std::mutex> lock(stores_mutex);
+    auto it = open_stores.find(store_home(options));
+    if (it != open_stores.end()) conn = it->second.lock();
+  }
+  return conn ? static_cast<double>(conn->cache_bytes_in_use()) / 1e6 : 0.0;
 }
 
 io::store_opener store_opener_of(const app_options& options) {

@@ -77,6 +77,8 @@ stream<std::string> measured(const stream<tagged>& in, std::shared_ptr<run_metri
 /// The WiredTiger connection of a run's store directory, shared by everything in this process
 /// that uses it (WiredTiger allows one open connection per directory).
 std::shared_ptr<persistence::wt_connection> store_of(const app_options& options);
+/// MB the job's store (store_of(options)) holds in its cache now; 0 while it is not open.
+double store_cache_mb(const app_options& options);
 /// store_of(options) when an operator instance asks: a job built in a process that runs none of
 /// its store's operators (a coordinator, another node) never opens the store.
 io::store_opener store_opener_of(const app_options& options);

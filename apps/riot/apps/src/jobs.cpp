@@ -75,17 +75,21 @@ std::string fresh_out_dir(app a) {
 }  // namespace
 
 app_options options_of(app a, const job_options& j) {
+  const auto name = "riot-" + std::string{to_string(a)};
   app_options o;
   auto& r = o.replay;
   try {
     r.dataset = riot::parse_dataset(j.get("dataset"));
     r.profile = parse_rate_profile(j.get("profile"));
   } catch (const std::invalid_argument& e) {
-    throw job_error(std::string{"riot-"} + std::string{to_string(a)} + ": " + e.what());
+    throw job_error(name + ": " + e.what());
   }
   auto scale = j.get_int("scale");
   auto messages = j.get_int("messages");
-  if (scale < 1 || messages < 0) throw job_error("riot-" + std::string{to_string(a)} + ": --scale >= 1 and --messages >= 0");
+  auto warmup = j.get_int("warmup");
+  if (scale < 1 || messages < 0) throw job_error(name + ": --scale >= 1 and --messages >= 0");
+  if (warmup < 0 || warmup > 86400)
+    throw job_error(name + ": --warmup must be 0 to 86400 seconds, not " + std::to_string(warmup));
   r.scale = static_cast<std::uint32_t>(scale);
   r.speed = j.get_double("speed");
   r.rate = j.get_double("rate");
@@ -96,12 +100,12 @@ app_options options_of(app a, const job_options& j) {
   if (o.out_dir.empty()) o.out_dir = fresh_out_dir(a);  // build() without prepare (`tidemark plan`)
   if (auto data = j.get("data"); !data.empty()) r.data_dir = data;
   o.progress = j.get_bool("progress");
-  o.warmup_seconds = static_cast<std::uint32_t>(std::clamp<std::int64_t>(j.get_int("warmup"), 0, 86400));
+  o.warmup_seconds = static_cast<std::uint32_t>(warmup);
   try {
     auto all = std::clamp<std::int64_t>(j.get_int("parallelism"), 0, 1025);  // out of range either way
     o.parallelism = parse_task_parallelism(a, static_cast<std::uint32_t>(all), j.get("task-parallelism"));
   } catch (const std::invalid_argument& e) {
-    throw job_error(std::string{"riot-"} + std::string{to_string(a)} + ": " + e.what());
+    throw job_error(name + ": " + e.what());
   }
   if (a == app::stats) o.stats_window = static_cast<std::uint32_t>(std::max<std::int64_t>(0, j.get_int("window")));
   if (a == app::train) {

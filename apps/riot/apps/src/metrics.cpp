@@ -89,7 +89,11 @@ void bump(std::vector<std::uint64_t>& per_second, std::int64_t ns, std::uint64_t
 nlohmann::json json_of(const std::vector<resource_sample>& samples) {
   auto res = nlohmann::json::array();
   for (const auto& s : samples)
-    res.push_back({{"t", s.seconds}, {"cpu_percent", s.cpu_percent}, {"rss_mb", s.rss_mb}});
+    res.push_back({{"t", s.seconds},
+                   {"cpu_percent", s.cpu_percent},
+                   {"rss_mb", s.rss_mb},
+                   {"cache_mb", s.cache_mb},
+                   {"record_mb", s.record_mb}});
   return res;
 }
 
@@ -173,9 +177,19 @@ void run_metrics::sample_loop() {
     auto t = std::chrono::steady_clock::now();
     double dt = std::chrono::duration<double>(t - t_prev).count();
     resource_sample s{std::chrono::duration<double>(t - sampling_t0_).count(), dt > 0 ? (cpu - cpu0) / dt * 100 : 0, rss};
+    try {
+      if (cache_mb_) s.cache_mb = cache_mb_();
+    } catch (const std::exception&) {
+      // a store that failed (a full disk panics its connection) says so to its writers; the
+      // sample then counts its cache as 0 rather than stopping the sampler
+    }
     cpu0 = cpu;
     t_prev = t;
     std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [name, o] : outputs_)
+      s.record_mb += static_cast<double>(o.latency_ms.size() * sizeof(double) +
+                                         o.remote_ids.size() * 2 * sizeof(std::int64_t)) /
+                     1e6;
     samples_.push_back(s);
     if (progress_ && samples_.size() % std::max<std::size_t>(1, 1000 / sample_period_.count()) == 0) {
       std::uint64_t out = 0;

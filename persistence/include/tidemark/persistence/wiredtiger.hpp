@@ -73,6 +73,10 @@ class wt_connection : public std::enable_shared_from_this<wt_connection> {
   const std::string& home() const noexcept { return home_; }
   /// Whether the connection writes a log (config `log=(enabled=true)`); logged stores need it.
   bool logging_enabled() const noexcept { return logging_; }
+  /// WiredTiger's "cache: bytes currently in the cache": the memory the connection's pages hold
+  /// now, at most its cache_size plus what eviction has not caught up with. The connection must
+  /// keep statistics (config `statistics=(fast)`); otherwise this throws storage_error.
+  std::uint64_t cache_bytes_in_use();
   __wt_connection* get() const noexcept { return conn_; }
 
  private:

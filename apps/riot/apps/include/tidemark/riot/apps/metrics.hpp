@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,7 +39,9 @@ struct resource_sample {
   double seconds = 0;      ///< since the process's sampling started (the run's start embedded)
   double cpu_percent = 0;  ///< user + system time over the last interval (100 = one core)
   double rss_mb = 0;
-  TIDEMARK_FIELDS(seconds, cpu_percent, rss_mb)
+  double cache_mb = 0;   ///< of it, what the job's WiredTiger stores hold in their caches
+  double record_mb = 0;  ///< of it, the run_metrics' own record of latencies
+  TIDEMARK_FIELDS(seconds, cpu_percent, rss_mb, cache_mb, record_mb)
 };
 
 /// A process's CPU and memory over its samples.
@@ -90,6 +93,9 @@ class run_metrics {
   /// The source starts: the clock and the CPU/memory sampler start (only the first call counts;
   /// a delivery in a process whose source runs elsewhere starts them too).
   void start();
+  /// Each CPU/memory sample also asks `cache_mb` what the job's stores hold in their caches, so
+  /// memory growth beyond configured caches is measured. Call before the sampler starts.
+  void measure_cache(std::function<double()> cache_mb) { cache_mb_ = std::move(cache_mb); }
   /// Starts only the CPU/memory sampler (if it is not running): a cluster node samples from its
   /// deployment on, whether its operators emit, deliver or neither.
   void start_sampling();
@@ -152,6 +158,7 @@ class run_metrics {
   std::map<std::string, output_series> outputs_;
   std::vector<std::string> output_order_;
   std::vector<resource_sample> samples_;
+  std::function<double()> cache_mb_;
   bool progress_;
   std::chrono::milliseconds sample_period_;
   error_sink errors_;
