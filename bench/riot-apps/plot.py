@@ -44,7 +44,7 @@ def main():
         ax.set_ylabel("MB")
         ax.set_ylim(bottom=0)
         ax.set_title(f"ETL CITY at {soak['rate']} msg/s for {soak['seconds']} s", fontsize=9)
-        ax.legend(loc="lower right", fontsize=7)
+        ax.legend(loc="upper left", fontsize=7)
         fig.tight_layout()
         fig.savefig(os.path.join(out, "riot-apps-soak.png"), dpi=110)
 

@@ -149,7 +149,12 @@ void run_metrics::delivered(const std::string& output, std::int64_t msg_id) {
   auto now = now_ns();
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, added] = outputs_.try_emplace(output);
-  if (added) output_order_.push_back(output);
+  if (added) {
+    output_order_.push_back(output);
+    // room for a latency per expected message at once: the pages are touched only as latencies
+    // arrive, whereas doubling the vector would leave each old buffer resident in the heap
+    it->second.latency_ms.reserve(emit_ns_.size());
+  }
   auto& o = it->second;
   ++o.count;
   o.last_ns = now;
