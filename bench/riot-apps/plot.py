@@ -28,11 +28,13 @@ def main():
     soak = report.get("soak")
     if soak:
         fig, ax = plt.subplots(figsize=(8, 3.2))
-        t = [p[0] for p in soak["samples_mb"]]
-        ax.plot(t, [p[1] for p in soak["samples_mb"]], color="tab:blue", label="RSS")
-        ax.plot(t, [p[2] for p in soak["samples_mb"]], color="tab:orange",
+        # the input's seconds: later samples see the job wind down and close its store
+        samples = [p for p in soak["samples_mb"] if p[0] <= soak["seconds"]]
+        t = [p[0] for p in samples]
+        ax.plot(t, [p[1] for p in samples], color="tab:blue", label="RSS")
+        ax.plot(t, [p[2] for p in samples], color="tab:orange",
                 label="store's WiredTiger cache (its statistics)")
-        ax.plot(t, [p[1] - p[2] - p[3] for p in soak["samples_mb"]], color="tab:green",
+        ax.plot(t, [p[1] - p[2] - p[3] for p in samples], color="tab:green",
                 label="RSS beyond the cache and the latency record")
         ax.axvline(soak["warmup_seconds"], color="gray", lw=1, ls=":")
         rss0 = soak["rss_mb_after_warmup"]
