@@ -1,4 +1,5 @@
 #include "tidemark/runtime/runtime.hpp"
+#include "tidemark/runtime/heap.hpp"
 
 #include <malloc.h>
 
@@ -24,20 +25,28 @@
 #include "wiring.hpp"
 
 namespace tidemark {
-namespace detail {
 
 /// Batches are allocated on one thread and freed on another. With glibc's default dynamic
 /// thresholds, large batch buffers went back to the kernel and returned with page faults on
 /// every allocation (6x the CPU per event at batch 4096). Memory is bounded by credit anyway, so
 /// keep freed buffers in the heap.
-void keep_freed_batches_in_heap() {
+///
+/// Each arena keeps what is freed into it, so the arenas are limited to one per core (glibc's
+/// default is eight per core): the scheduler runs one worker per core, and the other threads
+/// (WiredTiger's eviction, the MQTT clients, the sampler) share them. With the default, the
+/// ten-minute ETL soak grew 18 MB beyond the store's cache and the latency record; with one arena
+/// per core it grew none, at the same throughput (docs/benchmarks.md, "Soak").
+void tune_heap() {
   static const bool once = [] {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_ARENA_MAX, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     return true;
   }();
   (void)once;
 }
+
+namespace detail {
 
 void configure(caf::actor_system_config& cfg, const run_options& opts) {
   auto threads = opts.threads ? opts.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -65,6 +74,7 @@ std::uint32_t run_options::channel_credit() const noexcept {
 }
 
 job_result run(const job& j, const run_options& opts) {
+  if (opts.tune_malloc) tune_heap();  // before any thread of the run
   // gates of the synchronizers are operators of the rewritten graph; it outlives the actors
   const auto synced = detail::executable_graph(j, opts);
   const auto& g = synced.graph;
@@ -77,7 +87,6 @@ job_result run(const job& j, const run_options& opts) {
   if (!run_opts.state_storage)
     run_opts.state_storage = std::make_shared<persistence::storage_service>(opts.storage);
 
-  if (opts.tune_malloc) detail::keep_freed_batches_in_heap();
   caf::actor_system_config cfg;
   detail::configure(cfg, opts);
   caf::actor_system sys{cfg};

@@ -63,8 +63,6 @@ synchronized_graph executable_graph(const job& j, const run_options& opts);
 stage_setup make_stage_setup(const logical_graph& g, const physical_plan& p, const wiring& w,
                              std::uint32_t s, std::uint32_t i, const run_options& opts);
 
-/// Keeps freed batch buffers in the heap (process-wide, once; see runtime.cpp).
-void keep_freed_batches_in_heap();
 /// Scheduler settings of an actor system that runs stages.
 void configure(caf::actor_system_config& cfg, const run_options& opts);
 

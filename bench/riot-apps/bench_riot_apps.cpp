@@ -3,7 +3,8 @@
 // --warmup; then at the multiples above while runs are stable, or below until one is. First a
 // soak: ETL CITY at the paper's rate for --soak seconds, whose RSS must stay flat after its first
 // minute beyond the store's cache and the run's latency record (--only soak: just the soak). Each
-// run is the registered job against one private mosquitto, with the default run options. With
+// run is the registered job against one private mosquitto, with the default run options and the
+// heap tuned first, as the `tidemark` tool does before its jobs open their stores. With
 // --parallelism 1,2: instead, each app x dataset at full speed once per parallelism, for the
 // throughput at each. Writes JSON (--out).
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "support/bench_support.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
 #include "tidemark/riot/io/local_broker.hpp"
+#include "tidemark/runtime/heap.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 
 using namespace tidemark;
@@ -292,5 +294,6 @@ int measure(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  tidemark::tune_heap();
   return tidemark::bench::guarded_main(measure, argc, argv);
 }

@@ -22,7 +22,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "tidemark/core/annotated_actor.hpp"
 #include "../deploy.hpp"
 #include "../live_poll.hpp"
 #include "../messages.hpp"
@@ -32,8 +31,10 @@
 #include "node_dispatch.hpp"
 #include "remote_channel.hpp"
 #include "security.hpp"
+#include "tidemark/core/annotated_actor.hpp"
 #include "tidemark/persistence/wiredtiger_warm_up.hpp"
 #include "tidemark/runtime/cluster.hpp"
+#include "tidemark/runtime/heap.hpp"
 
 namespace tidemark {
 
@@ -406,7 +407,6 @@ struct node_server::impl final : net::node_port {
     x.opts.state_storage = std::make_shared<persistence::storage_service>(x.opts.storage);
     const auto& g = x.synced.graph;
     auto fresh = std::make_unique<launched>();
-    detail::keep_freed_batches_in_heap();
     fresh->cfg = std::make_unique<caf::actor_system_config>();
     detail::configure(*fresh->cfg, x.opts);
     fresh->sys = std::make_unique<caf::actor_system>(*fresh->cfg);
@@ -530,8 +530,10 @@ struct node_server::impl final : net::node_port {
   }
 };
 
-node_server::node_server(node_options opts, const job_registry& jobs)
-    : impl_(std::make_unique<impl>(std::move(opts), jobs)) {}
+node_server::node_server(node_options opts, const job_registry& jobs) {
+  tune_heap();  // before the node's first thread: WiredTiger's, ZeroMQ's
+  impl_ = std::make_unique<impl>(std::move(opts), jobs);
+}
 
 node_server::~node_server() = default;
 

@@ -11,8 +11,10 @@
 #include "replication_command.hpp"
 #include "status_command.hpp"
 #include "tidemark/cli/main.hpp"
+#include "tidemark/runtime/heap.hpp"
 
 int tidemark::tool_main(int argc, char** argv, const tidemark::job_registry& registry) {
+  tidemark::tune_heap();  // before a job opens its stores, whose threads allocate
   CLI::App app{"tidemark — event-time stream processing on actors"};
   app.require_subcommand(1);
   tidemark::add_log_level_option(app);

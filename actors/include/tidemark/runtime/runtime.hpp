@@ -98,8 +98,8 @@ struct run_options {
   std::uint64_t replay_limit = 1'000'000;
   /// Scheduler threads; 0 means one per core.
   std::size_t threads = 0;
-  /// Raise glibc's mmap and trim thresholds (process-wide, once) so that batch buffers freed on
-  /// another thread stay in the heap instead of returning to the kernel.
+  /// Tune glibc's heap at the start of the run (tidemark::tune_heap, runtime/heap.hpp): batch
+  /// buffers freed on another thread stay in the heap, and one malloc arena per core bounds it.
   bool tune_malloc = true;
   /// Synchronizers in front of timezones (docs/timezones.md): the time slice they admit at once,
   /// their buffer, and a debug switch to turn them off.

@@ -1,0 +1,12 @@
+// How the runtime tunes glibc's heap (docs/architecture.md, "The heap").
+#pragma once
+
+namespace tidemark {
+
+/// Tunes glibc's heap for the runtime, process-wide and once: freed batch buffers stay in the
+/// heap, and there is one malloc arena per core. `run` (unless `run_options::tune_malloc` is off)
+/// and a node do it before they start a thread; a program that starts threads or opens stores
+/// before it runs a job (the `tidemark` tool, whose jobs open their stores first) calls it first.
+void tune_heap();
+
+}  // namespace tidemark
