@@ -89,15 +89,14 @@ int main(int argc, char** argv) {
     }
   }
   // the machine is shared: the median run per level is the headline
-  auto median = [](std::vector<double> xs) {
-    std::sort(xs.begin(), xs.end());
-    return xs[xs.size() / 2];
-  };
-  const double median_1 = median(rates.begin()->second);
+  const double median_1 = bench::percentile(rates.begin()->second, 0.5);
   for (auto& [level, xs] : rates) {
-    double m = median(xs);
-    report["median"].push_back(
-        {{"concurrency", level}, {"events_per_s", m}, {"speedup", m / median_1}});
+    const auto s = bench::spread(xs);
+    const double m = s["median"];
+    report["median"].push_back({{"concurrency", level},
+                                {"events_per_s", m},
+                                {"events_per_s_spread", s},
+                                {"speedup", m / median_1}});
     std::cout << "concurrency " << level << ": median " << static_cast<long>(m) << " events/s, x"
               << m / median_1 << '\n';
     if (level == 16) report["target_met_at_16"] = m / median_1 >= 10.0;

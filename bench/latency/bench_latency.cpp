@@ -295,11 +295,6 @@ struct etl_bench {
   }
 };
 
-nlohmann::json spread(std::vector<double> xs) {
-  std::sort(xs.begin(), xs.end());
-  return {{"median", xs[xs.size() / 2]}, {"min", xs.front()}, {"max", xs.back()}};
-}
-
 int measure(int argc, char** argv) {
   CLI::App app{"latency against rate for fixed and adaptive batching"};
   std::string out = tidemark::bench::out_dir() + "/latency.json";
@@ -389,11 +384,11 @@ int measure(int argc, char** argv) {
                                     {"mode", m.name},
                                     {"batch_size", m.batch_size},
                                     {"adaptive", m.adaptive},
-                                    {"p50_ms", spread(p50)},
-                                    {"p99_ms", spread(p99)},
-                                    {"p50_from_emission_ms", spread(emitted_p50)},
-                                    {"p99_from_emission_ms", spread(emitted_p99)},
-                                    {"events_per_s", spread(eps)},
+                                    {"p50_ms", bench::spread(p50)},
+                                    {"p99_ms", bench::spread(p99)},
+                                    {"p50_from_emission_ms", bench::spread(emitted_p50)},
+                                    {"p99_from_emission_ms", bench::spread(emitted_p99)},
+                                    {"events_per_s", bench::spread(eps)},
                                     {"samples", samples}};
         const double eps_median = point["events_per_s"]["median"];
         const double p99_median = point["p99_ms"]["median"];

@@ -1,10 +1,11 @@
 // Benchmark `network`: example-window-count with its keyed window stage on a second node process
 // (node n1 runs the generator and key_by, n2 the window and the sink, CURVE on), against a raw
 // ZeroMQ PUSH/PULL baseline over CURVE on loopback with the mean size of the batch frames, in the
-// same run (best of three).
-// Writes events_per_s, mb_per_s (data frame bytes received by n2 per second), raw_zmq_mb_per_s
-// and ratio.
+// same run (best of three). The job runs --repeats times on the same two nodes.
+// Writes events_per_s, mb_per_s (data frame bytes received by n2 per second; medians, with their
+// spread), raw_zmq_mb_per_s and ratio (the median over the best baseline).
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -54,8 +55,11 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_network: the window pipeline with its keyed stage on a second node"};
   std::string out = tidemark::bench::out_dir() + "/network.json";
   std::int64_t events = 4'000'000;
+  int repeats = 3;
   app.add_option("--out", out, "JSON report");
   app.add_option("--events", events, "readings to generate");
+  app.add_option("--repeats", repeats, "runs of the job (the median and range are reported)")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   // the tests' node fixture finds the node program in the environment, as ctest gives it to tests
@@ -66,18 +70,30 @@ int main(int argc, char** argv) {
   opts.set("events", std::to_string(events));
   opts.set("keys", "100");
   opts.set("parallelism", "1");
-  auto before = nodes.status(1);
-  auto r = run_on_cluster(spec, opts, nodes.cluster);
-  auto after = nodes.status(1);
-  const double bytes = static_cast<double>(after.data_bytes_in - before.data_bytes_in);
-  const auto batches = after.batch_frames_in - before.batch_frames_in;
-  const double frame_size =
-      batches ? static_cast<double>(after.batch_bytes_in - before.batch_bytes_in) / batches : 0;
+  std::vector<double> rates, mb_per_s;
+  std::uint64_t batches = 0, batch_bytes = 0;
+  for (int k = 0; k < repeats; ++k) {
+    auto before = nodes.status(1);
+    auto r = run_on_cluster(spec, opts, nodes.cluster);
+    auto after = nodes.status(1);
+    rates.push_back(events / r.seconds);
+    mb_per_s.push_back(static_cast<double>(after.data_bytes_in - before.data_bytes_in) / r.seconds /
+                       1e6);
+    batches += after.batch_frames_in - before.batch_frames_in;
+    batch_bytes += after.batch_bytes_in - before.batch_bytes_in;
+    std::printf("run %d of %d: %.2f M events/s, %.1f MB/s into n2\n", k + 1, repeats,
+                rates.back() / 1e6, mb_per_s.back());
+    std::fflush(stdout);
+  }
+  const double frame_size = batches ? static_cast<double>(batch_bytes) / batches : 0;
+  const auto after = nodes.status(1);
   nlohmann::json doc;
   doc["events"] = events;
-  doc["seconds"] = r.seconds;
-  doc["events_per_s"] = events / r.seconds;
-  doc["mb_per_s"] = bytes / r.seconds / 1e6;
+  doc["repeats"] = repeats;
+  doc["events_per_s"] = bench::percentile(rates, 0.5);
+  doc["events_per_s_spread"] = bench::spread(rates);
+  doc["mb_per_s"] = bench::percentile(mb_per_s, 0.5);
+  doc["mb_per_s_spread"] = bench::spread(mb_per_s);
   doc["batch_frames"] = batches;
   doc["mean_batch_frame_bytes"] = frame_size;
   // reliable channels: frames sent again (not acknowledged within the retransmit timeout) and

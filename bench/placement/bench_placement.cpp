@@ -119,14 +119,6 @@ nlohmann::json describe(const job_spec& spec, const job_options& options,
   return {{"instances", instances}, {"expected_node_load_cores", nodes}};
 }
 
-/// Median, smallest and largest of `xs`, and the values.
-nlohmann::json spread(const std::vector<double>& xs) {
-  return {{"median", bench::percentile(xs, 0.5)},
-          {"min", bench::percentile(xs, 0)},
-          {"max", bench::percentile(xs, 1)},
-          {"runs", xs}};
-}
-
 /// What must not depend on the placement: every operator's events in and out, and the report's
 /// messages in and per output.
 std::map<std::string, std::uint64_t> counts_of(const job_result& r, const nlohmann::json& report) {
@@ -230,8 +222,8 @@ int main(int argc, char** argv) {
     const auto options = options_in(work / "describe");
     nlohmann::json per_mode;
     for (const auto& m : modes)
-      per_mode[m.name] = {{"throughput_msgs_per_s", spread(m.throughput)},
-                          {"p99_ms", spread(m.p99_ms)},
+      per_mode[m.name] = {{"throughput_msgs_per_s", bench::spread(m.throughput)},
+                          {"p99_ms", bench::spread(m.p99_ms)},
                           {"placement", describe(spec, options, *m.cluster, packed)}};
     const double speedup = bench::percentile(modes[1].throughput, 0.5) /
                            bench::percentile(modes[0].throughput, 0.5);

@@ -58,22 +58,13 @@ std::string city_row(const std::vector<std::string>& lines, std::uint64_t i) {
   return std::to_string(ts) + ",s" + std::to_string(i % lines.size()) + "," + l.substr(l.size() - 60);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"RIoTBench I/O task benchmark"};
-  std::string out = tidemark::bench::out_dir() + "/riot-io.json";
-  std::uint64_t scale = 1;
-  app.add_option("--out", out, "JSON report path");
-  app.add_option("--scale", scale, "multiplies every message count");
-  CLI11_PARSE(app, argc, argv);
-
-  const auto lines = city_lines();
+/// One pass over every task in a fresh folder under `dir`, with `scale` x the message counts.
+std::vector<result> one_pass(const std::vector<std::string>& lines, std::uint64_t scale,
+                             const std::filesystem::path& dir) {
   const double none = std::nan("");
   std::vector<result> results;
-  tidemark::test::temp_dir dir{"bench-riot-io"};
+  std::filesystem::create_directories(dir);
   auto conn = wt_connection::open(dir / "wt", "log=(enabled=true),cache_size=512MB");
-
   const std::vector<key_part> key{{0, key_encoding::integer}, {1, key_encoding::text}};
   for (auto level : {durability::checkpoint, durability::process_crash, durability::power_loss}) {
     const std::uint64_t n = (level == durability::power_loss ? 20000 : 200000) * scale;
@@ -176,19 +167,54 @@ int main(int argc, char** argv) {
     }
   }
 
+  return results;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"RIoTBench I/O task benchmark"};
+  std::string out = tidemark::bench::out_dir() + "/riot-io.json";
+  std::uint64_t scale = 1;
+  int repeats = 3;
+  app.add_option("--out", out, "JSON report path");
+  app.add_option("--scale", scale, "multiplies every message count");
+  app.add_option("--repeats", repeats, "passes over every task (the median and range are reported)")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  const auto lines = city_lines();
+  tidemark::test::temp_dir dir{"bench-riot-io"};
+  std::vector<std::vector<result>> passes;
+  for (int r = 0; r < repeats; ++r) {
+    std::printf("pass %d of %d...\n", r + 1, repeats);
+    std::fflush(stdout);
+    passes.push_back(one_pass(lines, scale, dir / std::to_string(r)));
+  }
   nlohmann::json tasks = nlohmann::json::array();
   std::printf("%-4s %12s %10s  %s\n", "task", "msg/s", "paper", "what");
-  for (const auto& r : results) {
-    double rate = static_cast<double>(r.messages) / r.seconds;
-    nlohmann::json t{{"task", r.task}, {"label", r.label}, {"detail", r.detail}, {"messages", r.messages},
-                     {"seconds", r.seconds}, {"rate", rate}, {"errors", r.errors}};
+  for (std::size_t k = 0; k < passes.front().size(); ++k) {
+    const auto& r = passes.front()[k];
+    std::vector<double> rates;
+    std::uint64_t errors = 0;
+    for (const auto& pass : passes) {
+      rates.push_back(static_cast<double>(pass[k].messages) / pass[k].seconds);
+      errors += pass[k].errors;
+    }
+    const auto spread = tidemark::bench::spread(rates);
+    const double rate = spread["median"];
+    nlohmann::json t{{"task", r.task},         {"label", r.label}, {"detail", r.detail},
+                     {"messages", r.messages}, {"rate", rate},     {"rate_spread", spread},
+                     {"errors", errors}};
     t["paper_storm_rate"] = std::isnan(r.paper_rate) ? nlohmann::json(nullptr) : nlohmann::json(r.paper_rate);
     tasks.push_back(t);
     std::printf("%-4s %12.0f %10s  %s%s\n", r.task.c_str(), rate,
                 std::isnan(r.paper_rate) ? "-" : std::to_string(r.paper_rate).substr(0, 6).c_str(),
-                r.detail.c_str(), r.errors ? (" [" + std::to_string(r.errors) + " errors]").c_str() : "");
+                r.detail.c_str(),
+                errors ? (" [" + std::to_string(errors) + " errors]").c_str() : "");
   }
-  nlohmann::json doc{{"benchmark", "riot-io"}, {"threads", 1}, {"tasks", tasks}};
+  nlohmann::json doc{
+      {"benchmark", "riot-io"}, {"threads", 1}, {"repeats", repeats}, {"tasks", tasks}};
   std::ofstream(out) << doc.dump(2) << "\n";
   return 0;
 }

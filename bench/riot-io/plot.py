@@ -20,7 +20,10 @@ def main():
     paper = [t["paper_storm_rate"] for t in tasks]
     fig, ax = plt.subplots(figsize=(11, 5))
     xs = range(len(tasks))
-    ax.bar([x - 0.2 for x in xs], rates, width=0.4, label="Tidemark task, 1 thread")
+    spreads = [t["rate_spread"] for t in tasks]
+    ax.bar([x - 0.2 for x in xs], rates, width=0.4,
+           yerr=[[r - s["min"] for r, s in zip(rates, spreads)], [s["max"] - r for r, s in zip(rates, spreads)]],
+           capsize=2, label=f"Tidemark task, 1 thread (median of {doc.get('repeats', 1)}, bar = range)")
     ax.bar([x + 0.2 for x in xs], [p if p is not None else 0 for p in paper], width=0.4,
            label="RIoTBench paper, Storm, 1 core (where stated)")
     ax.set_yscale("log")

@@ -23,11 +23,20 @@ def main():
     runtime = {r["code"]: r for r in report.get("runtime", [])}
     w = 0.21
     fig, ax = plt.subplots(figsize=(13, 5))
-    ax.bar([i - 1.5 * w for i in x], [t["storm_msg_s"] for t in tasks], w, label="Storm (paper, 1 thread)", color="#999999")
-    ax.bar([i - 0.5 * w for i in x], [t["throughput_msg_s"] for t in tasks], w,
-           label="task loop, per wall second (shared host)", color="#4c72b0")
-    ax.bar([i + 0.5 * w for i in x], [t["throughput_msg_per_cpu_s"] for t in tasks], w,
-           label="task loop, per CPU-second", color="#55a868")
+    ax.bar([i - 1.5 * w for i in x], [t["storm_msg_s"] for t in tasks], w, color="#999999",
+           hatch=["//" if t["storm_is_floor"] else "" for t in tasks], edgecolor="white",
+           label="Storm (paper, 1 thread; hatched: the paper states only a floor)")
+
+    def bars(offset, key, label, color):
+        medians = [t[key] for t in tasks]
+        spreads = [t[key + "_spread"] for t in tasks]
+        ax.bar([i + offset * w for i in x], medians, w, color=color, label=label,
+               yerr=[[m - s["min"] for m, s in zip(medians, spreads)],
+                     [s["max"] - m for m, s in zip(medians, spreads)]], capsize=2)
+
+    runs = report.get("repeats", 1)
+    bars(-0.5, "throughput_msg_s", f"task loop, per wall second (median of {runs}, bar = range)", "#4c72b0")
+    bars(0.5, "throughput_msg_per_cpu_s", "task loop, per CPU-second", "#55a868")
     if runtime:
         ax.bar([i + 1.5 * w for i, t in zip(x, tasks) if t["code"] in runtime],
                [runtime[t["code"]]["throughput_msg_per_cpu_s"] for t in tasks if t["code"] in runtime], w,

@@ -1,6 +1,7 @@
 // What several benchmarks share, so that they measure the same thing the same way: the process's
-// CPU time, the load average, percentiles, and the stateless map -> filter -> key_by prefix of the pipeline and window benchmarks
-// (the same stages, so their numbers compare); and where a benchmark writes and what it runs.
+// CPU time, the load average, percentiles, the spread of repeated runs, and the stateless map ->
+// filter -> key_by prefix of the pipeline and window benchmarks (the same stages, so their numbers
+// compare); and where a benchmark writes and what it runs.
 #pragma once
 
 #include <sys/resource.h>
@@ -14,6 +15,8 @@
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace tidemark::bench {
 
@@ -66,6 +69,15 @@ inline double percentile(std::vector<double> xs, double p) {
   if (xs.empty()) return 0;
   std::sort(xs.begin(), xs.end());
   return xs[static_cast<std::size_t>(p * static_cast<double>(xs.size() - 1))];
+}
+
+/// What a benchmark reports of a measurement it repeats (the machine is shared, so one run says
+/// little): the median, the lowest and the highest of the runs' `xs`, and the runs themselves.
+inline nlohmann::json spread(const std::vector<double>& xs) {
+  return {{"median", percentile(xs, 0.5)},
+          {"min", percentile(xs, 0)},
+          {"max", percentile(xs, 1)},
+          {"runs", xs}};
 }
 
 /// `s` with every event's `value` doubled, only events with an even `key`, keyed by `key`.

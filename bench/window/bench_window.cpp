@@ -145,12 +145,11 @@ bool matches(const measurement& m, const measurement& reference) {
   return false;
 }
 
-/// Events per second of each run: median, lowest and highest.
-nlohmann::json rate_summary(std::uint64_t events, std::vector<measurement> runs) {
+/// Events per second of each of `runs`, of `events` each: median, lowest, highest and all.
+nlohmann::json rate_spread(std::uint64_t events, const std::vector<measurement>& runs) {
   std::vector<double> rates;
   for (const auto& m : runs) rates.push_back(events / m.seconds);
-  std::sort(rates.begin(), rates.end());
-  return {{"events_per_s", rates[rates.size() / 2]}, {"min", rates.front()}, {"max", rates.back()}};
+  return bench::spread(rates);
 }
 
 }  // namespace
@@ -204,7 +203,8 @@ int main(int argc, char** argv) {
         std::printf("batch %zu: %.2f M events/s\n", size, n / runs.back().seconds / 1e6);
         if (!matches(runs.back(), reference)) return 1;
       }
-      auto entry = rate_summary(n, runs);
+      const auto rates = rate_spread(n, runs);
+      nlohmann::json entry{{"events_per_s", rates["median"]}, {"events_per_s_spread", rates}};
       entry["batch_size"] = size;
       entry["events"] = n;
       run_options o;
@@ -213,6 +213,8 @@ int main(int argc, char** argv) {
       entry["credit"] = o.channel_credit();
       batch_sweep.push_back(entry);
     }
+  const auto rates = rate_spread(events, tidemark_runs);
+  const auto plain_rates = rate_spread(events, plain);
   auto by_time = [](const measurement& a, const measurement& b) { return a.seconds < b.seconds; };
   std::sort(plain.begin(), plain.end(), by_time);
   std::sort(tidemark_runs.begin(), tidemark_runs.end(), by_time);
@@ -232,7 +234,9 @@ int main(int argc, char** argv) {
                      {"repeats", repeats},
                      {"results", t.results},
                      {"events_per_s", eps},
+                     {"events_per_s_spread", rates},
                      {"plain_loop_events_per_s", plain_eps},
+                     {"plain_loop_events_per_s_spread", plain_rates},
                      {"ratio", eps / plain_eps},
                      {"with_late_output_events_per_s", with_late_eps},
                      {"watermark_to_result_ms",
