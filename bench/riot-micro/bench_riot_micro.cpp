@@ -345,40 +345,52 @@ double process_cpu_seconds() {
 }
 
 // source (cycling over `inputs`, n elements) -> build(source) -> count sink, on one scheduler
-// thread; the source copies each element, as a spout would emit it.
+// thread; the source copies each element, as a spout would emit it. `repeats` runs, each a fresh
+// job; every run must emit as many outputs as the first.
 template <class In, class Build>
 nlohmann::json through_runtime(const std::string& code, std::shared_ptr<const std::vector<In>> inputs,
-                               std::uint64_t n, Build build) {
-  tidemark::job j("riot-micro-" + code);
-  auto source = j.from_generator(
-      [inputs, n, i = std::uint64_t{0}]() mutable -> std::optional<In> {
-        if (i == n) return std::nullopt;
-        return (*inputs)[i++ % inputs->size()];
-      },
-      "source");
-  auto out = build(source).count("sink");
-  tidemark::run_options opts;
-  opts.threads = 1;
-  auto cpu0 = process_cpu_seconds();
-  auto r = tidemark::run(j, opts);
-  auto cpu = process_cpu_seconds() - cpu0;
-  nlohmann::json x;
-  x["code"] = code;
-  x["elements"] = n;
-  x["outputs"] = out.value();
-  x["seconds"] = r.seconds;
-  x["throughput_msg_s"] = static_cast<double>(n) / r.seconds;
-  x["process_cpu_seconds"] = cpu;
-  x["throughput_msg_per_cpu_s"] = static_cast<double>(n) / cpu;
-  std::printf("runtime %-4s %10llu msgs  %12.0f msg/s  %12.0f msg/cpu-s  (%llu out)\n", code.c_str(),
-              static_cast<unsigned long long>(n), x["throughput_msg_s"].get<double>(),
-              x["throughput_msg_per_cpu_s"].get<double>(), static_cast<unsigned long long>(out.value()));
-  std::fflush(stdout);
-  return x;
+                               std::uint64_t n, int repeats, Build build) {
+  std::vector<double> per_wall_s, per_cpu_s;
+  std::uint64_t outputs = 0;
+  for (int rep = 0; rep < repeats; ++rep) {
+    tidemark::job j("riot-micro-" + code);
+    auto source = j.from_generator(
+        [inputs, n, i = std::uint64_t{0}]() mutable -> std::optional<In> {
+          if (i == n) return std::nullopt;
+          return (*inputs)[i++ % inputs->size()];
+        },
+        "source");
+    auto out = build(source).count("sink");
+    tidemark::run_options opts;
+    opts.threads = 1;
+    const auto cpu0 = process_cpu_seconds();
+    const auto r = tidemark::run(j, opts);
+    const auto cpu = process_cpu_seconds() - cpu0;
+    if (rep == 0) outputs = out.value();
+    if (out.value() != outputs)
+      throw std::runtime_error("runtime harness, " + code + ": run " + std::to_string(rep + 1) + " emitted " +
+                               std::to_string(out.value()) + " outputs, the first " + std::to_string(outputs));
+    per_wall_s.push_back(static_cast<double>(n) / r.seconds);
+    per_cpu_s.push_back(static_cast<double>(n) / cpu);
+    std::printf("runtime %-4s %10llu msgs  %12.0f msg/s  %12.0f msg/cpu-s  (%llu out)\n", code.c_str(),
+                static_cast<unsigned long long>(n), per_wall_s.back(), per_cpu_s.back(),
+                static_cast<unsigned long long>(outputs));
+    std::fflush(stdout);
+  }
+  const auto wall = tidemark::bench::spread(per_wall_s), per_cpu = tidemark::bench::spread(per_cpu_s);
+  return {{"code", code},
+          {"elements", n},
+          {"outputs", outputs},
+          {"runs", repeats},
+          {"throughput_msg_s", wall["median"]},
+          {"throughput_msg_s_spread", wall},
+          {"throughput_msg_per_cpu_s", per_cpu["median"]},
+          {"throughput_msg_per_cpu_s_spread", per_cpu}};
 }
 
 // The tasks with stream adapters, through the runtime; `n` elements each (fewer for XML).
-nlohmann::json runtime_cases(const inputs& in, const std::string& dir, const std::string& only, std::uint64_t n) {
+nlohmann::json runtime_cases(const inputs& in, const std::string& dir, const std::string& only, std::uint64_t n,
+                             int repeats) {
   nlohmann::json all = nlohmann::json::array();
   auto want = [&](const char* code) { return only.empty() || only == code; };
   auto json = std::make_shared<const std::vector<std::string>>(in.city_json);
@@ -387,22 +399,22 @@ nlohmann::json runtime_cases(const inputs& in, const std::string& dir, const std
   auto taxi = std::make_shared<const std::vector<std::string>>(in.taxi_rows);
   tidemark::error_sink errors;
   if (want("SML"))
-    all.push_back(through_runtime("SML", json, n, [&](const auto& s) {
+    all.push_back(through_runtime("SML", json, n, repeats, [&](const auto& s) {
       return parse_senml(s, senml_fanout_config::for_dataset(dataset::city, dir), errors);
     }));
   if (want("ANN"))
-    all.push_back(through_runtime("ANN", rows, n, [&](const auto& s) {
+    all.push_back(through_runtime("ANN", rows, n, repeats, [&](const auto& s) {
       auto config = annotate_config::for_dataset(dataset::city, dir);
       return apply_task<std::string>(s, [config] { return annotate(config); }, errors, "annotate");
     }));
   if (want("XML")) {
     auto xml = std::make_shared<const std::vector<std::string>>(1, in.xml);
-    all.push_back(through_runtime("XML", xml, n / 50, [&](const auto& s) {
+    all.push_back(through_runtime("XML", xml, n / 50, repeats, [&](const auto& s) {
       return apply_task<xml_summary>(s, [] { return xml_parse(); }, errors, "xml_parse");
     }));
   }
   if (want("RGF"))
-    all.push_back(through_runtime("RGF", obs, n, [&](const auto& s) {
+    all.push_back(through_runtime("RGF", obs, n, repeats, [&](const auto& s) {
       return range_filter_marks(s, range_filter_config::for_dataset(dataset::city), errors);
     }));
   if (want("BLF")) {
@@ -410,24 +422,24 @@ nlohmann::json runtime_cases(const inputs& in, const std::string& dir, const std
     for (auto& o : in.city_obs) ids.push_back(o.sensor_id);
     auto check = std::make_shared<const bloom_filter_check>(
         bloom_filter_check::from_ids(bloom_filter_config::for_dataset(dataset::city), ids));
-    all.push_back(through_runtime("BLF", obs, n, [&](const auto& s) { return bloom_filter_marks(s, check); }));
+    all.push_back(through_runtime("BLF", obs, n, repeats, [&](const auto& s) { return bloom_filter_marks(s, check); }));
   }
   if (want("DAC"))
-    all.push_back(through_runtime("DAC", obs, n, [&](const auto& s) {
+    all.push_back(through_runtime("DAC", obs, n, repeats, [&](const auto& s) {
       return distinct_sensors(s, distinct_count_config::for_dataset(dataset::city));
     }));
   if (want("KAL"))
-    all.push_back(through_runtime("KAL", obs, n, [&](const auto& s) { return kalman(s, kalman_config::for_dataset(dataset::city)); }));
+    all.push_back(through_runtime("KAL", obs, n, repeats, [&](const auto& s) { return kalman(s, kalman_config::for_dataset(dataset::city)); }));
   if (want("AVG"))
-    all.push_back(through_runtime("AVG", obs, n, [&](const auto& s) {
+    all.push_back(through_runtime("AVG", obs, n, repeats, [&](const auto& s) {
       return block_average_of(s, block_average_config::for_dataset(dataset::city));
     }));
   if (want("INP"))
-    all.push_back(through_runtime("INP", obs, n, [&](const auto& s) {
+    all.push_back(through_runtime("INP", obs, n, repeats, [&](const auto& s) {
       return interpolate(s, interpolation_config::for_dataset(dataset::city));
     }));
   if (want("SLR"))
-    all.push_back(through_runtime("SLR", obs, n, [&](const auto& s) {
+    all.push_back(through_runtime("SLR", obs, n, repeats, [&](const auto& s) {
       return sliding_regression_of(s, sliding_regression_config::for_dataset(dataset::city));
     }));
   if (want("MLR")) {
@@ -435,7 +447,7 @@ nlohmann::json runtime_cases(const inputs& in, const std::string& dir, const std
     for (auto& r : in.taxi_rows) batch += r + "\n";
     auto config = linear_regression_config::for_dataset(dataset::taxi);
     auto model = *model_codec::decode_linear_regression(*linear_regression_train(config).process(batch));
-    all.push_back(through_runtime("MLR", taxi, n, [&](const auto& s) {
+    all.push_back(through_runtime("MLR", taxi, n, repeats, [&](const auto& s) {
       return apply_task<double>(s, [config, model] { return linear_regression_predict(config, model); }, errors,
                                 "linear_regression_predict");
     }));
@@ -499,7 +511,7 @@ int main(int argc, char** argv) {
       report["tasks"].push_back(std::move(r));
     }
     if (runtime) {
-      report["runtime"] = runtime_cases(in, dir, only, runtime_messages);
+      report["runtime"] = runtime_cases(in, dir, only, runtime_messages, repeats);
       found = found || !report["runtime"].empty();
     }
     if (!found) {
