@@ -338,12 +338,6 @@ nlohmann::json measure(const task_case& c, double seconds, int repeats, std::uin
   return j;
 }
 
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 // source (cycling over `inputs`, n elements) -> build(source) -> count sink, on one scheduler
 // thread; the source copies each element, as a spout would emit it. `repeats` runs, each a fresh
 // job; every run must emit as many outputs as the first.
@@ -363,9 +357,9 @@ nlohmann::json through_runtime(const std::string& code, std::shared_ptr<const st
     auto out = build(source).count("sink");
     tidemark::run_options opts;
     opts.threads = 1;
-    const auto cpu0 = process_cpu_seconds();
+    const auto cpu0 = tidemark::bench::process_cpu_seconds();
     const auto r = tidemark::run(j, opts);
-    const auto cpu = process_cpu_seconds() - cpu0;
+    const auto cpu = tidemark::bench::process_cpu_seconds() - cpu0;
     if (rep == 0) outputs = out.value();
     if (out.value() != outputs)
       throw std::runtime_error("runtime harness, " + code + ": run " + std::to_string(rep + 1) + " emitted " +
