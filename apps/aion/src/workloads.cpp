@@ -101,25 +101,32 @@ struct common {
   tiered tier;
   late_trigger late = late_trigger::every_event();
   lateness bound = lateness::fixed{0};
+  bool on_time_first = true;
   std::string out;
 };
 
 std::vector<job_option_spec> common_options(const char* events, const char* per_window,
                                             const char* window_ms) {
-  return {{"state", "memory", "window state: memory (baseline) or tiered (Aion)"},
-          {"past-windows", "2", "K: late events are accepted for K past windows"},
-          {"rate", "0", "events per second of processing time (0: as fast as possible)"},
-          {"events", events, "events to generate"},
-          {"events-per-window", per_window, "events per window of event time"},
-          {"window-ms", window_ms, "window length in event-time ms"},
-          {"memory-events", "4096", "tiered: m-bucket capacity per (window, key) in events"},
-          {"block-events", "1024", "tiered: events per p-bucket block"},
-          {"prestage", "true", "tiered: pre-stage before late re-executions"},
-          {"bootstrap", "0", "tiered: fraction of the m-bucket kept in memory on destage (rho_min)"},
-          {"late-trigger", "every-ms:1000", "late re-executions (parse_late_trigger: every-event, every-ms:MS, staleness:S, ...)"},
-          {"lateness", "past-windows", "allowed lateness: past-windows (K windows) or a parse_lateness spec (fixed:MS, predictive:...)"},
-          {"seed", "100", "seed of the generators and the delay model"},
-          {"out", "", "file prefix for the final results (<out>-<name>.txt); empty: count only"}};
+  return {
+      {"state", "memory", "window state: memory (baseline) or tiered (Aion)"},
+      {"past-windows", "2", "K: late events are accepted for K past windows"},
+      {"rate", "0", "events per second of processing time (0: as fast as possible)"},
+      {"events", events, "events to generate"},
+      {"events-per-window", per_window, "events per window of event time"},
+      {"window-ms", window_ms, "window length in event-time ms"},
+      {"memory-events", "4096", "tiered: m-bucket capacity per (window, key) in events"},
+      {"block-events", "1024", "tiered: events per p-bucket block"},
+      {"prestage", "true", "tiered: pre-stage before late re-executions"},
+      {"bootstrap", "0", "tiered: fraction of the m-bucket kept in memory on destage (rho_min)"},
+      {"late-trigger", "every-ms:1000",
+       "late re-executions (parse_late_trigger: every-event, every-ms:MS, staleness:S, ...)"},
+      {"lateness", "past-windows",
+       "allowed lateness: past-windows (K windows) or a parse_lateness spec (fixed:MS, "
+       "predictive:...)"},
+      {"on-time-first", "true",
+       "a watermark's on-time results leave before the late re-executions it triggers"},
+      {"seed", "100", "seed of the generators and the delay model"},
+      {"out", "", "file prefix for the final results (<out>-<name>.txt); empty: count only"}};
 }
 
 common read_common(const job_options& o, const std::string& job) {
@@ -147,6 +154,7 @@ common read_common(const job_options& o, const std::string& job) {
   } catch (const std::invalid_argument& e) {
     throw job_error(job + ": " + e.what());
   }
+  c.on_time_first = o.get_bool("on-time-first");
   c.out = o.get("out");
   return c;
 }
@@ -194,7 +202,7 @@ auto watermarks(const common& c) {
 /// Lateness, late trigger and state of a windowed stream as the options say.
 template <class WS>
 WS& configure(WS& ws, const common& c, bool heavy_state = true) {
-  ws.lateness(c.bound).late_trigger(c.late);
+  ws.lateness(c.bound).late_trigger(c.late).on_time_first(c.on_time_first);
   if (c.tiered_state && heavy_state) ws.state(c.tier);
   return ws;
 }

@@ -340,6 +340,66 @@ BOOST_AUTO_TEST_CASE(process_functions_see_every_event_of_the_window_again_on_ea
   BOOST_TEST(s->memory_bytes() == 0u);
 }
 
+namespace {
+
+/// Logs, in one list with the window function's runs, the results handed to it and its flushes.
+class handover_log final : public emitter {
+ public:
+  explicit handover_log(std::vector<std::string>& log) : log_(log) {}
+  void emit_watermark(event_time wm) override { log_.push_back("watermark " + std::to_string(wm)); }
+  void emit_idle(bool) override {}
+  void flush() override { log_.push_back("flush"); }
+
+ protected:
+  void emit_on(std::uint32_t port, batch_ptr b) override {
+    if (port != 0) return;
+    for (const auto& r : static_cast<batch<window_result<int, std::int64_t>>&>(*b).values)
+      log_.push_back("result " + std::to_string(r.window.start) + (r.final ? " final" : ""));
+  }
+
+ private:
+  std::vector<std::string>& log_;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(on_time_results_leave_before_the_late_re_executions_of_the_same_watermark) {
+  // At watermark 20 window [10,20) fires on time and [0,10) ends its allowed lateness (10), so it
+  // re-executes for its final result. On time first: the current window's result is handed over
+  // and flushed before the past window's function even starts; in window order it waits for it.
+  for (bool on_time_first : {true, false}) {
+    std::vector<std::string> log;
+    auto sum = [&log](const int&, const window_id& w, window_events<reading>& events) {
+      log.push_back("run " + std::to_string(w.start));
+      std::int64_t s = 0;
+      for (const auto& r : events) s += r.v;
+      return s;
+    };
+    using fn = ops::process_function<reading, int, decltype(sum)>;
+    auto cfg = with_lateness(10);
+    cfg.on_time_first = on_time_first;
+    auto logic = ops::make_window_logic<reading, int>(
+        tumbling{10}, key_of{}, fn{sum, std::make_unique<memory_window_store<int, reading>>()}, cfg,
+        "w");
+    handover_log out{log};
+    logic->process(0, readings({{1, 5, 1}}), out);
+    logic->on_watermark(10, out);
+    logic->process(0, readings({{1, 15, 2}, {1, 3, 4}}), out);  // the late event re-fires [0,10)
+    log.clear();
+    logic->on_watermark(20, out);
+    if (on_time_first)
+      BOOST_TEST(log == (lines{"run 10", "result 10", "flush", "run 0", "result 0 final",
+                               "watermark 20"}));
+    else
+      BOOST_TEST(log == (lines{"run 0", "run 10", "result 0 final", "result 10", "flush",
+                               "watermark 20"}));
+    std::map<std::string, double> m;
+    logic->add_metrics(m);
+    BOOST_TEST(m.at("on_time_releases") == 2);  // watermarks 10 and 20
+    BOOST_TEST(m.at("on_time_delay_ms_max") >= m.at("on_time_delay_ms_mean"));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(elements_without_event_time_fail_with_a_message_naming_the_operator) {
   harness h{tumbling{10}, window_config{}};
   auto b = make_batch<reading>({{1, 0, 1}}, {}, {7});

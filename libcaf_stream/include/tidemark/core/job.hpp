@@ -680,6 +680,14 @@ class windowed_stream {
     cfg_.late = std::move(t);
     return *this;
   }
+  /// Whether a watermark's on-time results leave before the late re-executions it also triggers
+  /// (default true: a past window read back from disk never delays the current one; false:
+  /// windows fire in window order).
+  windowed_stream& on_time_first(bool on) {
+    static_assert(timed, "on_time_first: count windows have no late events");
+    cfg_.on_time_first = on;
+    return *this;
+  }
   /// Where process() functions keep window events (default: memory_window_store).
   windowed_stream& store(std::function<std::unique_ptr<window_store<K, T>>()> make) {
     make_store_ = [make](const instance_info&, event_time) { return make(); };

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -36,6 +37,11 @@ struct window_config {
   std::optional<lateness::predictive> predictive_lateness;
   trigger early = trigger::on_watermark();
   late_trigger late = late_trigger::every_event();
+  /// The on-time results a watermark completes leave before the late re-executions it also
+  /// triggers (final firings at the end of the allowed lateness), so reading a past window back
+  /// from disk never delays the current one (the Aion paper's priority of current windows).
+  /// False fires in window order. Tumbling and sliding windows; sessions fire in key order.
+  bool on_time_first = true;
 };
 
 namespace ops {
@@ -146,6 +152,10 @@ class window_logic_base : public operator_logic {
     out["window_results"] = static_cast<double>(results_);
     out["window_panes"] = static_cast<double>(panes_);
     out["window_state_bytes"] = static_cast<double>(table_bytes() + fn_.memory_bytes());
+    out["on_time_releases"] = static_cast<double>(on_time_releases_);
+    out["on_time_delay_ms_mean"] =
+        on_time_releases_ ? on_time_delay_ms_sum_ / static_cast<double>(on_time_releases_) : 0.0;
+    out["on_time_delay_ms_max"] = on_time_delay_ms_max_;
     out["allowed_lateness"] = static_cast<double>(current_lateness_);
     out["late_events_observed"] = static_cast<double>(estimator_.behind_watermark().count());
     out["lateness_after_end_p50"] = estimator_.after_end().quantile(0.5);
@@ -282,15 +292,33 @@ class window_logic_base : public operator_logic {
     snapshot_windows(out);
   }
 
-  /// Fires and expires what the watermark `wm` completes (time-based windows only).
-  virtual void advance(event_time wm) {}
+  /// Fires and expires what the watermark `wm` completes (time-based windows only); may send
+  /// the on-time results early through release_on_time(out).
+  virtual void advance(event_time /*wm*/, emitter& /*out*/) {}
 
   void on_watermark(event_time wm, emitter& out) override {
     if (first_wm_ == start_of_time) first_wm_ = wm;
-    advance(wm);
+    watermark_at_ = std::chrono::steady_clock::now();
+    advance(wm, out);
     fn_.on_watermark(wm);
+    release_on_time(out);
     flush(out);
     out.emit_watermark(wm);
+  }
+
+  /// Sends the on-time results fired since the watermark arrived now, and records how long they
+  /// waited for it (on_time_delay_ms_*: the time late re-executions held them back).
+  void release_on_time(emitter& out) {
+    if (!on_time_waiting_) return;
+    on_time_waiting_ = false;
+    flush(out);
+    out.flush();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - watermark_at_)
+            .count();
+    ++on_time_releases_;
+    on_time_delay_ms_sum_ += ms;
+    on_time_delay_ms_max_ = std::max(on_time_delay_ms_max_, ms);
   }
 
   /// `state` names the pane in the function's storage; `w` is the window results report (they
@@ -356,6 +384,7 @@ class window_logic_base : public operator_logic {
     if (!expired) {
       expired = true;
       emit(w, state, h, k, p, pane_timing::on_time, done);
+      on_time_waiting_ = true;
       if (!done) expire(state, h, k, p, lateness);
     } else if (done) {
       emit(w, state, h, k, p, pane_timing::late, true);
@@ -439,6 +468,12 @@ class window_logic_base : public operator_logic {
   late_schedule_cache schedules_;
   event_time purged_end_ = start_of_time;  // latest end of a purged window
   event_time first_wm_ = start_of_time;    // the first watermark: lateness is observed since
+  // on-time result delay: when the watermark arrived, whether its on-time results wait to be sent
+  std::chrono::steady_clock::time_point watermark_at_;
+  bool on_time_waiting_ = false;
+  std::uint64_t on_time_releases_ = 0;
+  double on_time_delay_ms_sum_ = 0;
+  double on_time_delay_ms_max_ = 0;
   std::unique_ptr<batch<result_type>> results_out_ = std::make_unique<batch<result_type>>();
   std::unique_ptr<batch<T>> late_out_ = std::make_unique<batch<T>>();
 };
@@ -504,7 +539,9 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
   }
 
   void finish(emitter& out) override {
-    advance(end_of_time);
+    this->watermark_at_ = std::chrono::steady_clock::now();
+    advance(end_of_time, out);
+    this->release_on_time(out);
     this->flush(out);
   }
 
@@ -570,12 +607,26 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     this->late_accepted_ += late;
   }
 
-  void advance(event_time wm) override {
+  void advance(event_time wm, emitter& out) override {
     if (wm <= this->wm_) return;
     this->wm_ = wm;
+    if (this->cfg_.on_time_first) {
+      fire_through(wm, true, false);
+      this->release_on_time(out);
+      fire_through(wm, false, true);
+    } else {
+      fire_through(wm, true, true);
+    }
+    set_last(last_);
+  }
+
+  /// Fires what `wm` completes among windows that have not expired yet (`on_time`) and among
+  /// those whose allowed lateness it ends (`late`).
+  void fire_through(event_time wm, bool on_time, bool late) {
     for (auto it = windows_.begin(); it != windows_.end() && it->second.w.end <= wm;) {
       auto& e = it->second;
-      if (e.expired && this->purge_time(e.w, e.lateness) > wm) {  // waiting for late events
+      const bool waiting = e.expired && this->purge_time(e.w, e.lateness) > wm;  // for late events
+      if (waiting || !(e.expired ? late : on_time)) {
         ++it;
         continue;
       }
@@ -594,7 +645,6 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
         ++it;
       }
     }
-    set_last(last_);
   }
 
   std::uint64_t table_bytes() const override {
@@ -678,7 +728,9 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
   }
 
   void finish(emitter& out) override {
-    advance(end_of_time);
+    this->watermark_at_ = std::chrono::steady_clock::now();
+    advance(end_of_time, out);
+    this->release_on_time(out);
     this->flush(out);
   }
 
@@ -743,7 +795,7 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     this->add(s.w, s.state, h, k, s.p, x, s.expired);
   }
 
-  void advance(event_time wm) override {
+  void advance(event_time wm, emitter&) override {
     if (wm <= this->wm_) return;
     this->wm_ = wm;
     if (wm < next_due_) return;
