@@ -271,6 +271,9 @@ void storage_service::write(const bucket_address& b, std::uint64_t position, std
     item.value.assign(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
     item.position = position;
     item.write_done = std::move(done);
+    // the serialized copy counts against the budget until it is written, so a disk that falls
+    // behind shows as pressure (and the stores' back pressure) instead of hidden memory
+    account(static_cast<std::int64_t>(item.value.size()));
     enqueue(std::move(item));
     std::lock_guard<std::mutex> l(work_m_);
     --serializing_;
@@ -467,7 +470,10 @@ bool storage_service::serve(io_item& item, io_session& s) {
     if (cfg_.manual_io) served_.push_back({item.cls, item.op, position});
   }
   // after the statistics: a store that learns of a failed write reads last_write_error() at once
-  if (item.op == 'w') item.write_done(ok, ok ? item.value.size() : 0);
+  if (item.op == 'w') {
+    account(-static_cast<std::int64_t>(item.value.size()));
+    item.write_done(ok, ok ? item.value.size() : 0);
+  }
   return requeue;
 }
 

@@ -36,6 +36,10 @@ struct tiered {
   double bootstrap_fraction = 0.0;
   /// τ: destage a window that got neither events nor watermarks for this long (0: off).
   std::int64_t idle_destage_ms = 0;
+  /// Late events of a past window collect in its open block for up to this long (or until the
+  /// block is full) before they are written: every tick would make blocks of one or two events
+  /// per key.
+  std::int64_t late_flush_ms = 1000;
   /// Pre-stage p-buckets before late re-executions (off: they are staged on demand).
   bool prestage = true;
   /// Destage order under moderate node memory pressure.

@@ -63,7 +63,10 @@ class tiered_window_store final : public window_store<K, T> {
       b.mem.push_back(std::move(x));
       b.mem_bytes += fp;
     } else {
-      if (b.tail.empty()) b.tail_pos = b.next_pos;
+      if (b.tail.empty()) {
+        b.tail_pos = b.next_pos;
+        b.tail_since_ms = b.last_activity_ms;
+      }
       b.tail.push_back(std::move(x));
       b.tail_bytes += fp;
       if (b.tail.size() >= cfg_.block_events) seal_tail(b, io_class::write);
@@ -152,7 +155,8 @@ class tiered_window_store final : public window_store<K, T> {
     const auto now = storage_->now_ms();
     for (auto& [serial, b] : buckets_) {
       if (b.purged) continue;
-      if (b.expired && !b.tail.empty()) seal_tail(b, io_class::write);  // late events to disk
+      if (b.expired && !b.tail.empty() && now - b.tail_since_ms >= cfg_.late_flush_ms)
+        seal_tail(b, io_class::write);  // late events to disk
       if (cfg_.idle_destage_ms > 0 && !b.expired && !b.idle_destaged &&
           now - b.last_activity_ms >= cfg_.idle_destage_ms) {
         b.idle_destaged = true;
@@ -204,6 +208,7 @@ class tiered_window_store final : public window_store<K, T> {
     put("state_write_blocks", static_cast<double>(stats_.blocks[1]));
     put("state_write_ms_mean", stats_.blocks_done ? stats_.write_ms_total / static_cast<double>(stats_.blocks_done) : 0.0);
     put("state_io_wait_ms", stats_.io_wait_ms);
+    put("state_backpressure_ms", stats_.backpressure_ms);
     put("state_idle_destages", static_cast<double>(stats_.idle_destages));
     put("state_pressure_destages", static_cast<double>(stats_.pressure_destages));
     put("state_blocks_lost", static_cast<double>(stats_.blocks_lost));
@@ -321,6 +326,10 @@ class tiered_window_store final : public window_store<K, T> {
     bool done = false;
     bool released = false;  // the store dropped it: late deliveries are discarded
     std::int64_t started_ms = 0;
+    // Bytes accounted at the start for the blocks still to come (their size on disk), so that
+    // the budget sees a stage at once and stages that start together cannot overrun it; each
+    // decoded block takes its footprint out of it, and what is left is returned at the end.
+    std::int64_t reserved = 0;
     bool finished() {
       std::lock_guard<std::mutex> l(m);
       return done;
@@ -382,6 +391,7 @@ class tiered_window_store final : public window_store<K, T> {
     bool purged = false;
     bool idle_destaged = false;
     std::int64_t last_activity_ms = 0;
+    std::int64_t tail_since_ms = 0;  // when the open tail got its first event
     std::int64_t fire_at_ms = -1;  // predicted late re-execution (service clock)
     std::shared_ptr<stage_ticket> staging;
   };
@@ -530,6 +540,7 @@ class tiered_window_store final : public window_store<K, T> {
     std::uint64_t blocks_done = 0;
     double write_ms_total = 0;
     double io_wait_ms = 0;
+    double backpressure_ms = 0;  // the operator waited for writes under severe pressure
     std::uint64_t idle_destages = 0, pressure_destages = 0, blocks_lost = 0, write_errors = 0;
   };
 
@@ -581,6 +592,7 @@ class tiered_window_store final : public window_store<K, T> {
     blk.in_flight = data;
     blk.sealed_ms = storage_->now_ms();
     ++b.writes;
+    ++writes_in_flight_;
     ++stats_.blocks[static_cast<int>(cls)];
     {
       std::lock_guard<std::mutex> l(inbox_->m);
@@ -607,9 +619,10 @@ class tiered_window_store final : public window_store<K, T> {
     write_block(b, b.tail_pos, std::exchange(b.tail, {}), fp, cls);
   }
 
-  /// Moves the m-bucket (but its ρ_min bootstrap prefix) and the open tail to the p-bucket.
-  void destage(bucket& b, io_class cls) {
-    release_staging(b);
+  /// Moves the m-bucket (but its ρ_min bootstrap prefix) and the open tail to the p-bucket, and
+  /// frees its staged events unless `keep_staged`.
+  void destage(bucket& b, io_class cls, bool keep_staged = false) {
+    if (!keep_staged) release_staging(b);
     seal_tail(b, cls);
     const auto keep = static_cast<std::size_t>(cfg_.bootstrap_fraction * static_cast<double>(b.mem.size()));
     if (b.mem.size() <= keep) return;
@@ -629,6 +642,9 @@ class tiered_window_store final : public window_store<K, T> {
   void start_stage(bucket& b) {
     auto t = std::make_shared<stage_ticket>();
     t->started_ms = storage_->now_ms();
+    for (const auto& [pos, blk] : b.blocks)
+      if (!blk.in_flight) t->reserved += static_cast<std::int64_t>(blk.bytes);
+    add_memory(t->reserved);
     b.staging = t;
     ++stats_.stages;
     {
@@ -653,15 +669,22 @@ class tiered_window_store final : public window_store<K, T> {
             if (t->released ||
                 !t->blocks.emplace(pos, std::make_shared<const std::vector<T>>(std::move(events))).second)
               return;
+            const auto reserved = std::min(fp, t->reserved);
+            t->reserved -= reserved;
+            fp -= reserved;
             in->memory += fp;  // under the lock, so release_staging sees it
           }
           storage->account(fp);
         },
         [t, in, storage, serial = b.serial] {
+          std::int64_t left = 0;
           {
             std::lock_guard<std::mutex> l(t->m);
             t->done = true;
+            left = std::exchange(t->reserved, 0);
+            in->memory -= left;
           }
+          storage->account(-left);
           t->cv.notify_all();
           {
             std::lock_guard<std::mutex> l(in->m);
@@ -697,6 +720,7 @@ class tiered_window_store final : public window_store<K, T> {
       b.staging->released = true;
       for (const auto& [pos, data] : b.staging->blocks)
         for (const auto& x : *data) fp += static_cast<std::int64_t>(event_footprint(x));
+      fp += std::exchange(b.staging->reserved, 0);
     }
     b.staging.reset();
     b.fire_at_ms = -1;
@@ -704,9 +728,12 @@ class tiered_window_store final : public window_store<K, T> {
   }
 
   /// Pre-stages an expired bucket Δt ahead of its predicted re-execution: the late trigger's
-  /// next firing, or the last one when its allowed lateness ends (watermark speed).
+  /// next firing, or the last one when its allowed lateness ends (watermark speed). Not under
+  /// severe memory pressure: the re-execution then stages what it reads.
   void maybe_prestage(bucket& b) {
-    if (!cfg_.prestage || !b.expired || b.purged || b.staging || !on_disk(b)) return;
+    if (!cfg_.prestage || !b.expired || b.purged || b.staging || !on_disk(b) ||
+        storage_->pressure() == memory_pressure::severe)
+      return;
     const auto now = storage_->now_ms();
     double due_in = std::numeric_limits<double>::infinity();
     if (b.fire_at_ms >= 0) due_in = static_cast<double>(b.fire_at_ms - now);
@@ -723,14 +750,25 @@ class tiered_window_store final : public window_store<K, T> {
 
   /// Global policies under the node's memory budget: moderate pressure destages this store's
   /// windows (largest or least active first) until a quarter of its memory is on its way out;
-  /// severe pressure destages everything but the ρ_min bootstrap sets.
+  /// severe pressure destages everything but the ρ_min bootstrap sets. Staged events stay: they
+  /// were staged for a re-execution that is due and are freed after it, so freeing them earlier
+  /// only moves the read into the re-execution — and a pre-stage started again at the next
+  /// watermark would be freed again 256 events later, pressure and pre-staging taking turns at
+  /// reading the same window (at 128 MB windows this cut the ingestion rate tenfold). Under
+  /// severe pressure no new pre-stage starts (maybe_prestage). Moderate pressure destages only
+  /// buckets with a block's worth of events in memory: pressure that stays while earlier destages
+  /// are being written would otherwise seal every key's few newest events into a block of their
+  /// own every 256 appends.
   void relieve_pressure() {
     const auto p = storage_->pressure();
     if (p == memory_pressure::none) return;
+    const bool severe = p == memory_pressure::severe;
     std::vector<bucket*> candidates;
     for (auto& [serial, b] : buckets_) {
       const auto keep = static_cast<std::size_t>(cfg_.bootstrap_fraction * static_cast<double>(b.mem.size()));
-      if (!b.purged && (b.mem.size() > keep || !b.tail.empty() || b.staging)) candidates.push_back(&b);
+      const auto in_memory = b.mem.size() - keep + b.tail.size();
+      if (!b.purged && in_memory > 0 && (severe || in_memory >= cfg_.block_events))
+        candidates.push_back(&b);
     }
     if (p == memory_pressure::moderate) {
       if (cfg_.order == pressure_order::largest_first)
@@ -740,14 +778,33 @@ class tiered_window_store final : public window_store<K, T> {
         std::sort(candidates.begin(), candidates.end(),
                   [](bucket* a, bucket* b) { return a->last_activity_ms < b->last_activity_ms; });
     }
-    const std::int64_t goal = p == memory_pressure::severe ? std::numeric_limits<std::int64_t>::max()
-                                                           : inbox_->memory.load() / 4;
+    const std::int64_t goal =
+        severe ? std::numeric_limits<std::int64_t>::max() : inbox_->memory.load() / 4;
     std::int64_t released = 0;
     for (auto* b : candidates) {
       if (released >= goal) break;
       released += b->mem_bytes + b->tail_bytes;
-      destage(*b, io_class::destage);
+      destage(*b, io_class::destage, true);
       ++stats_.pressure_destages;
+    }
+    if (severe) await_writes();
+  }
+
+  /// Destage back pressure: under severe pressure, while blocks of this store are on their way to
+  /// disk, the operator waits for their writes (their events leave memory as they complete), so
+  /// ingestion slows to the disk's pace instead of memory growing past the budget.
+  void await_writes() {
+    while (writes_in_flight_ > 0 && storage_->pressure() == memory_pressure::severe) {
+      const auto start = std::chrono::steady_clock::now();
+      {
+        std::unique_lock<std::mutex> l(inbox_->m);
+        inbox_->cv.wait_for(l, std::chrono::milliseconds(10),
+                            [&] { return !inbox_->done.empty(); });
+      }
+      drain();
+      stats_.backpressure_ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
     }
   }
 
@@ -773,6 +830,7 @@ class tiered_window_store final : public window_store<K, T> {
           for (const auto& [pos, blk] : it->second.blocks) stats_.staged_events += blk.events;
         continue;
       }
+      --writes_in_flight_;
       if (it == buckets_.end()) continue;
       auto& b = it->second;
       --b.writes;
@@ -824,6 +882,7 @@ class tiered_window_store final : public window_store<K, T> {
   std::unordered_map<std::uint64_t, bucket> buckets_;
   std::uint64_t next_serial_ = 1;
   std::uint64_t appends_ = 0;
+  std::uint64_t writes_in_flight_ = 0;  // blocks written and not completed yet
   event_time last_wm_ = std::numeric_limits<event_time>::min();
   std::int64_t last_wm_ms_ = 0;
   double wm_rate_ = 0;  // event-time ms per processing-time ms
