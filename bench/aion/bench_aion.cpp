@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -283,23 +284,21 @@ int main(int argc, char** argv) {
               << r["ingestion_rate"].get<double>() << " ev/s, processing "
               << r["processing_rate"].get<double>() << " ev/s\n";
     points.push_back(r);
+    return r;
   };
   const auto ks = parse_ks(ks_list);
   json within = json::object(), exceeds = json::object();
-  double min_ratio = 0;
-  bool any_ratio = false;
+  double min_ratio = std::numeric_limits<double>::infinity();
   for (const auto& w : workloads()) {
     if (!only.empty() && w.job != only) continue;
     bool tiered_ok = true, baseline_over = false;
     for (int k : ks) {
-      for (const char* st : {"memory", "tiered"}) point(w.job, st, k, "full");
-      const auto& m = *find_point(points, w.job, "memory", k, "full");
-      const auto& t = *find_point(points, w.job, "tiered", k, "full");
+      const auto m = point(w.job, "memory", k, "full");
+      const auto t = point(w.job, "tiered", k, "full");
       tiered_ok = tiered_ok && t["within_budget"].get<bool>();
       baseline_over = baseline_over || !m["within_budget"].get<bool>();
       const double ratio = t["ingestion_rate"].get<double>() / m["ingestion_rate"].get<double>();
-      min_ratio = any_ratio ? std::min(min_ratio, ratio) : ratio;
-      any_ratio = true;
+      min_ratio = std::min(min_ratio, ratio);
     }
     within[w.job] = tiered_ok;
     exceeds[w.job] = baseline_over;

@@ -57,6 +57,25 @@ tiered small() {
   return t;
 }
 
+/// A storage service with a memory budget of `events` int64 events, and a store on it whose
+/// m-bucket holds 1000 events.
+struct budgeted {
+  explicit budgeted(std::size_t events, tiered t = small())
+      : storage(std::make_shared<storage_service>(config(events))),
+        s{with_memory(t), storage, 1000} {}
+  static storage_config config(std::size_t events) {
+    storage_config cfg;
+    cfg.memory_budget_bytes = events * sizeof(std::int64_t);
+    return cfg;
+  }
+  static tiered with_memory(tiered t) {
+    t.memory_events = 1000;
+    return t;
+  }
+  std::shared_ptr<storage_service> storage;
+  store_t s;
+};
+
 /// Appends 0..n-1, expires the window and waits until the destage reached the disk.
 void fill_and_destage(store_t& s, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) s.append(w, h, k, i);
@@ -265,13 +284,11 @@ BOOST_AUTO_TEST_CASE(idle_windows_are_destaged_after_tau) {
 }
 
 BOOST_AUTO_TEST_CASE(severe_memory_pressure_destages_open_windows) {
-  storage_config cfg;
-  cfg.memory_budget_bytes = 20 * sizeof(std::int64_t);
-  auto storage = std::make_shared<storage_service>(cfg);
   auto t = small();
-  t.memory_events = 1000;
   t.block_events = 64;
-  store_t s{t, storage, 1000};
+  budgeted b{20, t};
+  auto& s = b.s;
+  auto& storage = b.storage;
   for (std::int64_t i = 0; i < 2000; ++i) s.append(w, h, k, i);
   BOOST_TEST(metric(s, "state_pressure_destages") > 0);
   BOOST_TEST(metric(s, "state_backpressure_ms") > 0);  // appends waited for the writes
@@ -288,12 +305,8 @@ BOOST_AUTO_TEST_CASE(severe_memory_pressure_destages_open_windows) {
 BOOST_AUTO_TEST_CASE(memory_pressure_keeps_staged_events_for_their_re_execution) {
   // Staged events are freed after the re-execution they were staged for. Pressure that freed them
   // earlier only moved the read into the re-execution (and pre-staging started it again).
-  storage_config cfg;
-  cfg.memory_budget_bytes = 100 * sizeof(std::int64_t);
-  auto storage = std::make_shared<storage_service>(cfg);
-  auto t = small();
-  t.memory_events = 1000;
-  store_t s{t, storage, 1000};
+  budgeted b{100};
+  auto& s = b.s;
   fill_and_destage(s, 30);
   s.expect_fire(w, h, k, 0);  // 30 events staged: no pressure yet
   wait_until([&] {
