@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <thread>
 #include <variant>
 
@@ -36,14 +37,27 @@ namespace tidemark {
 /// (WiredTiger's eviction, the MQTT clients, the sampler) share them. With the default, the
 /// ten-minute ETL soak grew 18 MB beyond the store's cache and the latency record; with one arena
 /// per core it grew none, at the same throughput (docs/benchmarks.md, "Soak").
-void tune_heap() {
+///
+/// Under a state memory budget the trim threshold is a sixteenth of it (at most 256 MB): an
+/// arena keeps that much freed memory at its top, and the tiered store frees what it destages,
+/// so 256 MB per arena kept the resident memory of a 512 MB budget at its peak (bench aion).
+/// The smallest threshold asked for stays: mallopt may change it while threads run.
+void tune_heap(std::uint64_t memory_budget_bytes) {
   static const bool once = [] {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     mallopt(M_ARENA_MAX, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     return true;
   }();
   (void)once;
+  static std::mutex m;
+  static std::uint64_t trim = 0;
+  std::uint64_t want = 256u << 20;
+  if (memory_budget_bytes > 0)
+    want = std::clamp<std::uint64_t>(memory_budget_bytes / 16, 1u << 20, want);
+  std::lock_guard<std::mutex> l(m);
+  if (trim != 0 && trim <= want) return;
+  trim = want;
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(trim));
 }
 
 namespace detail {
@@ -74,7 +88,8 @@ std::uint32_t run_options::channel_credit() const noexcept {
 }
 
 job_result run(const job& j, const run_options& opts) {
-  if (opts.tune_malloc) tune_heap();  // before any thread of the run
+  if (opts.tune_malloc)
+    tune_heap(opts.storage.memory_budget_bytes);  // before any thread of the run
   // gates of the synchronizers are operators of the rewritten graph; it outlives the actors
   const auto synced = detail::executable_graph(j, opts);
   const auto& g = synced.graph;

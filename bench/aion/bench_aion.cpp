@@ -8,7 +8,8 @@
 // page cache (the kernel's caches dropped every `--drop-ms` while the run writes and reads back its
 // windows), one serialization thread, several I/O actors without priorities, and windows fired in
 // window order instead of on-time results first (on-time result delay). Every point runs in a
-// child process (`--one`), so resident memory is not inherited from earlier runs.
+// child process (`--one`), so resident memory is not inherited from earlier runs, `--repeats`
+// times; the report gives the median rates with their range and the highest peaks.
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -104,7 +106,6 @@ json run_one(const point_config& p) {
   // flight between stages, WiredTiger's cache (32 MB), serialized blocks on their way to disk,
   // code and heap.
   opts.storage.memory_budget_bytes = p.budget / 2;
-  opts.tune_malloc = false;  // let freed memory go back to the kernel, or RSS shows the peak only
   opts.live = std::make_shared<live_view>();
   opts.live_period = std::chrono::milliseconds{20};
   if (variant == "no-prestaging") o.set("prestage", "false");
@@ -119,24 +120,29 @@ json run_one(const point_config& p) {
 
   // the window operator, not the count sink of its final results that has the same name
   auto heavy = [&](const operator_metrics& op) { return op.name == w.heavy && op.op == "window"; };
-  auto heavy_in = [&](const live_snapshot& s) {
-    std::uint64_t n = 0;
-    for (const auto& i : s.instances)
-      for (const auto& op : i.operators)
-        if (heavy(op)) n += op.events_in;
-    return n;
-  };
   struct sample {
     double rss_mb;
     double seconds;        // of the run, as the live view last saw it
     std::uint64_t events;  // into the heavy window by then
+    double state_mb;       // the memory its state accounted for then
+  };
+  auto sample_of = [&](const live_snapshot* s) {
+    sample x{rss_mb(), s ? s->seconds : 0, 0, 0};
+    if (s)
+      for (const auto& i : s->instances)
+        for (const auto& op : i.operators)
+          if (heavy(op)) {
+            x.events += op.events_in;
+            if (auto m = op.extra.find("state_memory_bytes"); m != op.extra.end())
+              x.state_mb += m->second / (1 << 20);
+          }
+    return x;
   };
   std::vector<sample> samples;
   std::atomic<bool> done{false};
   std::thread sampler([&] {
     while (!done) {
-      const auto s = opts.live->latest();
-      samples.push_back({rss_mb(), s ? s->seconds : 0, s ? heavy_in(*s) : 0});
+      samples.push_back(sample_of(opts.live->latest().get()));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
@@ -169,11 +175,12 @@ json run_one(const point_config& p) {
       }
   // ingestion ends when the heavy window had all its events: the first sample that saw them all;
   // the end-of-stream final firings come after it
-  double ingest_s = r.seconds, peak_ingesting = 0;
+  double ingest_s = r.seconds, peak_ingesting = 0, peak_state = 0;
   bool ingesting = true;
   std::vector<double> rss;
   for (const auto& x : samples) {
     rss.push_back(x.rss_mb);
+    peak_state = std::max(peak_state, x.state_mb);
     if (ingesting && static_cast<double>(x.events) >= processed) {
       ingesting = false;
       ingest_s = x.seconds;
@@ -195,6 +202,7 @@ json run_one(const point_config& p) {
           {"late_events", late},
           {"peak_rss_mb", peak},
           {"peak_rss_mb_ingesting", peak_ingesting},
+          {"peak_state_mb", peak_state},
           {"median_rss_mb", rss.empty() ? 0 : rss[rss.size() / 2]},
           {"within_budget", !rss.empty() && peak * (1 << 20) <= static_cast<double>(p.budget)},
           {"ingestion_rate", processed / ingest_s},
@@ -238,6 +246,7 @@ int main(int argc, char** argv) {
       "under a memory budget"};
   std::string out = tidemark::bench::out_dir() + "/aion.json", one, ks_list = "1,2,5,10,20",
               ablation_ks = "2,10", only;
+  int repeats = 3;
   point_config p;
   app.add_option("--out", out, "JSON report");
   app.add_option("--one", one, "(internal) run one point of this workload");
@@ -255,26 +264,62 @@ int main(int argc, char** argv) {
                  "bytes of resident memory every run is judged against (tiered state gets half)");
   app.add_option("--drop-ms", p.drop_ms, "cold-cache variants: ms between drops of the page cache");
   app.add_option("--only", only, "run one workload only");
+  app.add_option("--repeats", repeats, "runs of each point (median rates, highest peaks)");
   CLI11_PARSE(app, argc, argv);
   if (!one.empty()) {
     p.job = one;
     std::cout << run_one(p).dump() << "\n";
     return 0;
   }
-  json report{{"window_mb", p.window_mb},
-              {"rate", p.rate},
-              {"state_budget_bytes", p.budget},
-              {"drop_ms", p.drop_ms},
-              {"points", json::array()}};
+  json report{{"window_mb", p.window_mb},       {"repeats", repeats},   {"rate", p.rate},
+              {"state_budget_bytes", p.budget}, {"drop_ms", p.drop_ms}, {"points", json::array()}};
   auto& points = report["points"];
   const auto started = std::chrono::steady_clock::now();
+  // Each point runs `repeats` times, alternating with nothing else: the rates are the medians
+  // (with their range), the peaks the highest, so within_budget holds for every run. Every run
+  // must have processed all the events of its windows, and the same late events as the other
+  // runs of the workload at that K, whichever state holds them.
+  std::map<std::pair<std::string, int>, double> late_seen;
   auto point = [&](const std::string& job, const std::string& state, int k,
                    const std::string& variant) {
     std::ostringstream args;
     args << job << " --state " << state << " --k " << k << " --variant " << variant << " --windows "
          << k + 4 << " --window-mb " << p.window_mb << " --rate " << p.rate << " --state-budget "
          << p.budget << " --drop-ms " << p.drop_ms;
-    auto r = run_child(argv[0], args.str());
+    std::vector<json> runs;
+    std::vector<double> ingestion, processing;
+    for (int i = 0; i < repeats; ++i) {
+      auto r = run_child(argv[0], args.str());
+      const auto expected = r["events_per_window"].get<double>() * (k + 4);
+      if (r["events"].get<double>() != expected)
+        throw std::runtime_error(job + " " + state + " K=" + std::to_string(k) + " " + variant +
+                                 ": the window processed " + r["events"].dump() + " events, not " +
+                                 std::to_string(expected));
+      auto [seen, fresh] = late_seen.try_emplace({job, k}, r["late_events"].get<double>());
+      if (!fresh && seen->second != r["late_events"].get<double>())
+        throw std::runtime_error(job + " " + state + " K=" + std::to_string(k) + " " + variant +
+                                 ": accepted " + r["late_events"].dump() +
+                                 " late events, other runs " + std::to_string(seen->second));
+      ingestion.push_back(r["ingestion_rate"].get<double>());
+      processing.push_back(r["processing_rate"].get<double>());
+      runs.push_back(std::move(r));
+    }
+    std::sort(runs.begin(), runs.end(), [](const json& a, const json& b) {
+      return a["ingestion_rate"].get<double>() < b["ingestion_rate"].get<double>();
+    });
+    auto r = runs[runs.size() / 2];  // the median run's details
+    double peak = 0, peak_ingesting = 0;
+    for (const auto& x : runs) {
+      peak = std::max(peak, x["peak_rss_mb"].get<double>());
+      peak_ingesting = std::max(peak_ingesting, x["peak_rss_mb_ingesting"].get<double>());
+    }
+    r["peak_rss_mb"] = peak;
+    r["peak_rss_mb_ingesting"] = peak_ingesting;
+    r["within_budget"] = peak * (1 << 20) <= static_cast<double>(p.budget);
+    r["ingestion_rate"] = bench::spread(ingestion)["median"];
+    r["processing_rate"] = bench::spread(processing)["median"];
+    r["ingestion_rates"] = bench::spread(ingestion);
+    r["processing_rates"] = bench::spread(processing);
     std::cerr << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                   started)
                      .count()

@@ -261,7 +261,8 @@ void storage_service::write(const bucket_address& b, std::uint64_t position, std
   submit([this, key = block_key(b, position), position, events, cls, encode = std::move(encode),
           done = std::move(done)]() mutable {
     const auto payload = encode();
-    flatbuffers::FlatBufferBuilder fbb(payload.size() + 64);
+    // room for the table and its vtable too: a builder that grows copies the whole block
+    flatbuffers::FlatBufferBuilder fbb(payload.size() + 1024);
     auto bytes = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size());
     fbb.Finish(fb::CreateStateBlock(fbb, position, events, XXH64(payload.data(), payload.size(), 0), bytes));
     io_item item;

@@ -404,6 +404,7 @@ struct node_server::impl final : net::node_port {
   std::vector<std::string> launch(net::deployment& x, detail::restore_point from) override {
     // tiered window state lives under the node's data directory (a temporary one without it)
     x.opts.storage.data_dir = opts.data_dir;
+    if (x.opts.tune_malloc) tune_heap(x.opts.storage.memory_budget_bytes);
     x.opts.state_storage = std::make_shared<persistence::storage_service>(x.opts.storage);
     const auto& g = x.synced.graph;
     auto fresh = std::make_unique<launched>();

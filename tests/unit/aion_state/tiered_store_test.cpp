@@ -105,6 +105,8 @@ BOOST_AUTO_TEST_CASE(overflow_goes_to_the_p_bucket_and_iteration_keeps_arrival_o
   BOOST_TEST(metric(s, "state_demand_stages") == stages_before + 1);
   BOOST_TEST(s.memory_events() == 4u);  // staged events are freed after the read
   s.purge(w, h, k);
+  BOOST_TEST(metric(s, "state_disk_events") == 0);
+  BOOST_TEST(metric(s, "state_disk_bytes") == 0);
   wait_until([&] { return storage->stats().served[2] >= 1; });  // the erase
   BOOST_TEST(s.memory_bytes() == 0u);
 }

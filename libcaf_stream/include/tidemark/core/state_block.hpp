@@ -93,11 +93,14 @@ void decode_event(byte_reader& r, T& x) {
 /// The payload of a block of `n` events: the count, then each event.
 template <class T>
 std::string encode_block(const T* events, std::size_t n) {
+  std::size_t footprint = sizeof(std::uint32_t);  // about the encoded size: one allocation
+  for (std::size_t i = 0; i < n; ++i) footprint += event_footprint(events[i]);
   std::vector<std::uint8_t> bytes;
+  bytes.reserve(footprint);
   byte_writer w{bytes};
   w.write_size(n);
   for (std::size_t i = 0; i < n; ++i) detail::encode_event(w, events[i]);
-  return std::string(bytes.begin(), bytes.end());
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 /// Decodes a payload written by encode_block; false when it is truncated, malformed, has

@@ -169,14 +169,12 @@ class tiered_window_store final : public window_store<K, T> {
   }
 
   std::uint64_t memory_events() const override {
-    std::uint64_t n = 0;
+    std::uint64_t n = in_flight_events_;
     for (const auto& [serial, b] : buckets_) {
       n += b.mem.size() + b.tail.size();
-      for (const auto& [pos, blk] : b.blocks)
-        if (blk.in_flight) n += blk.events;
       if (b.staging) {
         std::lock_guard<std::mutex> l(b.staging->m);
-        for (const auto& [pos, data] : b.staging->blocks) n += data->size();
+        n += b.staging->events;
       }
     }
     return n;
@@ -184,19 +182,11 @@ class tiered_window_store final : public window_store<K, T> {
   std::uint64_t memory_bytes() const override { return static_cast<std::uint64_t>(inbox_->memory.load()); }
 
   void add_metrics(std::map<std::string, double>& out) const override {
-    std::uint64_t disk_events = 0;
-    std::uint64_t disk_bytes = 0;
-    for (const auto& [serial, b] : buckets_)
-      for (const auto& [pos, blk] : b.blocks)
-        if (blk.durable) {
-          disk_events += blk.events;
-          disk_bytes += blk.bytes;
-        }
     auto put = [&](const char* name, double v) { out[name] = v; };
     put("state_memory_bytes", static_cast<double>(memory_bytes()));
     put("state_memory_events", static_cast<double>(memory_events()));
-    put("state_disk_events", static_cast<double>(disk_events));
-    put("state_disk_bytes", static_cast<double>(disk_bytes));
+    put("state_disk_events", static_cast<double>(disk_events_));
+    put("state_disk_bytes", static_cast<double>(disk_bytes_));
     put("state_stages", static_cast<double>(stats_.stages));
     put("state_stages_done", static_cast<double>(stats_.stages_done));
     put("state_demand_stages", static_cast<double>(stats_.demand_stages));
@@ -323,6 +313,7 @@ class tiered_window_store final : public window_store<K, T> {
     std::mutex m;
     std::condition_variable cv;
     std::map<std::uint64_t, block_ptr> blocks;  // by position
+    std::uint64_t events = 0;                   // in `blocks`
     bool done = false;
     bool released = false;  // the store dropped it: late deliveries are discarded
     std::int64_t started_ms = 0;
@@ -369,8 +360,7 @@ class tiered_window_store final : public window_store<K, T> {
     std::uint32_t events = 0;
     std::uint64_t bytes = 0;      // on disk
     std::int64_t footprint = 0;   // in memory while in flight
-    block_ptr in_flight;          // set until the write completed
-    bool durable = false;
+    block_ptr in_flight;          // set until the write completed (then it is on disk)
     std::int64_t sealed_ms = 0;
   };
 
@@ -382,6 +372,8 @@ class tiered_window_store final : public window_store<K, T> {
     std::vector<T> mem;  // positions [0, mem.size())
     std::int64_t mem_bytes = 0;
     std::map<std::uint64_t, block_ref> blocks;  // the p-bucket, by first position
+    std::uint64_t block_events = 0;             // in `blocks`
+    std::uint32_t durable_blocks = 0;           // of `blocks`, written (not in flight)
     std::vector<T> tail;                        // the open p-bucket block, from tail_pos
     std::uint64_t tail_pos = 0;
     std::int64_t tail_bytes = 0;
@@ -553,9 +545,7 @@ class tiered_window_store final : public window_store<K, T> {
            (cfg_.memory_bytes == 0 || static_cast<std::uint64_t>(b.mem_bytes + fp) <= cfg_.memory_bytes);
   }
 
-  static bool on_disk(const bucket& b) {
-    return std::any_of(b.blocks.begin(), b.blocks.end(), [](const auto& e) { return !e.second.in_flight; });
-  }
+  static bool on_disk(const bucket& b) { return b.durable_blocks > 0; }
 
   void add_memory(std::int64_t bytes) {
     inbox_->memory += bytes;
@@ -591,6 +581,8 @@ class tiered_window_store final : public window_store<K, T> {
     blk.footprint = footprint;
     blk.in_flight = data;
     blk.sealed_ms = storage_->now_ms();
+    b.block_events += blk.events;
+    in_flight_events_ += blk.events;
     ++b.writes;
     ++writes_in_flight_;
     ++stats_.blocks[static_cast<int>(cls)];
@@ -666,9 +658,11 @@ class tiered_window_store final : public window_store<K, T> {
           for (const auto& x : events) fp += static_cast<std::int64_t>(event_footprint(x));
           {
             std::lock_guard<std::mutex> l(t->m);
+            const auto n = events.size();
             if (t->released ||
                 !t->blocks.emplace(pos, std::make_shared<const std::vector<T>>(std::move(events))).second)
               return;
+            t->events += n;
             const auto reserved = std::min(fp, t->reserved);
             t->reserved -= reserved;
             fp -= reserved;
@@ -743,9 +737,7 @@ class tiered_window_store final : public window_store<K, T> {
                                     static_cast<double>(now - last_wm_ms_));
     }
     if (due_in == std::numeric_limits<double>::infinity()) return;
-    std::uint64_t events = 0;
-    for (const auto& [pos, blk] : b.blocks) events += blk.events;
-    if (due_in <= prestage_lead_ms(events, b.w.end - b.w.start)) start_stage(b);
+    if (due_in <= prestage_lead_ms(b.block_events, b.w.end - b.w.start)) start_stage(b);
   }
 
   /// Global policies under the node's memory budget: moderate pressure destages this store's
@@ -826,8 +818,7 @@ class tiered_window_store final : public window_store<K, T> {
         ++stats_.stages_done;
         stats_.stage_ms_total += static_cast<double>(c.ms);
         stats_.stage_ms_max = std::max(stats_.stage_ms_max, static_cast<double>(c.ms));
-        if (it != buckets_.end())
-          for (const auto& [pos, blk] : it->second.blocks) stats_.staged_events += blk.events;
+        if (it != buckets_.end()) stats_.staged_events += it->second.block_events;
         continue;
       }
       --writes_in_flight_;
@@ -840,11 +831,16 @@ class tiered_window_store final : public window_store<K, T> {
           ++stats_.blocks_done;
           stats_.write_ms_total += static_cast<double>(c.ms - blk->second.sealed_ms);
           blk->second.bytes = c.bytes;
-          blk->second.durable = true;
+          ++b.durable_blocks;
+          in_flight_events_ -= blk->second.events;
+          disk_events_ += blk->second.events;
+          disk_bytes_ += c.bytes;
           if (b.staging) {  // keep it visible to the staging that may have passed its position
             std::lock_guard<std::mutex> l(b.staging->m);
-            if (b.staging->blocks.emplace(c.position, blk->second.in_flight).second)
+            if (b.staging->blocks.emplace(c.position, blk->second.in_flight).second) {
+              b.staging->events += blk->second.events;
               blk->second.footprint = 0;  // the staged copy keeps accounting for it
+            }
           }
           add_memory(-blk->second.footprint);
           blk->second.in_flight.reset();
@@ -868,7 +864,13 @@ class tiered_window_store final : public window_store<K, T> {
   void finish_purge(bucket& b) {
     if (b.writes > 0) return;
     for (const auto& [pos, blk] : b.blocks)
-      if (blk.in_flight) add_memory(-blk.footprint);
+      if (blk.in_flight) {
+        add_memory(-blk.footprint);
+        in_flight_events_ -= blk.events;
+      } else {
+        disk_events_ -= blk.events;
+        disk_bytes_ -= blk.bytes;
+      }
     if (!b.blocks.empty()) erase_blocks(b);
     buckets_.erase(b.serial);
   }
@@ -883,6 +885,8 @@ class tiered_window_store final : public window_store<K, T> {
   std::uint64_t next_serial_ = 1;
   std::uint64_t appends_ = 0;
   std::uint64_t writes_in_flight_ = 0;  // blocks written and not completed yet
+  std::uint64_t in_flight_events_ = 0;  // events of those blocks (they are in memory)
+  std::uint64_t disk_events_ = 0, disk_bytes_ = 0;  // of written blocks of live buckets
   event_time last_wm_ = std::numeric_limits<event_time>::min();
   std::int64_t last_wm_ms_ = 0;
   double wm_rate_ = 0;  // event-time ms per processing-time ms
