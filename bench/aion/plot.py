@@ -26,13 +26,24 @@ def series(workload, state, variant, field):
     return [p["k"] for p in ps], [p[field] for p in ps]
 
 
+def ranges(workload, state, field):
+    """The distance from the median to the lowest and the highest of the repeated runs."""
+    ks, spreads = series(workload, state, "full", field + "s")
+    return [[s["median"] - s["min"] for s in spreads], [s["max"] - s["median"] for s in spreads]]
+
+
 def figure(name, field, ylabel):
     fig, axes = plt.subplots(1, len(workloads), figsize=(4 * len(workloads), 3.6), squeeze=False)
     for ax, w in zip(axes[0], workloads):
         for state, style in (("memory", "o-"), ("tiered", "s-")):
             ks, ys = series(w, state, "full", field)
-            if ks:
-                ax.plot(ks, ys, style, label="baseline (memory)" if state == "memory" else "tiered (Aion)")
+            if not ks:
+                continue
+            label = "baseline (memory)" if state == "memory" else "tiered (Aion)"
+            if field in ("ingestion_rate", "processing_rate"):
+                ax.errorbar(ks, ys, yerr=ranges(w, state, field), fmt=style, capsize=3, label=label)
+            else:
+                ax.plot(ks, ys, style, label=label)
         if field == "peak_rss_mb":
             for state, style in (("memory", "o:"), ("tiered", "s:")):
                 ks, ys = series(w, state, "full", "median_rss_mb")
@@ -51,8 +62,8 @@ def figure(name, field, ylabel):
 
 
 figure("memory", "peak_rss_mb", "resident MB (peak; dotted: median)")
-figure("ingestion", "ingestion_rate", "events/s into the window")
-figure("processing", "processing_rate", "events/s of window busy time")
+figure("ingestion", "ingestion_rate", "events/s into the window (median, range)")
+figure("processing", "processing_rate", "events/s of window busy time (median, range)")
 
 ablation = sorted({p["k"] for p in points if p["workload"] == "aion-average" and p["variant"] != "full"})
 if ablation:

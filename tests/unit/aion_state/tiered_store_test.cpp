@@ -1,6 +1,7 @@
 // The tiered window store on a real storage service: m-bucket overflow and arrival order across
 // tiers, destage on expiry, pre-stage timing (a scheduled pre-stage makes the re-execution find
-// its events in memory; Δt learned from staging keeps far-away ones waiting), lost and corrupt
+// its events in memory; Δt learned from staging keeps far-away ones waiting; a demand read
+// stages the rest of its window), lost and corrupt
 // blocks giving incomplete results, the ρ_min, τ and memory-pressure policies (staged events stay
 // under pressure), and a window operator whose periodic late trigger lets the store pre-stage
 // before the re-execution; a checkpoint capture that reads its blocks later, below pre-staging,
@@ -172,6 +173,42 @@ BOOST_AUTO_TEST_CASE(without_prestaging_the_re_execution_stages_on_demand) {
   BOOST_TEST(read_all(s) == iota(30));
   BOOST_TEST(metric(s, "state_demand_stages") == 1);
   BOOST_TEST(metric(s, "state_prestage_hits") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_demand_read_stages_the_other_keys_of_its_window_at_once) {
+  auto storage = std::make_shared<storage_service>();
+  auto cfg = small();
+  cfg.prestage = false;
+  store_t s{cfg, storage, 1000};
+  const window_id other{100, 200};
+  for (std::int64_t i = 0; i < 30; ++i) {
+    s.append(w, h, k, i);
+    s.append(w, h + 1, k + 1, 100 + i);
+    s.append(other, h, k, 200 + i);
+  }
+  for (const auto& [win, hash, key] : {std::tuple{w, h, k}, {w, h + 1, k + 1}, {other, h, k}})
+    s.expire(win, hash, key);
+  wait_until([&] {
+    s.tick();
+    return s.memory_events() == 0;
+  });
+  BOOST_TEST(read_all(s) == iota(30));
+  BOOST_TEST(metric(s, "state_demand_stages") == 1);
+  BOOST_TEST(metric(s, "state_window_stages") == 1);  // k + 1 of the same window, not `other`
+  wait_until([&] {
+    s.tick();
+    return metric(s, "state_stages_done") == 2;
+  });
+  std::vector<std::int64_t> second;
+  {
+    window_events<std::int64_t> events{s.events(w, h + 1, k + 1)};
+    second.assign(events.begin(), events.end());
+  }
+  std::vector<std::int64_t> expected = iota(30);
+  for (auto& x : expected) x += 100;
+  BOOST_TEST(second == expected);
+  BOOST_TEST(metric(s, "state_demand_stages") == 1);
+  BOOST_TEST(metric(s, "state_prestage_hits") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(lost_and_corrupt_blocks_make_the_result_incomplete) {
