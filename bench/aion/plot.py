@@ -69,6 +69,7 @@ ablation = sorted({p["k"] for p in points if p["workload"] == "aion-average" and
 if ablation:
     variants = [("full", "aion-full"), ("full-cold", "aion-full, cold cache"),
                 ("no-prestaging-cold", "no pre-staging, cold cache"),
+                ("eager-destage", "destage at expiry"),
                 ("one-serialization-thread", "1 serialization thread"),
                 ("unprioritized-io", "4 I/O actors, no priorities"), ("window-order", "windows in window order")]
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))

@@ -117,6 +117,8 @@ std::vector<job_option_spec> common_options(const char* events, const char* per_
       {"memory-events", "4096", "tiered: m-bucket capacity per (window, key) in events"},
       {"block-events", "1024", "tiered: events per p-bucket block"},
       {"prestage", "true", "tiered: pre-stage before late re-executions"},
+      {"destage-on-expiry", "true",
+       "tiered: destage a window when it expires (false: when memory pressure asks)"},
       {"bootstrap", "0", "tiered: fraction of the m-bucket kept in memory on destage (rho_min)"},
       {"late-trigger", "every-ms:1000",
        "late re-executions (parse_late_trigger: every-event, every-ms:MS, staleness:S, ...)"},
@@ -147,6 +149,7 @@ common read_common(const job_options& o, const std::string& job) {
   c.tier.memory_events = static_cast<std::uint64_t>(std::max<std::int64_t>(1, o.get_int("memory-events")));
   c.tier.block_events = static_cast<std::uint32_t>(std::max<std::int64_t>(1, o.get_int("block-events")));
   c.tier.prestage = o.get_bool("prestage");
+  c.tier.destage_on_expiry = o.get_bool("destage-on-expiry");
   c.tier.bootstrap_fraction = o.get_double("bootstrap");
   try {
     c.late = parse_late_trigger(o.get("late-trigger"));

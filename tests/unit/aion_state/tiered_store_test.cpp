@@ -341,6 +341,47 @@ BOOST_AUTO_TEST_CASE(severe_memory_pressure_destages_open_windows) {
   BOOST_TEST(read_all(s) == iota(2000));
 }
 
+BOOST_AUTO_TEST_CASE(
+    without_destage_on_expiry_an_expired_window_stays_in_memory_with_its_late_events) {
+  auto cfg = small();
+  cfg.memory_events = 100;
+  cfg.destage_on_expiry = false;
+  store_t s{cfg, std::make_shared<storage_service>(), 1000};
+  for (std::int64_t i = 0; i < 20; ++i) s.append(w, h, k, i);
+  s.expire(w, h, k);
+  s.append(w, h, k, 20);  // late
+  s.tick();
+  BOOST_TEST(s.memory_events() == 21u);
+  BOOST_TEST(metric(s, "state_destage_blocks") == 0);
+  BOOST_TEST(metric(s, "state_write_blocks") == 0);
+  BOOST_TEST(read_all(s) == iota(21));
+}
+
+BOOST_AUTO_TEST_CASE(moderate_memory_pressure_destages_expired_windows_before_open_ones) {
+  // Budget: 10,000 events; moderate pressure above 7,000, severe only past the budget (the
+  // destaged blocks count twice while they are written: their events and their serialized copy).
+  auto cfg = budgeted::config(10'000);
+  cfg.severe_free_fraction = 0;
+  auto storage = std::make_shared<storage_service>(cfg);
+  auto t = small();
+  t.memory_events = 10'000;
+  t.block_events = 1000;
+  t.destage_on_expiry = false;
+  store_t s{t, storage, 1000};
+  const window_id open{100, 200};
+  for (std::int64_t i = 0; i < 2000; ++i) s.append(w, h, k, i);
+  s.expire(w, h, k);
+  // 7,100 events: moderate pressure, first seen at the tick (appends look every 256, the last
+  // time at 6,912). A quarter of the memory is 1,775 events, so the expired window's 2,000 (two
+  // blocks) are enough; largest first alone would have taken the open window's 5,100 (six).
+  for (std::int64_t i = 0; i < 5100; ++i) s.append(open, h, k, i);
+  BOOST_TEST(metric(s, "state_pressure_destages") == 0);
+  s.tick();
+  BOOST_TEST(metric(s, "state_pressure_destages") == 1);
+  BOOST_TEST(metric(s, "state_destage_blocks") == 2);
+  BOOST_TEST(read_all(s) == iota(2000));
+}
+
 BOOST_AUTO_TEST_CASE(memory_pressure_keeps_staged_events_for_their_re_execution) {
   // Staged events are freed after the re-execution they were staged for. Pressure that freed them
   // earlier only moved the read into the re-execution (and pre-staging started it again).

@@ -42,6 +42,11 @@ struct tiered {
   std::int64_t late_flush_ms = 1000;
   /// Pre-stage p-buckets before late re-executions (off: they are staged on demand).
   bool prestage = true;
+  /// Destage a window's m-bucket when it expires (the Aion paper's standard policy). Off: an
+  /// expired window stays in memory, late events included, until memory pressure under the
+  /// node's budget moves it out (expired windows before open ones), so a job whose windows fit
+  /// the budget does no I/O; without a budget it then keeps everything in memory.
+  bool destage_on_expiry = true;
   /// Destage order under moderate node memory pressure.
   pressure_order order = pressure_order::largest_first;
 };

@@ -8,15 +8,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -59,7 +60,8 @@ class tiered_window_store final : public window_store<K, T> {
     auto& b = bucket_of(w, h, k);
     b.last_activity_ms = storage_->now_ms();
     const auto fp = static_cast<std::int64_t>(event_footprint(x));
-    if (!b.expired && b.blocks.empty() && b.tail.empty() && fits(b, fp)) {
+    if ((!b.expired || !cfg_.destage_on_expiry) && b.blocks.empty() && b.tail.empty() &&
+        fits(b, fp)) {
       b.mem.push_back(std::move(x));
       b.mem_bytes += fp;
     } else {
@@ -105,7 +107,7 @@ class tiered_window_store final : public window_store<K, T> {
     drain();
     if (bucket* b = find(w, h, k)) {
       b->expired = true;
-      destage(*b, io_class::destage);
+      if (cfg_.destage_on_expiry) destage(*b, io_class::destage);
     }
   }
 
@@ -158,7 +160,7 @@ class tiered_window_store final : public window_store<K, T> {
       if (b.purged) continue;
       if (b.expired && !b.tail.empty() && now - b.tail_since_ms >= cfg_.late_flush_ms)
         seal_tail(b, io_class::write);  // late events to disk
-      if (cfg_.idle_destage_ms > 0 && !b.expired && !b.idle_destaged &&
+      if (cfg_.idle_destage_ms > 0 && (!b.expired || !cfg_.destage_on_expiry) && !b.idle_destaged &&
           now - b.last_activity_ms >= cfg_.idle_destage_ms) {
         b.idle_destaged = true;
         destage(b, io_class::destage);
@@ -783,12 +785,16 @@ class tiered_window_store final : public window_store<K, T> {
         candidates.push_back(&b);
     }
     if (p == memory_pressure::moderate) {
+      // expired windows first: they are read again only by late re-executions
       if (cfg_.order == pressure_order::largest_first)
-        std::sort(candidates.begin(), candidates.end(),
-                  [](bucket* a, bucket* b) { return a->mem_bytes > b->mem_bytes; });
+        std::sort(candidates.begin(), candidates.end(), [](bucket* a, bucket* b) {
+          return std::tie(a->expired, a->mem_bytes) > std::tie(b->expired, b->mem_bytes);
+        });
       else
-        std::sort(candidates.begin(), candidates.end(),
-                  [](bucket* a, bucket* b) { return a->last_activity_ms < b->last_activity_ms; });
+        std::sort(candidates.begin(), candidates.end(), [](bucket* a, bucket* b) {
+          return std::tie(b->expired, b->last_activity_ms) <
+                 std::tie(a->expired, a->last_activity_ms);
+        });
     }
     const std::int64_t goal =
         severe ? std::numeric_limits<std::int64_t>::max() : inbox_->memory.load() / 4;
