@@ -518,6 +518,13 @@ memory_pressure storage_service::pressure() const {
   return memory_pressure::none;
 }
 
+std::int64_t storage_service::headroom() const {
+  if (cfg_.memory_budget_bytes == 0) return std::numeric_limits<std::int64_t>::max();
+  const auto severe_at =
+      (1 - cfg_.severe_free_fraction) * static_cast<double>(cfg_.memory_budget_bytes);
+  return static_cast<std::int64_t>(severe_at) - memory_.load();
+}
+
 std::int64_t storage_service::now_ms() const { return steady_ms() - epoch_ms_; }
 
 std::size_t storage_service::queued(io_class c) const { return pending_[static_cast<std::size_t>(c)]; }

@@ -357,6 +357,26 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(read_all(s) == iota(21));
 }
 
+BOOST_AUTO_TEST_CASE(a_prestage_starts_only_when_its_blocks_fit_below_severe_pressure) {
+  // Budget: 10,000 events, severe pressure above 9,000 (72,000 bytes).
+  auto storage = std::make_shared<storage_service>(budgeted::config(10'000));
+  auto t = small();
+  t.memory_events = 10'000;
+  t.block_events = 1000;
+  store_t s{t, storage, 1000};
+  fill_and_destage(s, 3000);  // ~24 KB on disk
+  const window_id open{100, 200};
+  for (std::int64_t i = 0; i < 6500; ++i) s.append(open, h, k, i);  // 52 KB: no pressure yet
+  BOOST_TEST((storage->pressure() == memory_pressure::none));
+  BOOST_TEST(storage->headroom() < 24'000);
+  s.expect_fire(w, h, k, 0);
+  BOOST_TEST(metric(s, "state_stages") == 0);
+  s.purge(open, h, k);
+  s.expect_fire(w, h, k, 0);
+  BOOST_TEST(metric(s, "state_stages") == 1);
+  BOOST_TEST(read_all(s) == iota(3000));
+}
+
 BOOST_AUTO_TEST_CASE(moderate_memory_pressure_destages_expired_windows_before_open_ones) {
   // Budget: 10,000 events; moderate pressure above 7,000, severe only past the budget (the
   // destaged blocks count twice while they are written: their events and their serialized copy).
@@ -385,7 +405,7 @@ BOOST_AUTO_TEST_CASE(moderate_memory_pressure_destages_expired_windows_before_op
 BOOST_AUTO_TEST_CASE(memory_pressure_keeps_staged_events_for_their_re_execution) {
   // Staged events are freed after the re-execution they were staged for. Pressure that freed them
   // earlier only moved the read into the re-execution (and pre-staging started it again).
-  budgeted b{100};
+  budgeted b{400};  // the 30 events' ten blocks take about 1 KB on disk
   auto& s = b.s;
   fill_and_destage(s, 30);
   s.expect_fire(w, h, k, 0);  // 30 events staged: no pressure yet
@@ -394,7 +414,7 @@ BOOST_AUTO_TEST_CASE(memory_pressure_keeps_staged_events_for_their_re_execution)
     return metric(s, "state_stages_done") == 1;
   });
   const window_id open{100, 200};
-  for (std::int64_t i = 0; i < 300; ++i) s.append(open, h, k, i);  // severe pressure
+  for (std::int64_t i = 0; i < 350; ++i) s.append(open, h, k, i);  // severe pressure
   s.tick();
   BOOST_TEST(metric(s, "state_pressure_destages") > 0);
   BOOST_TEST(read_all(s) == iota(30));

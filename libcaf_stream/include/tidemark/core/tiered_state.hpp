@@ -109,6 +109,9 @@ class block_storage {
   /// Adds `delta` bytes to the node's window-state memory.
   virtual void account(std::int64_t delta) = 0;
   virtual memory_pressure pressure() const = 0;
+  /// Bytes that can still be accounted before pressure turns severe (the largest value without a
+  /// budget): a pre-stage that would not fit does not start.
+  virtual std::int64_t headroom() const = 0;
   /// Monotonic processing time of the service in ms.
   virtual std::int64_t now_ms() const = 0;
   /// Why the last write that reported `ok == false` failed (directory and error), for messages.

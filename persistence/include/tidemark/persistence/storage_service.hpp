@@ -95,6 +95,7 @@ class storage_service final : public block_storage {
   void erase(const bucket_address& b) override;
   void account(std::int64_t delta) override;
   memory_pressure pressure() const override;
+  std::int64_t headroom() const override;
   std::int64_t now_ms() const override;
   std::string last_write_error() const override;
 
