@@ -39,8 +39,8 @@ namespace tidemark {
 /// per core it grew none, at the same throughput (docs/benchmarks.md, "Soak").
 ///
 /// Under a state memory budget the trim threshold is a sixteenth of it (at most 256 MB): an
-/// arena keeps that much freed memory at its top, and the tiered store frees what it destages,
-/// so 256 MB per arena kept the resident memory of a 512 MB budget at its peak (bench aion).
+/// arena keeps that much freed memory at its top, and 256 MB per arena would keep what the tiered
+/// store destages to stay under a 512 MB budget inside the heap.
 /// The smallest threshold asked for stays: mallopt may change it while threads run.
 void tune_heap(std::uint64_t memory_budget_bytes) {
   static const bool once = [] {

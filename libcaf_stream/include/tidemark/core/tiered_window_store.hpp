@@ -60,8 +60,7 @@ class tiered_window_store final : public window_store<K, T> {
     auto& b = bucket_of(w, h, k);
     b.last_activity_ms = storage_->now_ms();
     const auto fp = static_cast<std::int64_t>(event_footprint(x));
-    if ((!b.expired || !cfg_.destage_on_expiry) && b.blocks.empty() && b.tail.empty() &&
-        fits(b, fp)) {
+    if (!destaged_at_expiry(b) && b.blocks.empty() && b.tail.empty() && fits(b, fp)) {
       b.mem.push_back(std::move(x));
       b.mem_bytes += fp;
     } else {
@@ -160,7 +159,7 @@ class tiered_window_store final : public window_store<K, T> {
       if (b.purged) continue;
       if (b.expired && !b.tail.empty() && now - b.tail_since_ms >= cfg_.late_flush_ms)
         seal_tail(b, io_class::write);  // late events to disk
-      if (cfg_.idle_destage_ms > 0 && (!b.expired || !cfg_.destage_on_expiry) && !b.idle_destaged &&
+      if (cfg_.idle_destage_ms > 0 && !destaged_at_expiry(b) && !b.idle_destaged &&
           now - b.last_activity_ms >= cfg_.idle_destage_ms) {
         b.idle_destaged = true;
         destage(b, io_class::destage);
@@ -377,8 +376,7 @@ class tiered_window_store final : public window_store<K, T> {
     std::int64_t mem_bytes = 0;
     std::map<std::uint64_t, block_ref> blocks;  // the p-bucket, by first position
     std::uint64_t block_events = 0;             // in `blocks`
-    std::uint32_t durable_blocks = 0;           // of `blocks`, written (not in flight)
-    std::int64_t disk_bytes = 0;                // of those, on disk
+    std::int64_t disk_bytes = 0;                // of `blocks` written (not in flight)
     std::vector<T> tail;                        // the open p-bucket block, from tail_pos
     std::uint64_t tail_pos = 0;
     std::int64_t tail_bytes = 0;
@@ -551,7 +549,10 @@ class tiered_window_store final : public window_store<K, T> {
            (cfg_.memory_bytes == 0 || static_cast<std::uint64_t>(b.mem_bytes + fp) <= cfg_.memory_bytes);
   }
 
-  static bool on_disk(const bucket& b) { return b.durable_blocks > 0; }
+  static bool on_disk(const bucket& b) { return b.disk_bytes > 0; }
+
+  /// Whether expiry moved the bucket to disk (its late events then go to the p-bucket).
+  bool destaged_at_expiry(const bucket& b) const { return b.expired && cfg_.destage_on_expiry; }
 
   void add_memory(std::int64_t bytes) {
     inbox_->memory += bytes;
@@ -860,7 +861,6 @@ class tiered_window_store final : public window_store<K, T> {
           ++stats_.blocks_done;
           stats_.write_ms_total += static_cast<double>(c.ms - blk->second.sealed_ms);
           blk->second.bytes = c.bytes;
-          ++b.durable_blocks;
           b.disk_bytes += static_cast<std::int64_t>(c.bytes);
           in_flight_events_ -= blk->second.events;
           disk_events_ += blk->second.events;
