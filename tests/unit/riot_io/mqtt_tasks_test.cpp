@@ -1,8 +1,13 @@
 // MQTT publish/subscribe through a real mosquitto broker that the test starts on a free loopback
 // port: a round trip of CITY SenML lines, reconnection after the broker restarts, and the counted
-// errors of an unreachable broker.
+// errors of an unreachable broker, and a broker that loses its port to another process.
 #define BOOST_TEST_MODULE riot_mqtt_tasks
 #include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -83,4 +88,31 @@ BOOST_AUTO_TEST_CASE(an_unreachable_broker_gives_counted_errors_not_a_crash) {
   BOOST_TEST(!subscriber.subscribed());
   BOOST_TEST(!subscriber.poll(50ms).has_value());
   BOOST_TEST(subscriber.errors().count() >= 1u);
+}
+
+// Another process binds the port between the broker's check and mosquitto's own bind (concurrent
+// tests can be handed the same free port): the broker must not report itself started (before, it
+// trusted whoever answered on the port) but name the taken port, so callers can pick another.
+BOOST_AUTO_TEST_CASE(a_broker_whose_port_another_process_holds_says_the_port_is_taken) {
+  int holder = socket(AF_INET, SOCK_STREAM, 0);
+  BOOST_REQUIRE(holder >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof addr) ==
+                0);  // bound, not listening
+  socklen_t len = sizeof addr;
+  BOOST_REQUIRE(getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const int port = ntohs(addr.sin_port);
+  BOOST_TEST(!accepts_connections(port));  // so the check before the start passes
+  try {
+    broker b{"127.0.0.1", port};
+    BOOST_ERROR("the broker claims port " << port << " that another socket holds");
+  } catch (const port_taken& e) {
+    BOOST_TEST(std::string{e.what()} == "cannot start mosquitto on 127.0.0.1:" +
+                                            std::to_string(port) + ": the port is taken");
+  }
+  close(holder);
+  broker free{"127.0.0.1", port};  // once released, the same port serves
+  BOOST_TEST(accepts_connections(port));
 }

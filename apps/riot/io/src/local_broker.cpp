@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -24,6 +26,55 @@ sockaddr_in loopback(int port) {
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   return addr;
+}
+
+/// True when some socket is bound to `host`:`port`, listening or not (a bind of our own fails).
+bool bound_elsewhere(int port, const std::string& host) {
+  auto addr = loopback(port);
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return false;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on,
+             sizeof on);  // a closed broker's TIME_WAIT is no owner
+  bool taken =
+      bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno == EADDRINUSE;
+  close(fd);
+  return taken;
+}
+
+/// The inode of the socket listening on TCP `port` (any IPv4 address), 0 when there is none.
+unsigned long listening_inode(int port) {
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // the header
+  while (std::getline(tcp, line)) {
+    std::istringstream in(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout;
+    unsigned long inode = 0;
+    in >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >>
+        inode;
+    auto colon = local.find(':');
+    if (state == "0A" && colon != std::string::npos &&
+        std::stoi(local.substr(colon + 1), nullptr, 16) == port)
+      return inode;
+  }
+  return 0;
+}
+
+/// True when process `pid` holds the socket that listens on TCP `port`: an ownership test, where
+/// accepts_connections() alone would also be satisfied by another broker on the same port.
+bool listens(pid_t pid, int port) {
+  auto inode = listening_inode(port);
+  if (inode == 0) return false;
+  auto socket = "socket:[" + std::to_string(inode) + "]";
+  std::error_code ec;
+  for (const auto& fd :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code unreadable;
+    if (std::filesystem::read_symlink(fd.path(), unreadable).string() == socket) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -51,17 +102,25 @@ bool accepts_connections(int port, const std::string& host) {
 
 local_mosquitto::local_mosquitto(std::string host, int port)
     : host_(std::move(host)), port_(port ? port : free_loopback_port()) {
-  if (accepts_connections(port_, host_))
-    throw std::runtime_error("cannot start mosquitto on " + address() + ": the port is taken");
   const char* base = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): read once at start
   std::string pattern = std::string{base ? base : "/tmp"} + "/tidemark-mosquitto-XXXXXX";
   if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temp dir " + pattern);
   dir_ = pattern;
-  std::ofstream conf(dir_ / "mosquitto.conf");
-  conf << "listener " << port_ << " " << host_ << "\nallow_anonymous true\nlog_type error\n";
-  conf.close();
   try {
-    start();
+    // A port the kernel picked can be picked for a concurrent broker too (another test process)
+    // before either listens: the one that loses the bind tries a fresh port.
+    for (int attempt = 1;; ++attempt) {
+      std::ofstream conf(dir_ / "mosquitto.conf");
+      conf << "listener " << port_ << " " << host_ << "\nallow_anonymous true\nlog_type error\n";
+      conf.close();
+      try {
+        start();
+        return;
+      } catch (const port_taken&) {
+        if (port != 0 || attempt == 5) throw;
+        port_ = free_loopback_port();
+      }
+    }
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
@@ -76,6 +135,7 @@ local_mosquitto::~local_mosquitto() {
 }
 
 void local_mosquitto::start() {
+  if (accepts_connections(port_, host_)) throw port_taken(address());
   auto conf = (dir_ / "mosquitto.conf").string();
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("cannot fork for mosquitto");
@@ -85,12 +145,13 @@ void local_mosquitto::start() {
     _exit(127);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
-  while (!accepts_connections(port_, host_) && !exited() &&
-         std::chrono::steady_clock::now() < deadline)
+  while (!listens(pid_, port_) && !exited() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
-  if (pid_ <= 0 || !accepts_connections(port_, host_))
-    throw std::runtime_error("mosquitto did not start on " + address() +
-                             " (is the mosquitto package installed? scripts/dev setup installs it)");
+  if (pid_ > 0 && listens(pid_, port_) && accepts_connections(port_, host_)) return;
+  stop();
+  if (bound_elsewhere(port_, host_)) throw port_taken(address());
+  throw std::runtime_error("mosquitto did not start on " + address() +
+                           " (is the mosquitto package installed? scripts/dev setup installs it)");
 }
 
 void local_mosquitto::stop() {

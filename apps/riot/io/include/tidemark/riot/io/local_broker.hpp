@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 namespace tidemark::riot::io {
@@ -14,6 +15,12 @@ int free_loopback_port();
 
 /// True when something accepts TCP connections on `host`:`port` (an IPv4 address).
 bool accepts_connections(int port, const std::string& host = "127.0.0.1");
+
+/// Something else listens on the address a broker was to start on.
+struct port_taken : std::runtime_error {
+  explicit port_taken(const std::string& address)
+      : std::runtime_error("cannot start mosquitto on " + address + ": the port is taken") {}
+};
 
 /// mosquitto (Debian's /usr/sbin/mosquitto) listening on one address of this host (loopback by
 /// default) with anonymous access and a minimal config written to a private temporary directory.
@@ -34,7 +41,8 @@ class local_mosquitto {
   /// "<host>:<port>".
   std::string address() const { return host_ + ":" + std::to_string(port_); }
 
-  /// (Re)starts the broker on the same port.
+  /// (Re)starts the broker on the same port; throws port_taken when another process listens there
+  /// (also when it took the port while this broker was starting).
   void start();
   /// Kills the broker (SIGKILL), as a crash would.
   void stop();
