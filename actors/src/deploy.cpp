@@ -115,6 +115,7 @@ caf::actor deployment_actors::spawn_copy(wiring::endpoint e, const remote_channe
   neighbours around;
   around.self = {offset_[s] + i, c, where_.self};
   const auto& outs = w_.outputs[s][i];
+  setup.core.remote_outputs.assign(outs.size(), false);
   for (std::uint32_t k = 0; k < outs.size(); ++k) {
     const auto to = outs[k].to;
     around.outs.push_back({offset_[to.stage] + to.instance, to.copy, node_of(to)});
@@ -125,7 +126,6 @@ caf::actor deployment_actors::spawn_copy(wiring::endpoint e, const remote_channe
       setup.outputs.push_back({target, slot});
       continue;
     }
-    setup.core.remote_outputs.resize(outs.size());
     setup.core.remote_outputs[k] = true;
     setup.outputs.push_back({outbound(e, k, node_of(to), *remote), slot});
   }
