@@ -1,6 +1,7 @@
 // RIoTBench applications against issue 19's bar: each app x dataset at --target (10) x the paper's
 // peak rate (CITY 5,000, FIT 500, GRID 10,000, TAXI 4,000 msg/s), judged over --seconds after
-// --warmup; then at the multiples above while runs are stable, or below until one is. First a
+// --warmup, --repeats (3) times; then once at each multiple above while runs are stable, or below
+// until one is. First a
 // soak: ETL CITY at the paper's rate for --soak seconds, whose RSS must stay flat after its first
 // minute beyond the store's cache and the run's latency record (--only soak: just the soak). Each
 // run is the registered job against one private mosquitto, with the default run options and the
@@ -37,15 +38,6 @@ struct workload {
 /// The primary output's latency distribution after the warm-up (report.json, --warmup).
 const json& judged_latency(const json& r) {
   return r["outputs"][r["primary_output"].get<std::string>()]["latency_after_warmup_ms"];
-}
-
-/// Stable: after the warm-up the source kept up with the target rate (>= 95 %) and the primary
-/// output's p99 stayed within `p99_bound_ms`. TRAIN's source is its timer (a tick per second, each
-/// over a second's rows): a run that falls behind shows as latency.
-bool stable(const std::string& app, const json& r, double rate, double p99_bound_ms) {
-  const auto& l = judged_latency(r);
-  bool kept_up = app == "train" || r.value("throughput_in_after_warmup", 0.0) >= 0.95 * rate;
-  return kept_up && l["count"].get<std::size_t>() > 0 && l["p99"].get<double>() <= p99_bound_ms;
 }
 
 /// ETL CITY (3 x the sample's sensors) at the paper's 5,000 msg/s for `seconds`: the RSS after the
@@ -115,7 +107,7 @@ int measure(int argc, char** argv) {
   double target = 10, p99_bound_ms = 50;
   std::vector<double> multiples{1, 2, 5, 10, 20};
   std::string only;
-  int stats_window = 1000;
+  int stats_window = 1000, repeats = 3;
   cli.add_option("--out", out, "JSON report");
   cli.add_option("--seconds", seconds, "length of each run after its warm-up (the judged part)");
   cli.add_option("--warmup", warmup, "seconds at the start of each run that are not judged");
@@ -128,6 +120,9 @@ int measure(int argc, char** argv) {
   cli.add_option(
       "--only", only,
       "run only this app (etl, stats, train, pred; etl with the soak) or only the soak (soak)");
+  cli.add_option("--repeats", repeats,
+                 "runs at the target multiple (the median p99 and source rate judge them); the "
+                 "search above or below runs each multiple once");
   cli.add_option("--stats-window", stats_window,
                  "STATS: observations per accumulated window (one chart each)");
   std::vector<std::uint32_t> parallelism;
@@ -147,8 +142,8 @@ int measure(int argc, char** argv) {
   auto work = std::filesystem::temp_directory_path() / "tidemark-bench-riot-apps";
   std::filesystem::remove_all(work);
   std::sort(multiples.begin(), multiples.end());
-  if (multiples.empty() || seconds < 1 || warmup < 0)
-    throw std::invalid_argument("--multiples, --seconds >= 1, --warmup >= 0");
+  if (multiples.empty() || seconds < 1 || warmup < 0 || repeats < 1)
+    throw std::invalid_argument("--multiples, --seconds >= 1, --warmup >= 0, --repeats >= 1");
 
   // CITY: 788 sample sensors x 3 ~ the paper's 2,700; FIT: 10 subjects; GRID: 6,435 meters x 500;
   // TAXI: 782 sample medallions x 26 ~ the paper's 20,355
@@ -214,41 +209,74 @@ int measure(int argc, char** argv) {
             {{"app", app}, {"dataset", w.dataset}, {"throughput_by_parallelism", by_parallelism}});
         continue;
       }
-      auto run_at = [&](double multiple) {
+      // `n` runs at `multiple` x the paper's rate: the run with the median p99 stands for them,
+      // with the range of p99 and source rate over the runs. Stable: every run's source emitted
+      // all its messages (TRAIN: its ticks), and after the warm-up the median source rate kept
+      // up with the target (>= 95 %) and the primary output's median p99 stayed within
+      // `p99_bound_ms`. TRAIN's source is its timer (a tick per second, each over a second's
+      // rows): a run that falls behind shows as latency.
+      auto run_at = [&](double multiple, int n) {
         double rate = w.paper_rate * multiple;
         auto total = seconds + warmup;
-        std::vector<std::string> args{
-            "--rate",     std::to_string(rate),
-            "--messages", std::to_string(static_cast<long long>(rate * total)),
-            "--warmup",   std::to_string(warmup)};
+        const auto messages = static_cast<long long>(rate * total);
+        std::vector<std::string> args{"--rate",     std::to_string(rate),
+                                      "--messages", std::to_string(messages),
+                                      "--warmup",   std::to_string(warmup)};
         if (app == "train")
           args.insert(args.end(), {"--runs", std::to_string(total)});  // a tick per second
-        auto [result, r] = run_job(args, std::to_string(static_cast<int>(multiple)));
-        const auto& l = judged_latency(r);
-        json run{{"app", app},
-                 {"dataset", w.dataset},
-                 {"multiple", multiple},
-                 {"target_rate", rate},
-                 {"throughput_in", r.value("throughput_in_after_warmup", 0.0)},
-                 {"messages_in", r["messages_in"]},
-                 {"messages_out", r["outputs"][r["primary_output"].get<std::string>()]["messages"]},
-                 {"latency_ms", l},
-                 {"latency_whole_run_ms",
-                  r["outputs"][r["primary_output"].get<std::string>()]["latency_ms"]},
-                 {"cpu_percent_mean", r["cpu_percent_mean"]},
-                 {"rss_mb_max", r["rss_mb_max"]},
-                 {"task_errors", r["task_errors"]["count"]},
-                 {"peak_live_batches", result.peak_live_batches},
-                 {"stable", stable(app, r, rate, p99_bound_ms)}};
-        if (multiple == target)
-          run["latency_sample_ms"] =
-              r["outputs"][r["primary_output"].get<std::string>()]["latency_sample_ms"];
-        std::printf(
-            "%-5s %-4s x%-3g %8.0f msg/s: in %8.0f/s, p50 %7.2f ms, p99 %8.2f ms, CPU %3.0f %%, "
-            "%s\n",
-            app.c_str(), w.dataset, multiple, rate, run["throughput_in"].get<double>(),
-            l["p50"].get<double>(), l["p99"].get<double>(), r["cpu_percent_mean"].get<double>(),
-            run["stable"] ? "stable" : "UNSTABLE");
+        const auto expected_in = app == "train" ? static_cast<long long>(total) : messages;
+        std::vector<json> runs;
+        std::vector<double> p99s, rates_in;
+        bool complete = true;
+        for (int i = 0; i < n; ++i) {
+          auto [result, r] = run_job(args, std::to_string(static_cast<int>(multiple)));
+          const auto& primary = r["outputs"][r["primary_output"].get<std::string>()];
+          const auto& l = judged_latency(r);
+          json run{{"app", app},
+                   {"dataset", w.dataset},
+                   {"multiple", multiple},
+                   {"target_rate", rate},
+                   {"throughput_in", r.value("throughput_in_after_warmup", 0.0)},
+                   {"messages_in", r["messages_in"]},
+                   {"messages_out", primary["messages"]},
+                   {"latency_ms", l},
+                   {"latency_whole_run_ms", primary["latency_ms"]},
+                   {"cpu_percent_mean", r["cpu_percent_mean"]},
+                   {"rss_mb_max", r["rss_mb_max"]},
+                   {"task_errors", r["task_errors"]["count"]},
+                   {"peak_live_batches", result.peak_live_batches}};
+          if (multiple == target) run["latency_sample_ms"] = primary["latency_sample_ms"];
+          if (r["messages_in"].get<long long>() != expected_in) {
+            complete = false;
+            std::printf("%-5s %-4s x%-3g: the source emitted %lld of %lld messages\n", app.c_str(),
+                        w.dataset, multiple, r["messages_in"].get<long long>(), expected_in);
+          }
+          p99s.push_back(l["p99"].get<double>());
+          rates_in.push_back(run["throughput_in"].get<double>());
+          std::printf(
+              "%-5s %-4s x%-3g %8.0f msg/s (run %d of %d): in %8.0f/s, p50 %7.2f ms, p99 "
+              "%8.2f ms, CPU %3.0f %%\n",
+              app.c_str(), w.dataset, multiple, rate, i + 1, n, run["throughput_in"].get<double>(),
+              l["p50"].get<double>(), p99s.back(), r["cpu_percent_mean"].get<double>());
+          std::fflush(stdout);
+          runs.push_back(std::move(run));
+        }
+        std::sort(runs.begin(), runs.end(), [](const json& a, const json& b) {
+          return a["latency_ms"]["p99"].get<double>() < b["latency_ms"]["p99"].get<double>();
+        });
+        auto run = runs[(runs.size() - 1) / 2];  // the median as bench::spread takes it
+        run["repeats"] = n;
+        run["p99_ms_spread"] = bench::spread(p99s);
+        run["throughput_in_spread"] = bench::spread(rates_in);
+        const double p99 = run["p99_ms_spread"]["median"].get<double>();
+        const double in = run["throughput_in_spread"]["median"].get<double>();
+        run["complete"] = complete;
+        run["stable"] = complete && (app == "train" || in >= 0.95 * rate) &&
+                        run["latency_ms"]["count"].get<std::size_t>() > 0 && p99 <= p99_bound_ms;
+        std::printf("%-5s %-4s x%-3g: median p99 %.2f ms (%.2f-%.2f), in %.0f/s: %s\n", app.c_str(),
+                    w.dataset, multiple, p99, run["p99_ms_spread"]["min"].get<double>(),
+                    run["p99_ms_spread"]["max"].get<double>(), in,
+                    run["stable"].get<bool>() ? "stable" : "UNSTABLE");
         std::fflush(stdout);
         report["runs"].push_back(run);
         return run;
@@ -257,23 +285,23 @@ int measure(int argc, char** argv) {
       // archives rate x seconds rows first)
       auto first = std::lower_bound(multiples.begin(), multiples.end(), target);
       if (first == multiples.end()) --first;
-      auto at_target = run_at(*first);
+      auto at_target = run_at(*first, *first == target ? repeats : 1);
       double best = 0;
       if (at_target["stable"]) {
         best = *first;
         for (auto m = first + 1; m != multiples.end() && !(app == "train" && *m > 10); ++m) {
-          if (!run_at(*m)["stable"]) break;
+          if (!run_at(*m, 1)["stable"]) break;
           best = *m;
         }
       } else {
         for (auto m = first; m != multiples.begin();)
-          if (run_at(*--m)["stable"]) {
+          if (run_at(*--m, 1)["stable"]) {
             best = *m;
             break;
           }
       }
       min_multiple = std::min(min_multiple, best);
-      max_p99 = std::max(max_p99, at_target["latency_ms"]["p99"].get<double>());
+      max_p99 = std::max(max_p99, at_target["p99_ms_spread"]["median"].get<double>());
       report["summary"].push_back({{"app", app},
                                    {"dataset", w.dataset},
                                    {"paper_rate", w.paper_rate},
