@@ -273,9 +273,9 @@ wt_cursor wt_session::open_cursor(const std::string& uri, const char* config) {
   return wt_cursor{uri, cursor};
 }
 
-void wt_session::drop(const std::string& uri) {
+void wt_session::drop(const std::string& uri, const char* config) {
   check(
-      session_->drop(session_, uri.c_str(), nullptr),
+      session_->drop(session_, uri.c_str(), config),
       [&] { return "dropping " + uri + " in '" + conn_->home() + "'"; }, conn_->get());
 }
 

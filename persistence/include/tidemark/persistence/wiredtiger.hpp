@@ -101,8 +101,9 @@ class wt_session {
   void create(const std::string& uri, const std::string& config);
   /// A cursor on `uri`; throws storage_error naming the uri.
   wt_cursor open_cursor(const std::string& uri, const char* config = nullptr);
-  /// Removes `uri` and its files.
-  void drop(const std::string& uri);
+  /// Removes `uri` and its files; `config` as for WT_SESSION::drop ("force=true": discard what
+  /// the cache holds of it unwritten).
+  void drop(const std::string& uri, const char* config = nullptr);
 
   void begin_transaction();
   /// Commits; `config` as for WT_SESSION::commit_transaction (e.g. "sync=on").
