@@ -357,6 +357,34 @@ BOOST_AUTO_TEST_CASE(
   BOOST_TEST(read_all(s) == iota(21));
 }
 
+// A checkpoint under the lazy policy: an expired window kept in memory with a late event is
+// restored with every event in its order, and stays in memory (expire() did not destage it
+// either): the restore writes no block.
+BOOST_AUTO_TEST_CASE(without_destage_on_expiry_a_restored_expired_window_stays_in_memory) {
+  auto cfg = small();
+  cfg.memory_events = 100;
+  cfg.destage_on_expiry = false;
+  store_t s{cfg, std::make_shared<storage_service>(), 1000};
+  for (std::int64_t i = 0; i < 20; ++i) s.append(w, h, k, i);
+  s.expire(w, h, k);
+  s.append(w, h, k, 20);  // late
+  std::vector<std::uint8_t> bytes;
+  {
+    state_writer out{1, bytes};
+    s.snapshot(out);
+  }
+  store_t restored{cfg, std::make_shared<storage_service>(), 1000};
+  state_reader in{1, bytes.data(), bytes.size()};
+  restored.restore(in);
+  restored.tick();
+  BOOST_TEST(restored.memory_events() == 21u);
+  BOOST_TEST(metric(restored, "state_write_blocks") + metric(restored, "state_destage_blocks") ==
+             0);
+  bool complete = false;
+  BOOST_TEST(read_all(restored, &complete) == iota(21));
+  BOOST_TEST(complete);
+}
+
 BOOST_AUTO_TEST_CASE(a_prestage_starts_only_when_its_blocks_fit_below_severe_pressure) {
   // Budget: 10,000 events, severe pressure above 9,000 (72,000 bytes).
   auto storage = std::make_shared<storage_service>(budgeted::config(10'000));
