@@ -28,19 +28,26 @@ sockaddr_in loopback(int port) {
   return addr;
 }
 
-/// True when some socket is bound to `host`:`port`, listening or not (a bind of our own fails).
-bool bound_elsewhere(int port, const std::string& host) {
+/// `use(fd, address)` on a fresh TCP socket and `host`:`port` (an IPv4 address), the socket
+/// closed afterwards; false when the address or the socket cannot be had.
+template <class Use>
+bool with_socket(int port, const std::string& host, Use use) {
   auto addr = loopback(port);
   if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return false;
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return false;
-  int on = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on,
-             sizeof on);  // a closed broker's TIME_WAIT is no owner
-  bool taken =
-      bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno == EADDRINUSE;
+  bool result = use(fd, reinterpret_cast<const sockaddr*>(&addr));
   close(fd);
-  return taken;
+  return result;
+}
+
+/// True when some socket is bound to `host`:`port`, listening or not (a bind of our own fails).
+bool bound_elsewhere(int port, const std::string& host) {
+  return with_socket(port, host, [](int fd, const sockaddr* addr) {
+    int on = 1;  // a closed broker's TIME_WAIT is no owner
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    return bind(fd, addr, sizeof(sockaddr_in)) != 0 && errno == EADDRINUSE;
+  });
 }
 
 /// The inode of the socket listening on TCP `port` (any IPv4 address), 0 when there is none.
@@ -91,13 +98,9 @@ int free_loopback_port() {
 }
 
 bool accepts_connections(int port, const std::string& host) {
-  auto addr = loopback(port);
-  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return false;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  close(fd);
-  return ok;
+  return with_socket(port, host, [](int fd, const sockaddr* addr) {
+    return connect(fd, addr, sizeof(sockaddr_in)) == 0;
+  });
 }
 
 local_mosquitto::local_mosquitto(std::string host, int port)
@@ -147,7 +150,7 @@ void local_mosquitto::start() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
   while (!listens(pid_, port_) && !exited() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
-  if (pid_ > 0 && listens(pid_, port_) && accepts_connections(port_, host_)) return;
+  if (pid_ > 0 && listens(pid_, port_)) return;
   stop();
   if (bound_elsewhere(port_, host_)) throw port_taken(address());
   throw std::runtime_error("mosquitto did not start on " + address() +
