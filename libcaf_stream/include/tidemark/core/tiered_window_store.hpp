@@ -273,7 +273,8 @@ class tiered_window_store final : public window_store<K, T> {
 
   /// Rebuilds the buckets of a snapshot in this (empty) store: each bucket's events are appended
   /// again in their order, so a live window fills its m-bucket and overflows to new blocks, and an
-  /// expired one goes to disk as expire() would have put it. The blocks get this store's own
+  /// expired one goes to disk where expire() would have put it there (destage on expiry; under the
+  /// lazy policy it stays as it was, its open tail included). The blocks get this store's own
   /// addresses; p-buckets of the store that wrote the snapshot are not reused.
   void restore(state_reader& in) override {
     if (!buckets_.empty()) throw job_error("tiered window store: restore into a store in use");
@@ -291,7 +292,7 @@ class tiered_window_store final : public window_store<K, T> {
       const auto fire_in = in.read<std::int64_t>();
       in.read(events);
       for (auto& x : events) append(w, h, k, std::move(x));
-      if (b.expired) seal_tail(b, io_class::destage);
+      if (destaged_at_expiry(b)) seal_tail(b, io_class::destage);
       if (fire_in >= 0) b.fire_at_ms = storage_->now_ms() + fire_in;
     }
   }
