@@ -90,8 +90,10 @@ struct stage_request {
 struct io_item {
   io_class cls = io_class::destage;
   char op = 'w';
-  std::string key;    // write: the block's key; erase: the bucket prefix
-  std::string value;  // write: the record
+  std::string key;  // write: the block's key; erase: the bucket prefix
+  // write: the record in the builder's own buffer, shared because a message must be copyable
+  std::shared_ptr<const flatbuffers::DetachedBuffer> record;
+  std::size_t record_size() const { return record ? record->size() : 0; }
   std::uint64_t position = 0;
   std::function<void(bool, std::uint64_t)> write_done;
   std::shared_ptr<stage_request> stage;
@@ -279,12 +281,12 @@ void storage_service::write(const bucket_address& b, std::uint64_t position, std
     item.cls = cls;
     item.op = 'w';
     item.key = std::move(key);
-    item.value.assign(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
+    item.record = std::make_shared<const flatbuffers::DetachedBuffer>(fbb.Release());
     item.position = position;
     item.write_done = std::move(done);
     // the serialized copy counts against the budget until it is written, so a disk that falls
     // behind shows as pressure (and the stores' back pressure) instead of hidden memory
-    account(static_cast<std::int64_t>(item.value.size()));
+    account(static_cast<std::int64_t>(item.record_size()));
     enqueue(std::move(item));
     std::lock_guard<std::mutex> l(work_m_);
     --serializing_;
@@ -475,15 +477,15 @@ bool storage_service::serve(io_item& item, io_session& s) {
     ++stats_.served[c];
     stats_.queue_ms_total[c] += waited;
     stats_.queue_ms_max[c] = std::max(stats_.queue_ms_max[c], waited);
-    if (item.op == 'w') (ok ? stats_.bytes_written += item.value.size() : ++stats_.write_errors);
+    if (item.op == 'w') (ok ? stats_.bytes_written += item.record_size() : ++stats_.write_errors);
     if (!ok && item.op == 'w') stats_.last_write_error = error;
     stats_.bytes_read += read;
     if (cfg_.manual_io) served_.push_back({item.cls, item.op, position});
   }
   // after the statistics: a store that learns of a failed write reads last_write_error() at once
   if (item.op == 'w') {
-    account(-static_cast<std::int64_t>(item.value.size()));
-    item.write_done(ok, ok ? item.value.size() : 0);
+    account(-static_cast<std::int64_t>(item.record_size()));
+    item.write_done(ok, ok ? item.record_size() : 0);
   }
   return requeue;
 }
@@ -492,7 +494,7 @@ void storage_service::write_block(const io_item& item, io_session& s) {
   for (std::uint32_t attempt = 1;; ++attempt) {
     try {
       s.cursor.set_key(item.key);
-      s.cursor.set_value(item.value);
+      s.cursor.set_value({reinterpret_cast<const char*>(item.record->data()), item.record->size()});
       s.cursor.insert();
       return;
     } catch (const storage_error& e) {
