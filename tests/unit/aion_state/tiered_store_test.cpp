@@ -417,6 +417,44 @@ BOOST_AUTO_TEST_CASE(moderate_memory_pressure_destages_expired_windows_before_op
   BOOST_TEST(read_all(s) == iota(2000));
 }
 
+// Of two expired windows, the later one goes to disk first: its re-execution comes last, so the
+// earlier one stays in memory and fires without a stage (Belady's choice, not the larger window).
+// Blocks being written count as released: pressure that lasts until they are on disk destages
+// nothing more.
+BOOST_AUTO_TEST_CASE(moderate_memory_pressure_destages_the_latest_expired_window_first) {
+  auto cfg = budgeted::config(10'000);
+  cfg.severe_free_fraction = 0;
+  auto storage = std::make_shared<storage_service>(cfg);
+  auto t = small();
+  t.memory_events = 10'000;
+  t.block_events = 1000;
+  t.destage_on_expiry = false;
+  store_t s{t, storage, 1000};
+  const window_id later{100, 200};
+  const window_id open{200, 300};
+  for (std::int64_t i = 0; i < 2500; ++i) s.append(w, h, k, i);
+  for (std::int64_t i = 0; i < 2000; ++i) s.append(later, h, k, i);
+  s.expire(w, h, k);
+  s.expire(later, h, k);
+  // 7,100 events: moderate pressure at the tick; a quarter of them (1,775) is one window
+  for (std::int64_t i = 0; i < 2600; ++i) s.append(open, h, k, i);
+  s.tick();
+  BOOST_TEST(metric(s, "state_pressure_destages") == 1);
+  BOOST_TEST(metric(s, "state_destage_blocks") == 2);
+  wait_until([&] {
+    s.tick();
+    return s.memory_events() <= 5100;  // the later window's blocks are written
+  });
+  // the ticks while they were written did not send the earlier window after them
+  BOOST_TEST(s.memory_events() == 5100u);
+  BOOST_TEST(metric(s, "state_pressure_destages") == 1);
+  BOOST_TEST(read_all(s) == iota(2500));
+  BOOST_TEST(metric(s, "state_stages") == 0);
+  window_events<std::int64_t> events{s.events(later, h, k)};
+  BOOST_TEST(std::vector<std::int64_t>(events.begin(), events.end()) == iota(2000));
+  BOOST_TEST(metric(s, "state_stages") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(memory_pressure_keeps_staged_events_for_their_re_execution) {
   // Staged events are freed after the re-execution they were staged for. Pressure that freed them
   // earlier only moved the read into the re-execution (and pre-staging started it again).

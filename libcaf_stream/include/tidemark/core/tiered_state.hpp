@@ -17,7 +17,7 @@ namespace tidemark {
 /// `.state(in_memory{})`: window events stay in memory (the default; like Flink's heap backend).
 struct in_memory {};
 
-/// Which windows a tiered store destages first under moderate memory pressure.
+/// Which open windows a tiered store destages first under moderate memory pressure.
 enum class pressure_order : std::uint8_t {
   largest_first,        ///< most bytes in memory first (fastest savings)
   least_active_first,   ///< longest without events first (least processing delay)
@@ -47,7 +47,7 @@ struct tiered {
   /// node's budget moves it out (expired windows before open ones), so a job whose windows fit
   /// the budget does no I/O; without a budget it then keeps everything in memory.
   bool destage_on_expiry = true;
-  /// Destage order under moderate node memory pressure.
+  /// Open windows' order under moderate pressure (expired go first, the latest window first).
   pressure_order order = pressure_order::largest_first;
 };
 

@@ -591,6 +591,7 @@ class tiered_window_store final : public window_store<K, T> {
     blk.sealed_ms = storage_->now_ms();
     b.block_events += blk.events;
     in_flight_events_ += blk.events;
+    in_flight_bytes_ += footprint;
     ++b.writes;
     ++writes_in_flight_;
     ++stats_.blocks[static_cast<int>(cls)];
@@ -790,20 +791,23 @@ class tiered_window_store final : public window_store<K, T> {
         candidates.push_back(&b);
     }
     if (p == memory_pressure::moderate) {
-      // expired windows first: they are read again only by late re-executions
-      if (cfg_.order == pressure_order::largest_first)
-        std::sort(candidates.begin(), candidates.end(), [](bucket* a, bucket* b) {
-          return std::tie(a->expired, a->mem_bytes) > std::tie(b->expired, b->mem_bytes);
-        });
-      else
-        std::sort(candidates.begin(), candidates.end(), [](bucket* a, bucket* b) {
-          return std::tie(b->expired, b->last_activity_ms) <
-                 std::tie(a->expired, a->last_activity_ms);
-        });
+      // Expired windows first: they are read again only by their late re-execution. Of those,
+      // the latest window first: its re-execution is the farthest away (Belady's choice), so the
+      // windows that re-execute next stay and fire from memory, and a budget that holds a few of
+      // the K past windows spares those few the write and the read. Open windows after them, in
+      // the configured order.
+      std::sort(candidates.begin(), candidates.end(), [this](bucket* a, bucket* b) {
+        if (a->expired != b->expired) return a->expired;
+        if (a->expired) return b->w < a->w;
+        if (cfg_.order == pressure_order::largest_first) return a->mem_bytes > b->mem_bytes;
+        return a->last_activity_ms < b->last_activity_ms;
+      });
     }
     const std::int64_t goal =
         severe ? std::numeric_limits<std::int64_t>::max() : inbox_->memory.load() / 4;
-    std::int64_t released = 0;
+    // Blocks on their way to disk count as released: their events leave memory when the writes
+    // complete, and destaging more while they are written sent windows to disk that fit.
+    std::int64_t released = severe ? 0 : in_flight_bytes_;
     for (auto* b : candidates) {
       if (released >= goal) break;
       released += b->mem_bytes + b->tail_bytes;
@@ -864,6 +868,7 @@ class tiered_window_store final : public window_store<K, T> {
           blk->second.bytes = c.bytes;
           b.disk_bytes += static_cast<std::int64_t>(c.bytes);
           in_flight_events_ -= blk->second.events;
+          in_flight_bytes_ -= blk->second.footprint;
           disk_events_ += blk->second.events;
           disk_bytes_ += c.bytes;
           if (b.staging) {  // keep it visible to the staging that may have passed its position
@@ -898,6 +903,7 @@ class tiered_window_store final : public window_store<K, T> {
       if (blk.in_flight) {
         add_memory(-blk.footprint);
         in_flight_events_ -= blk.events;
+        in_flight_bytes_ -= blk.footprint;
       } else {
         disk_events_ -= blk.events;
         disk_bytes_ -= blk.bytes;
@@ -916,6 +922,7 @@ class tiered_window_store final : public window_store<K, T> {
   std::uint64_t next_serial_ = 1;
   std::uint64_t appends_ = 0;
   std::uint64_t writes_in_flight_ = 0;  // blocks written and not completed yet
+  std::int64_t in_flight_bytes_ = 0;    // their footprint
   std::uint64_t in_flight_events_ = 0;  // events of those blocks (they are in memory)
   std::uint64_t disk_events_ = 0, disk_bytes_ = 0;  // of written blocks of live buckets
   event_time last_wm_ = std::numeric_limits<event_time>::min();
