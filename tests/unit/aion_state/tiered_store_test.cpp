@@ -78,6 +78,26 @@ struct budgeted {
 };
 
 /// Appends 0..n-1, expires the window and waits until the destage reached the disk.
+/// A store under the lazy policy (windows go to disk when the budget asks), with 1,000-event
+/// blocks and a budget of 10,000 events: moderate pressure above 7,000, severe only past the
+/// budget (the destaged blocks count twice while they are written: their events and their
+/// serialized copy).
+struct lazy_budgeted {
+  std::shared_ptr<storage_service> storage = [] {
+    auto cfg = budgeted::config(10'000);
+    cfg.severe_free_fraction = 0;
+    return std::make_shared<storage_service>(cfg);
+  }();
+  store_t s{[] {
+              auto t = small();
+              t.memory_events = 10'000;
+              t.block_events = 1000;
+              t.destage_on_expiry = false;
+              return t;
+            }(),
+            storage, 1000};
+};
+
 void fill_and_destage(store_t& s, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) s.append(w, h, k, i);
   s.expire(w, h, k);
@@ -393,16 +413,8 @@ BOOST_AUTO_TEST_CASE(a_prestage_starts_only_when_its_blocks_fit_below_severe_pre
 }
 
 BOOST_AUTO_TEST_CASE(moderate_memory_pressure_destages_expired_windows_before_open_ones) {
-  // Budget: 10,000 events; moderate pressure above 7,000, severe only past the budget (the
-  // destaged blocks count twice while they are written: their events and their serialized copy).
-  auto cfg = budgeted::config(10'000);
-  cfg.severe_free_fraction = 0;
-  auto storage = std::make_shared<storage_service>(cfg);
-  auto t = small();
-  t.memory_events = 10'000;
-  t.block_events = 1000;
-  t.destage_on_expiry = false;
-  store_t s{t, storage, 1000};
+  lazy_budgeted b;
+  auto& s = b.s;
   const window_id open{100, 200};
   for (std::int64_t i = 0; i < 2000; ++i) s.append(w, h, k, i);
   s.expire(w, h, k);
@@ -422,14 +434,8 @@ BOOST_AUTO_TEST_CASE(moderate_memory_pressure_destages_expired_windows_before_op
 // Blocks being written count as released: pressure that lasts until they are on disk destages
 // nothing more.
 BOOST_AUTO_TEST_CASE(moderate_memory_pressure_destages_the_latest_expired_window_first) {
-  auto cfg = budgeted::config(10'000);
-  cfg.severe_free_fraction = 0;
-  auto storage = std::make_shared<storage_service>(cfg);
-  auto t = small();
-  t.memory_events = 10'000;
-  t.block_events = 1000;
-  t.destage_on_expiry = false;
-  store_t s{t, storage, 1000};
+  lazy_budgeted b;
+  auto& s = b.s;
   const window_id later{100, 200};
   const window_id open{200, 300};
   for (std::int64_t i = 0; i < 2500; ++i) s.append(w, h, k, i);
