@@ -77,7 +77,6 @@ struct budgeted {
   store_t s;
 };
 
-/// Appends 0..n-1, expires the window and waits until the destage reached the disk.
 /// A store under the lazy policy (windows go to disk when the budget asks), with 1,000-event
 /// blocks and a budget of 10,000 events: moderate pressure above 7,000, severe only past the
 /// budget (the destaged blocks count twice while they are written: their events and their
@@ -98,6 +97,7 @@ struct lazy_budgeted {
             storage, 1000};
 };
 
+/// Appends 0..n-1, expires the window and waits until the destage reached the disk.
 void fill_and_destage(store_t& s, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) s.append(w, h, k, i);
   s.expire(w, h, k);

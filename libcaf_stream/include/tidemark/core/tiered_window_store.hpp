@@ -273,8 +273,8 @@ class tiered_window_store final : public window_store<K, T> {
 
   /// Rebuilds the buckets of a snapshot in this (empty) store: each bucket's events are appended
   /// again in their order, so a live window fills its m-bucket and overflows to new blocks, and an
-  /// expired one goes to disk where expire() would have put it there (destage on expiry; under the
-  /// lazy policy it stays as it was, its open tail included). The blocks get this store's own
+  /// expired one goes to disk only if expire() would have put it there (destage on expiry; under
+  /// the lazy policy it stays as it was, its open tail included). The blocks get this store's own
   /// addresses; p-buckets of the store that wrote the snapshot are not reused.
   void restore(state_reader& in) override {
     if (!buckets_.empty()) throw job_error("tiered window store: restore into a store in use");
