@@ -158,6 +158,16 @@ BOOST_AUTO_TEST_CASE(accumulator_groups_by_sensor_type_and_field_in_time_order) 
   BOOST_TEST(done.size() == 2u);
   BOOST_TEST((done.at("s1AVG").at("temperature") == std::vector<timed_value>{{2, 9}, {7, 1}}));
   BOOST_TEST((done.at("s1SLR").at("dust") == std::vector<timed_value>{{1, 6}, {3, 4}, {3, 5}}));
+  // A list with an element that is not a number adds none of its values.
+  accumulator two({2, {"SLR"}});
+  auto list = two.process(make("s3", "SLR", "1,s3,dust", 5, "1#x#3"));
+  BOOST_REQUIRE(!list);
+  BOOST_TEST(list.error().message ==
+             "accumulator: message 0, SLR: list element \"x\" is not a number");
+  auto closed = two.process(make("s3", "SLR", "1,s3,dust", 6, "7"));
+  BOOST_REQUIRE(closed);
+  BOOST_REQUIRE(*closed);
+  BOOST_TEST(((**closed).at("s3SLR").at("dust") == std::vector<timed_value>{{6, 7}}));
 }
 
 BOOST_AUTO_TEST_CASE(loglog_estimates_known_cardinalities_within_three_standard_errors) {

@@ -68,6 +68,37 @@ std::pair<double, double> bounds(const std::vector<plot_series>& series, bool of
 
 }  // namespace
 
+plot_series reduce_to_columns(const plot_series& s, double x_lo, double x_hi, std::size_t columns) {
+  plot_series out{s.name, {}, {}};
+  columns = std::max<std::size_t>(columns, 1);
+  const double scale = x_hi > x_lo ? static_cast<double>(columns) / (x_hi - x_lo) : 0.0;
+  auto column = [&](double x) {
+    return static_cast<std::size_t>(
+        std::clamp((x - x_lo) * scale, 0.0, static_cast<double>(columns - 1)));
+  };
+  const std::size_t n = std::min(s.x.size(), s.y.size());
+  for (std::size_t first = 0; first < n;) {
+    const auto c = column(s.x[first]);
+    std::size_t last = first;
+    std::size_t lowest = first;
+    std::size_t highest = first;
+    while (last + 1 < n && column(s.x[last + 1]) == c) {
+      ++last;
+      if (s.y[last] < s.y[lowest]) lowest = last;
+      if (s.y[last] > s.y[highest]) highest = last;
+    }
+    std::array<std::size_t, 4> keep{first, lowest, highest, last};
+    std::sort(keep.begin(), keep.end());
+    for (std::size_t k = 0; k < keep.size(); ++k) {
+      if (k > 0 && keep[k] == keep[k - 1]) continue;
+      out.x.push_back(s.x[keep[k]]);
+      out.y.push_back(s.y[keep[k]]);
+    }
+    first = last + 1;
+  }
+  return out;
+}
+
 multi_line_plot::multi_line_plot(plot_config config) : config_(std::move(config)) {
   if (config_.width <= 0 || config_.height <= 0)
     throw std::invalid_argument("multi_line_plot: width and height must be > 0");
@@ -83,6 +114,13 @@ std::optional<std::string> multi_line_plot::process(const std::string& title,
     errors_.report({"multi_line_plot '" + title + "': " + problem});
     return std::nullopt;
   }
+  const auto x_range = bounds(series, true, 0.0);
+  std::vector<plot_series> reduced;
+  if (config_.pixel_resolution)
+    for (const auto& s : series)
+      reduced.push_back(reduce_to_columns(s, x_range.first, x_range.second,
+                                          2 * static_cast<std::size_t>(config_.width)));
+  const auto& drawn = config_.pixel_resolution ? reduced : series;
   char* buffer = nullptr;
   std::size_t length = 0;
   FILE* out = open_memstream(&buffer, &length);
@@ -93,20 +131,19 @@ std::optional<std::string> multi_line_plot::process(const std::string& title,
   plot::page page{config_.format == plot_format::png ? "pngcairo" : "svg", config_.width,
                   config_.height, palette};
   const auto abort_message = plot::draw_page(out, page, [&] {
-    auto [xmin, xmax] = bounds(series, true, 0.0);
     auto [ymin, ymax] = bounds(series, false, 0.05);
     plcol0(1);
-    plenv(xmin, xmax, ymin, ymax, 0, 0);
+    plenv(x_range.first, x_range.second, ymin, ymax, 0, 0);
     pllab(plplot_text(config_.x_label).c_str(), plplot_text(config_.y_label).c_str(),
           plplot_text(title).c_str());
 
-    const auto n = static_cast<PLINT>(series.size());
+    const auto n = static_cast<PLINT>(drawn.size());
     std::vector<PLINT> opts(n, PL_LEGEND_LINE), text_colors(n, 1), line_colors(n), line_styles(n, 1);
     std::vector<PLFLT> line_widths(n, 2.0);
     std::vector<std::string> names;
     std::vector<const char*> texts;
     for (PLINT i = 0; i < n; ++i) {
-      const auto& s = series[i];
+      const auto& s = drawn[i];
       line_colors[i] = 2 + i % palette_size;
       plcol0(line_colors[i]);
       plwidth(2.0);

@@ -102,18 +102,17 @@ expected<std::optional<accumulated>> accumulator::process(const observation& o) 
   auto& values = inner->second;
   if (contains(config_.multivalue_types, o.obs_type)) {
     split_fields(o.text, '#', parts_);
-    std::vector<timed_value> parsed;
+    const auto before = values.size();  // a list with a bad element adds none of its values
     for (auto p : parts_) {
       auto x = detail::parse_double(p);
       if (!x) {
         rejected = fail("accumulator", "message " + std::to_string(o.msg_id) + ", " + o.obs_type +
                                         ": list element \"" + std::string(p) + "\" is not a number");
-        parsed.clear();
+        values.resize(before);
         break;
       }
-      parsed.push_back({o.timestamp, *x});
+      values.push_back({o.timestamp, *x});
     }
-    values.insert(values.end(), parsed.begin(), parsed.end());
   } else if (o.numeric && !o.missing) {
     values.push_back({o.timestamp, o.value});
   } else {
@@ -124,10 +123,11 @@ expected<std::optional<accumulated>> accumulator::process(const observation& o) 
     if (rejected) return *rejected;
     return std::optional<accumulated>{};
   }
+  const auto earlier = [](const timed_value& a, const timed_value& b) { return a.time < b.time; };
   for (auto& [key, fields] : current_)
     for (auto& [name, series] : fields)
-      std::stable_sort(series.begin(), series.end(),
-                       [](const timed_value& a, const timed_value& b) { return a.time < b.time; });
+      if (!std::is_sorted(series.begin(), series.end(), earlier))  // usual: no sort, no buffer
+        std::stable_sort(series.begin(), series.end(), earlier);
   accumulated done;
   done.swap(current_);
   count_ = 0;

@@ -26,7 +26,19 @@ struct plot_config {
   int height = 600;
   std::string x_label = "time since first event (ms)";
   std::string y_label = "value";
+  /// Draw each line at the chart's resolution (reduce_to_columns over 2 x width columns of the
+  /// x range): the same picture, a fraction of the points when lines are denser than pixels.
+  /// false draws every point.
+  bool pixel_resolution = true;
 };
+
+/// M4 (Jugel et al., "M4: A Visualization-Oriented Time Series Data Aggregation", VLDB 2014):
+/// cuts [x_lo, x_hi] into `columns` equal columns and, of each run of consecutive points in one
+/// column, keeps the first, the last, the lowest and the highest, in their order. The line
+/// through the kept points spans, in every column, the same heights as the line through all of
+/// them, so with columns narrower than a pixel it lights the same pixels. x outside the range
+/// falls into the first or last column.
+plot_series reduce_to_columns(const plot_series& s, double x_lo, double x_hi, std::size_t columns);
 
 /// Renders multi-line charts. Use an instance from one thread at a time; instances on different
 /// threads may render at once (PLplot keeps global state, so renders are serialized inside).
