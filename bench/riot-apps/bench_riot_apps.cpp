@@ -215,7 +215,6 @@ int measure(int argc, char** argv) {
       // `p99_bound_ms`. TRAIN's source is its timer (a tick per second, each over a second's
       // rows): a run that falls behind shows as latency.
       auto run_at = [&](double multiple) {
-        const int n = repeats;
         double rate = w.paper_rate * multiple;
         auto total = seconds + warmup;
         const auto messages = static_cast<long long>(rate * total);
@@ -228,7 +227,7 @@ int measure(int argc, char** argv) {
         std::vector<json> runs;
         std::vector<double> p99s, rates_in;
         bool complete = true;
-        for (int i = 0; i < n; ++i) {
+        for (int i = 0; i < repeats; ++i) {
           auto [result, r] = run_job(args, std::to_string(static_cast<int>(multiple)));
           const auto& primary = r["outputs"][r["primary_output"].get<std::string>()];
           const auto& l = judged_latency(r);
@@ -256,8 +255,9 @@ int measure(int argc, char** argv) {
           std::printf(
               "%-5s %-4s x%-3g %8.0f msg/s (run %d of %d): in %8.0f/s, p50 %7.2f ms, p99 "
               "%8.2f ms, CPU %3.0f %%\n",
-              app.c_str(), w.dataset, multiple, rate, i + 1, n, run["throughput_in"].get<double>(),
-              l["p50"].get<double>(), p99s.back(), r["cpu_percent_mean"].get<double>());
+              app.c_str(), w.dataset, multiple, rate, i + 1, repeats,
+              run["throughput_in"].get<double>(), l["p50"].get<double>(), p99s.back(),
+              r["cpu_percent_mean"].get<double>());
           std::fflush(stdout);
           runs.push_back(std::move(run));
         }
@@ -265,7 +265,7 @@ int measure(int argc, char** argv) {
           return a["latency_ms"]["p99"].get<double>() < b["latency_ms"]["p99"].get<double>();
         });
         auto run = runs[(runs.size() - 1) / 2];  // the median as bench::spread takes it
-        run["repeats"] = n;
+        run["repeats"] = repeats;
         run["p99_ms_spread"] = bench::spread(p99s);
         run["throughput_in_spread"] = bench::spread(rates_in);
         const double p99 = run["p99_ms_spread"]["median"].get<double>();
