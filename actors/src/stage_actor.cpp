@@ -182,7 +182,12 @@ class stage_actor final : public annotated_actor, private stage_io {
   void schedule_flush(std::chrono::milliseconds linger) override {
     delayed_send(this, linger, flush_atom::value);
   }
-  void schedule_pump() override { send(this, pump_atom::value); }
+  void schedule_pump(std::chrono::nanoseconds delay) override {
+    if (delay.count() > 0)
+      delayed_send(this, delay, pump_atom::value);
+    else
+      send(this, pump_atom::value);
+  }
   // A stage that is done stays until the deployment stops it: checkpoints taken later hear from
   // it that it had finished (stage_core::on_checkpoint).
   void done(instance_metrics m) override {

@@ -228,7 +228,7 @@ void stage_core::on_data(std::uint32_t in, batch_ptr b) {
 void stage_core::yield() {
   if (pump_scheduled_) return;
   pump_scheduled_ = true;
-  io_.schedule_pump();
+  io_.schedule_pump(std::chrono::nanoseconds::zero());
 }
 
 void stage_core::on_signal(std::uint32_t in, signal_kind kind, event_time wm) {
@@ -584,13 +584,16 @@ void stage_core::acknowledge(std::uint32_t slot) {
 
 /// Pulls while the source has more at once (full pulls), at most `credit` pulls per pump: one
 /// pump message per pull would cost as much as the pull itself at small batch sizes, and the bound
-/// keeps credit, checkpoints and live requests from waiting long behind a fast source.
+/// keeps credit, checkpoints and live requests from waiting long behind a fast source. After a
+/// pull that emitted nothing the next pump waits as long as the source says its next element
+/// needs (source_logic::idle_for).
 void stage_core::pump() {
   if (finished_ || !cfg_.source || blocked() || held()) return;
   const auto max_pulls = std::max<std::uint32_t>(1, cfg_.opts.credit);
   // a pull fills one batch of the output whose receiver takes the smallest (batch_bound.hpp)
   auto size = static_cast<std::uint32_t>(cfg_.opts.batch_size);
   for (const auto& o : outs_) size = std::min(size, o.bound.limit());
+  auto idle = std::chrono::nanoseconds::zero();
   for (std::uint32_t pulls = 0; pulls < max_pulls && !blocked() && !held(); ++pulls) {
     bool more = true;
     const auto before = metrics_.operators[0].events_out;
@@ -603,16 +606,18 @@ void stage_core::pump() {
     // A short pull means the source has nothing more right now: under adaptive batching what it
     // emitted goes out now instead of waiting for the next pulls (the pump keeps the mailbox busy).
     // So does a pull the batch bound made short: the bound is small when the source is slow, and
-    // its next pull may sleep for the next event while this one's batch waits for the pump's end.
-    if (metrics_.operators[0].events_out - before < cfg_.opts.batch_size) {
+    // its next element may be a while away while this pull's batch waits for the pump's end.
+    const auto emitted = metrics_.operators[0].events_out - before;
+    if (emitted < cfg_.opts.batch_size) {
       if (cfg_.opts.adaptive_batching) send_partial();
+      if (emitted == 0) idle = cfg_.source->idle_for();
       break;
     }
   }
   after_work();
   if (!blocked() && !held() && !pump_scheduled_) {
     pump_scheduled_ = true;
-    io_.schedule_pump();
+    io_.schedule_pump(idle);
   }
 }
 

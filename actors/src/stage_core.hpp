@@ -87,9 +87,10 @@ class stage_io {
   virtual void return_credit(std::uint32_t in, std::uint32_t n) = 0;
   /// Calls stage_core::on_flush after `linger`.
   virtual void schedule_flush(std::chrono::milliseconds linger) = 0;
-  /// Calls stage_core::on_pump soon, after pending messages (a source yields between pulls, a
-  /// stage with unaligned checkpoints between batches).
-  virtual void schedule_pump() = 0;
+  /// Calls stage_core::on_pump after `delay` or, when it is zero, soon, after pending messages (a
+  /// source yields between pulls, a stage with unaligned checkpoints between batches; a source
+  /// with nothing due waits for it: source_logic::idle_for).
+  virtual void schedule_pump(std::chrono::nanoseconds delay) = 0;
   /// The stage ended: every output got end-of-stream and every batch was sent.
   virtual void done(instance_metrics m) = 0;
   /// An operator failed; the core does nothing more.

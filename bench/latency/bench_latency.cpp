@@ -11,7 +11,6 @@
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -67,7 +66,7 @@ struct source_log {
 
 /// Emits events at `rate` per second (0: as fast as it is pulled) until `seconds` of wall time
 /// passed since it opened: each pull emits the events due by now (at most `max`). With nothing
-/// due it sleeps until the next event is due (at most 1 ms).
+/// due the stage pulls again when the next event is due.
 class paced_source final : public source_logic {
  public:
   paced_source(double rate, double seconds, event_shape shape, std::shared_ptr<source_log> log)
@@ -89,14 +88,16 @@ class paced_source final : public source_logic {
     } else {
       for (auto due = due_of(next_); xs.size() < max && due <= now; due = due_of(next_))
         xs.push_back(shape_.make(next_++, due, now));
-      if (xs.empty()) {
-        const auto wait = std::min<std::int64_t>(due_of(next_) - now, 1'000'000);
-        std::this_thread::sleep_for(std::chrono::nanoseconds{wait});
-      }
     }
     log_->emitted = next_;
     if (!xs.empty()) out.emit(std::move(b));
     return true;
+  }
+
+  std::chrono::nanoseconds idle_for() const override {
+    if (rate_ <= 0) return std::chrono::nanoseconds::zero();
+    return std::chrono::nanoseconds{
+        std::max<std::int64_t>(0, std::min(due_of(next_), end_) - now_ns())};
   }
 
  private:

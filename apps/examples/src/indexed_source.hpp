@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "tidemark/core/state.hpp"
@@ -28,11 +27,7 @@ class indexed_source final : public source_logic {
       if (!started_) started_ = now;
       auto due = first_ + std::chrono::duration_cast<std::chrono::microseconds>(now - *started_).count() *
                               rate_ / 1'000'000;
-      if (due <= next_) {
-        // nothing due: wait a little instead of spinning, short enough to stay responsive
-        std::this_thread::sleep_for(std::chrono::milliseconds{1});
-        return true;
-      }
+      if (due <= next_) return true;  // nothing due: the stage pulls again when it is (idle_for)
       until = std::min(until, due);
     }
     auto b = std::make_unique<batch<T>>();
@@ -40,6 +35,14 @@ class indexed_source final : public source_logic {
     for (; next_ < until; ++next_) b->values.push_back(make_(next_));
     if (!b->values.empty()) out.emit(std::move(b));
     return next_ < events_;
+  }
+
+  /// Element next_ is due once rate × the microseconds since the start reach next_ - first_ + 1.
+  std::chrono::nanoseconds idle_for() const override {
+    if (rate_ <= 0 || !started_) return std::chrono::nanoseconds::zero();
+    const auto due = *started_ + std::chrono::microseconds{
+                                     ((next_ - first_ + 1) * 1'000'000 + rate_ - 1) / rate_};
+    return std::max(std::chrono::nanoseconds::zero(), due - std::chrono::steady_clock::now());
   }
 
   bool replayable() const override { return true; }

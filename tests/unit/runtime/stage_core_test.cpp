@@ -26,6 +26,7 @@ struct recording_io final : stage_io {
   std::vector<std::string> credits;  ///< "in 1: 2"
   int flushes = 0;
   int pumps = 0;
+  std::vector<std::int64_t> pump_delays_us;  ///< of every pump asked for
   bool is_done = false;
   std::string failure;
   std::vector<std::pair<std::uint64_t, std::string>> checkpoints;  ///< (id, state)
@@ -53,7 +54,10 @@ struct recording_io final : stage_io {
     credits.push_back("in " + std::to_string(in) + ": " + std::to_string(n));
   }
   void schedule_flush(std::chrono::milliseconds) override { ++flushes; }
-  void schedule_pump() override { ++pumps; }
+  void schedule_pump(std::chrono::nanoseconds delay) override {
+    ++pumps;
+    pump_delays_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(delay).count());
+  }
   void done(instance_metrics) override { is_done = true; }
   void failed(std::string what) override { failure = std::move(what); }
   void checkpointed(std::uint64_t id, std::string state, double) override {
@@ -164,6 +168,20 @@ struct counting_source final : source_logic {
   int next_ = 0;
 };
 
+/// Emits the next integer when the test says one is due, and otherwise nothing, saying when the
+/// next one is due.
+struct paced_source final : source_logic {
+  bool pull(std::size_t, emitter& out) override {
+    if (due) out.emit(std::make_unique<batch<int>>(std::vector<int>{next_++}));
+    return true;
+  }
+  std::chrono::nanoseconds idle_for() const override { return std::chrono::microseconds{250}; }
+  bool due = false;
+
+ private:
+  int next_ = 0;
+};
+
 /// Keeps the even elements.
 struct keep_even final : operator_logic {
   void process(std::size_t, batch_ptr in, emitter& out) override {
@@ -175,7 +193,8 @@ struct keep_even final : operator_logic {
 
 /// counting_source -> keep_even, one output slot with credit 8.
 struct source_stage {
-  source_stage(int per_pull, std::size_t batch_size, bool adaptive) {
+  source_stage(int per_pull, std::size_t batch_size, bool adaptive,
+               std::unique_ptr<source_logic> source = nullptr) {
     source_node.name = "count";
     source_node.op = "source";
     filter_node.name = "even";
@@ -183,7 +202,7 @@ struct source_stage {
     stage_config cfg;
     cfg.nodes = {&source_node, &filter_node};
     cfg.tree = {{0, 0, 0}, {1, 0, 0}};
-    cfg.source = std::make_unique<counting_source>(per_pull);
+    cfg.source = source ? std::move(source) : std::make_unique<counting_source>(per_pull);
     cfg.ops.push_back(std::make_unique<keep_even>());
     cfg.outputs = 1;
     cfg.edges = {output_edge{partitioning::forward, 1, 0, {0}}};
@@ -248,6 +267,20 @@ BOOST_AUTO_TEST_CASE(a_short_pull_goes_out_at_once_under_adaptive_batching) {
   BOOST_TEST(fixed.io.flushes == 1);
   fixed.core->on_flush();
   BOOST_TEST(fixed.io.take() == (lines{"out 0: [0]"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_source_with_nothing_due_is_pulled_again_when_it_says_and_not_before) {
+  auto owned = std::make_unique<paced_source>();
+  auto& source = *owned;
+  source_stage s{0, 100, true, std::move(owned)};
+  s.core->start();  // nothing due: the next pump comes after the source's 250 us
+  BOOST_TEST(s.io.take().empty());
+  BOOST_TEST(s.io.pump_delays_us == (std::vector<std::int64_t>{250}));
+  source.due = true;  // 0 now, and the next pump comes at once: the source may have more
+  s.core->on_pump();
+  BOOST_TEST(s.io.take() == (lines{"out 0: [0]"}));
+  BOOST_TEST(s.io.pump_delays_us.back() == 0);
+  BOOST_TEST(s.io.pumps == 2);
 }
 
 BOOST_AUTO_TEST_CASE(full_pulls_fill_whole_batches_under_adaptive_batching) {

@@ -6,7 +6,6 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include "tidemark/core/state.hpp"
 #include "tidemark/riot/parse.hpp"
@@ -30,13 +29,15 @@ bool replay_source::pull(std::size_t max, emitter& out) {
   if (!b->values.empty()) {
     metrics_->emitted(b->values.front().msg_id, b->values.size());
     out.emit(std::move(b));
-  } else if (pending_) {
-    // nothing due yet: give the thread up briefly instead of spinning
-    auto wait = std::min<std::int64_t>(pending_->due_ns - now, 1'000'000);
-    std::this_thread::sleep_for(std::chrono::nanoseconds{wait});
   }
   if (!pending_) pending_ = schedule_.next();
   return pending_.has_value();
+}
+
+std::chrono::nanoseconds replay_source::idle_for() const {
+  if (!pending_) return std::chrono::nanoseconds::zero();
+  const auto now = metrics_->now_ns() + paced_from_ns_;
+  return std::chrono::nanoseconds{std::max<std::int64_t>(0, pending_->due_ns - now)};
 }
 
 void replay_source::snapshot(state_writer& out) {

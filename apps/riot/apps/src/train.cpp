@@ -2,7 +2,6 @@
 // training, and quartile annotation -> decision tree training -> blob upload -> MQTT notice.
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "common.hpp"
 #include "tidemark/core/state.hpp"
@@ -38,17 +37,15 @@ class timer_source final : public source_logic {
   void open() override { metrics_->start(); }
   bool pull(std::size_t, emitter& out) override {
     if (next_ >= ticks_.size()) return false;
-    auto due = paced_from_ns_ + static_cast<std::int64_t>(next_ - first_ + 1) * interval_ns_;
-    auto now = metrics_->now_ns();
-    if (now < due) {
-      std::this_thread::sleep_for(std::chrono::nanoseconds{std::min<std::int64_t>(due - now, 1'000'000)});
-      return true;
-    }
+    if (metrics_->now_ns() < due()) return true;
     auto b = std::make_unique<batch<train_tick>>();
     b->values.push_back(ticks_[next_++]);
     metrics_->emitted(b->values.front().id, 1);
     out.emit(std::move(b));
     return next_ < ticks_.size();
+  }
+  std::chrono::nanoseconds idle_for() const override {
+    return std::chrono::nanoseconds{std::max<std::int64_t>(0, due() - metrics_->now_ns())};
   }
   bool replayable() const override { return true; }
   void snapshot(state_writer& out) override { out.write(static_cast<std::uint64_t>(next_)); }
@@ -68,6 +65,10 @@ class timer_source final : public source_logic {
   std::size_t next_ = 0;
   std::size_t first_ = 0;            // the tick pacing counts from (the restored one)
   std::int64_t paced_from_ns_ = 0;  // when pacing started, on the metrics' clock
+
+  std::int64_t due() const {
+    return paced_from_ns_ + static_cast<std::int64_t>(next_ - first_ + 1) * interval_ns_;
+  }
 };
 
 /// Trains with `Task` (decision_tree_train or linear_regression_train) and writes the model file

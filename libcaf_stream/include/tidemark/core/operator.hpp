@@ -3,6 +3,7 @@
 // so every operator can be tested by calling it directly.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -161,6 +162,12 @@ class source_logic {
   virtual void open() {}
   /// Emits at most `max` elements; returns false once the source is exhausted.
   virtual bool pull(std::size_t max, emitter& out) = 0;
+  /// Asked after a pull that emitted nothing: how long until the source has more, when it knows
+  /// (a paced source knows when its next element is due). The stage pulls again after that long
+  /// and holds no thread meanwhile, where a source sleeping in pull() would take a scheduler
+  /// thread from every other stage. Zero, the default, pulls again once the stage's mailbox is
+  /// worked off.
+  virtual std::chrono::nanoseconds idle_for() const { return std::chrono::nanoseconds::zero(); }
 
   // ---- checkpoints: see operator_logic ----
 
