@@ -539,20 +539,21 @@ std::optional<observation> sliding_regression::process(const observation& o) {
   return process(states_.get(o, [] { return state{}; }), o);
 }
 
-std::optional<observation> sliding_regression::process(state& s, const observation& o) const {
+std::optional<observation> sliding_regression::process(state& s, observation o) const {
   if (!accepts(o)) return std::nullopt;
   auto predictions = step(s, o.value);
   if (predictions.empty()) return std::nullopt;
-  observation out = o;
-  out.meta = o.meta + ',' + o.obs_type;
-  out.obs_type = "SLR";
-  out.text.clear();
+  o.meta += ',';
+  o.meta += o.obs_type;
+  o.obs_type = "SLR";
+  o.text.clear();
   for (std::size_t i = 0; i < predictions.size(); ++i) {
-    if (i) out.text.push_back('#');
-    out.text += detail::format_double(predictions[i]);
+    if (i) o.text.push_back('#');
+    o.text += detail::format_double(predictions[i]);
   }
-  out.value = std::accumulate(predictions.begin(), predictions.end(), 0.0) / static_cast<double>(predictions.size());
-  return out;
+  o.value = std::accumulate(predictions.begin(), predictions.end(), 0.0) /
+            static_cast<double>(predictions.size());
+  return std::optional<observation>{std::move(o)};
 }
 
 }  // namespace tidemark::riot

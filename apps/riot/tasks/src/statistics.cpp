@@ -62,15 +62,15 @@ std::optional<observation> block_average::process(const observation& o) {
   return process(states_.get(o, [] { return state{}; }), o);
 }
 
-std::optional<observation> block_average::process(state& s, const observation& o) const {
+std::optional<observation> block_average::process(state& s, observation o) const {
   if (!accepts(o)) return std::nullopt;
   auto mean = step(s, o.value);
   if (!mean) return std::nullopt;
-  observation out = o;
-  out.meta = o.meta + ',' + o.obs_type;
-  out.obs_type = "AVG";
-  set_value(out, *mean);
-  return out;
+  o.meta += ',';
+  o.meta += o.obs_type;
+  o.obs_type = "AVG";
+  set_value(o, *mean);
+  return std::optional<observation>{std::move(o)};
 }
 
 // ---- accumulator -----------------------------------------------------------------------------
@@ -208,11 +208,10 @@ bool kalman_filter::process(observation& o) {
   return true;
 }
 
-std::optional<observation> kalman_filter::process(state& s, const observation& o) const {
+std::optional<observation> kalman_filter::process(state& s, observation o) const {
   if (!accepts(o)) return std::nullopt;
-  observation out = o;
-  set_value(out, step(s, o.value));
-  return out;
+  set_value(o, step(s, o.value));
+  return std::optional<observation>{std::move(o)};
 }
 
 // ---- second-order moment -----------------------------------------------------------------------

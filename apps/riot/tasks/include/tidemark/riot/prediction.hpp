@@ -216,8 +216,8 @@ class sliding_regression {
   std::vector<double> step(state& s, double y) const;
   bool accepts(const observation& o) const;
   /// Once the window is full: obs_type "SLR", text the '#'-joined predictions, value their mean,
-  /// meta "<meta>,<field>".
-  std::optional<observation> process(state& s, const observation& o) const;
+  /// meta "<meta>,<field>"; made from `o` itself (a caller that is done with it moves it in).
+  std::optional<observation> process(state& s, observation o) const;
   /// The same, keyed by sensor id + field.
   std::optional<observation> process(const observation& o);
 

@@ -53,8 +53,8 @@ class block_average {
   /// Whether `o` is one of the averaged fields and has a usable value.
   bool accepts(const observation& o) const;
   /// The "AVG" observation (the block's mean as value, meta "<meta>,<field>") when `o` completes
-  /// the block held in `s`.
-  std::optional<observation> process(state& s, const observation& o) const;
+  /// the block held in `s`; made from `o` itself (a caller that is done with it moves it in).
+  std::optional<observation> process(state& s, observation o) const;
   /// The same, keyed by sensor id + field.
   std::optional<observation> process(const observation& o);
 
@@ -160,8 +160,9 @@ class kalman_filter {
   /// Folds measurement `z` into `s`; returns the new estimate.
   double step(state& s, double z) const;
   bool accepts(const observation& o) const;
-  /// The observation with its value replaced by the estimate (configured fields only).
-  std::optional<observation> process(state& s, const observation& o) const;
+  /// The observation with its value replaced by the estimate (configured fields only); `o` itself
+  /// (a caller that is done with it moves it in).
+  std::optional<observation> process(state& s, observation o) const;
   /// Keyed by sensor id + field, in place: replaces the value of a configured field by its
   /// estimate and returns true; returns false and leaves other fields alone (a 1:1 transform
   /// needs no copy).

@@ -29,11 +29,12 @@ inline auto by_sensor_field(const stream<observation>& in, const std::string& na
 }
 
 /// `task`'s per-key step for keyed_stream::process: task.process(state, o) may emit one
-/// observation.
+/// observation, made from `o` itself: the input batch is the operator's, and an observation's
+/// strings cost allocations to copy.
 template <class Task>
 auto step_of(std::shared_ptr<const Task> task) {
-  return [task](typename Task::state& s, const observation& o, collector<observation>& out) {
-    if (auto r = task->process(s, o)) out(std::move(*r));
+  return [task](typename Task::state& s, observation& o, collector<observation>& out) {
+    if (auto r = task->process(s, std::move(o))) out(std::move(*r));
   };
 }
 
