@@ -262,7 +262,10 @@ void deployment_actors::lose_node(std::uint32_t node) {
 caf::actor deployment_actors::lose_copy(std::uint32_t k, std::uint32_t copy) {
   auto gone = [k, copy](const copy_id& c) { return c.instance == k && c.copy == copy; };
   lose(gone);
-  for (std::size_t a = 0; a < stages_.size(); ++a)
+  if (where_.node(k, copy) != where_.self) return nullptr;
+  // the newest actor of the copy: one spawned before it here was stopped when the copy was
+  // dropped or moved, and the copy came back to this node
+  for (auto a = stages_.size(); a-- > 0;)
     if (gone(neighbours_[a].self)) {
       caf::anon_send_exit(stages_[a], caf::exit_reason::user_shutdown);
       return stages_[a];

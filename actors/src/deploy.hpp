@@ -82,7 +82,8 @@ class deployment_actors {
   /// (stage_core::on_copies_lost).
   void lose_node(std::uint32_t node);
   /// Copy `copy` of flat stage instance `k` is gone (it fell too far behind): as lose_node for
-  /// that copy; when it runs here, it is stopped and returned (null otherwise).
+  /// that copy; when it runs here, its actor (the newest, when the copy ran here before) is
+  /// stopped and returned (null otherwise).
   caf::actor lose_copy(std::uint32_t k, std::uint32_t copy);
   /// Copy `e`, lost with its node, runs again on node `node` from `from` (docs/replication.md,
   /// "Restoring the replication level"), the first of two steps: the local receivers of its

@@ -27,6 +27,7 @@
 #include "tidemark/examples/example_jobs.hpp"
 #include "tidemark/runtime/cluster.hpp"
 #include "tidemark/runtime/job_registry.hpp"
+#include "tidemark/runtime/live.hpp"
 
 namespace tidemark::test {
 
@@ -119,6 +120,27 @@ class arrival_file {
   std::size_t offset_ = 0;
   std::vector<steady_ns> stamps_;
 };
+
+/// Per stage instance of `view`'s latest snapshot: events in and out, batches waiting at its
+/// inputs and for credit, and its watermark; one line each.
+inline std::string describe_instances(const live_view& view) {
+  const auto snapshot = view.latest();
+  if (!snapshot) return "(no live counters yet)\n";
+  std::string text;
+  for (const auto& m : snapshot->instances) {
+    std::uint64_t in = 0, out = 0;
+    if (!m.operators.empty()) {
+      in = m.operators.front().events_in;
+      out = m.operators.back().events_out;
+    }
+    text += "  stage " + std::to_string(m.stage) + " instance " + std::to_string(m.instance) +
+            ": " + std::to_string(in) + " events in, " + std::to_string(out) + " out, " +
+            std::to_string(m.queued_batches) + " batches queued, " +
+            std::to_string(m.blocked_batches) + " waiting for credit, watermark " +
+            std::to_string(m.watermark) + "\n";
+  }
+  return text;
+}
 
 /// What one cluster run gave.
 struct watched_run {
@@ -232,8 +254,9 @@ struct replicated_window {
   /// Runs `events` readings at `rate` per second on the cluster as run `name` (files
   /// NAME.txt and NAME.arrivals, emptied first), calling `during` while the job runs. Rethrows
   /// what the run or `during` threw.
-  watched_run run(std::int64_t events, std::int64_t rate, const std::string& name,
-                  const run_options& ro, const std::function<void(running_job&)>& during = {}) {
+  watched_run run(std::int64_t events, std::int64_t rate, const std::string& name, run_options ro,
+                  const std::function<void(running_job&)>& during = {}) {
+    if (!ro.live) ro.live = std::make_shared<live_view>();
     const auto out = nodes.dir / (name + ".txt");
     const auto stamps = nodes.dir / (name + ".arrivals");
     std::filesystem::remove(out);
@@ -246,6 +269,18 @@ struct replicated_window {
     if (during) {
       running_job running{nodes, job, arrivals, r.kills};
       during(running);
+    }
+    // a run that outlasts its source by far hangs: what each stage instance did goes into the
+    // error, and the nodes are stopped so that the coordinator gives up and the run returns
+    const auto limit = std::chrono::seconds{rate > 0 ? events / rate + 60 : 60};
+    if (job.wait_for(limit) != std::future_status::ready) {
+      const auto stuck = describe_instances(*ro.live);
+      for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (nodes.running(i)) nodes.kill(i);
+      job.wait();
+      throw std::runtime_error("run '" + name + "' did not end within " +
+                               std::to_string(limit.count()) + " s; its stage instances:\n" +
+                               stuck);
     }
     r.result = job.get();
     r.results = sorted_lines(out);

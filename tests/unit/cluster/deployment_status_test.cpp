@@ -1,11 +1,17 @@
 // What a node reports of its deployment (net::describe, the deployment in its status reply): the
 // nodes and copies its Deploy frame placed, the planner's figures it carried, every copy's state
 // as NodeLost, CopyLost and RestoreCopy change it, and the lag its reliable senders see. And what
-// the node's dispatch does with its channels when a copy moves to another node.
+// the node's dispatch does with its channels when a copy moves to another node, and which actor
+// the node stops when a copy that came back to it is lost again.
 #define BOOST_TEST_MODULE deployment status
 #include <boost/test/unit_test.hpp>
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+
 #include "../../support/recording_port.hpp"
+#include "deploy.hpp"
 #include "net/frames.hpp"
 #include "net/node_dispatch.hpp"
 #include "tidemark/core/synchronizer.hpp"
@@ -48,8 +54,8 @@ struct deployed_window_count {
     x = net::read_deploy(*net::read_control(frame).body_as_Deploy(), registry, "n1", 1 << 20);
   }
 
-  /// The Deploy frame of that placement, as the coordinator sends it.
-  zmq::message_t deploy_frame() const {
+  /// The Deploy frame of that placement, as the coordinator sends it to node `self` (an index).
+  zmq::message_t deploy_frame(std::uint32_t self = 0) const {
     flatbuffers::FlatBufferBuilder b;
     std::vector<std::string> names, values;
     const auto o = options();  // values() is a member of it
@@ -85,6 +91,7 @@ struct deployed_window_count {
     d.add_batch_size(64);
     d.add_credit(8);
     d.add_deployment(5);
+    d.add_self_index(self);
     d.add_spare_budget(0.5);
     d.add_replica_load(1.25);
     d.add_predicted_availability(0.97);
@@ -238,4 +245,54 @@ BOOST_FIXTURE_TEST_CASE(frames_queued_for_a_copys_lost_node_never_reach_its_rest
   const auto report = d.receivers[from_copy]->report(now);
   BOOST_REQUIRE(report.has_value());
   BOOST_TEST(report->credit == 3u);
+}
+
+namespace {
+
+/// Takes every message and does nothing: the driver and the proxies to other nodes.
+caf::behavior ignoring(caf::event_based_actor* self) {
+  self->set_default_handler(caf::drop);
+  return {[](int) {}};
+}
+
+}  // namespace
+
+// The replica_takeover test once hung: a replica dropped for lagging was made again on the node it
+// had run on before, and dropped again; its node stopped the actor of the first drop a second
+// time instead of the new one, which then waited for an end of its input that never came.
+BOOST_FIXTURE_TEST_CASE(a_copy_that_comes_back_to_a_node_is_its_newest_actor_there,
+                        deployed_window_count) {
+  // node n3 (node 2) runs the window's replicas, nothing else
+  auto n3 = net::read_deploy(*net::read_control(deploy_frame(2)).body_as_Deploy(), registry, "n3",
+                             1 << 20);
+  const auto k = static_cast<std::uint32_t>(replicated().front());
+  std::uint32_t stage = 0;
+  while (stage + 1 < n3->offsets.size() && n3->offsets[stage + 1] <= k) ++stage;
+  const detail::wiring::endpoint replica{stage, k - n3->offsets[stage], 1};
+
+  caf::actor_system_config cfg;
+  detail::configure(cfg, n3->opts);
+  caf::actor_system sys{cfg};
+  detail::remote_channels remote;
+  remote.outbound = [&](std::uint32_t, std::uint32_t, const batch_codec*) {
+    return sys.spawn(ignoring);
+  };
+  remote.inbound = [&](std::uint32_t, std::uint32_t, caf::actor) { return sys.spawn(ignoring); };
+  detail::deployment_actors actors{sys,      n3->synced.graph,    n3->plan, n3->wiring, n3->where,
+                                   n3->opts, sys.spawn(ignoring), &remote};
+  BOOST_REQUIRE_EQUAL(actors.stages().size(), 2u);  // the replicas of both window instances
+  const auto first = actors.stages().front();
+  const auto none_lost = [](std::uint32_t, std::uint32_t) { return false; };
+  const detail::restore_point from_the_start;
+
+  BOOST_TEST((actors.lose_copy(k, 1) == first));  // dropped for lagging
+  // made again on n4, and dropped there: nothing of it runs here
+  BOOST_TEST(!actors.restore_copy(replica, 3, from_the_start, remote, none_lost));
+  BOOST_TEST(!actors.lose_copy(k, 1));
+  // made again here, and dropped again: the new actor stops
+  const auto again = actors.restore_copy(replica, 2, from_the_start, remote, none_lost);
+  BOOST_REQUIRE(again);
+  BOOST_TEST((again != first));
+  BOOST_TEST((actors.lose_copy(k, 1) == again));
+  actors.stop();
 }
