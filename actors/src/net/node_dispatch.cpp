@@ -500,6 +500,10 @@ void node_dispatch::restore_copy(std::string_view from, const wire::RestoreCopy&
       const bool other_gone = x.gone.count(sender == x.self ? receiver : sender) > 0;
       x.senders[c].reset();
       x.receivers[c].reset();
+      if (in && receiver != x.self && x.restored[{k, e.copy}] == x.self)
+        x.moved_away.insert(c);
+      else if (in && receiver == x.self)
+        x.moved_away.erase(c);
       if (other_gone) continue;
       if (sender == x.self && receiver != x.self)
         x.senders[c] = std::make_unique<reliable_sender<zmq::message_t>>(x.opts.credit,
@@ -605,6 +609,7 @@ void node_dispatch::on_data(const char* key, zmq::message_t& received) {
     return;
   }
   if (!x.receivers[c]) {
+    if (x.moved_away.count(c)) return;  // late for a copy that runs elsewhere now
     bad_frame(received, "data for channel " + std::to_string(c) + ", which has no receiver here");
     return;
   }

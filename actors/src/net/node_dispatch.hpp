@@ -61,6 +61,9 @@ struct deployment {
   std::set<std::pair<std::uint32_t, std::uint32_t>> dropped;
   /// Copies restored after a loss (flat instance and copy) and the node each ran on before.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> restored;
+  /// Channels whose receiving copy ran here and was restored on another node: what was sent to it
+  /// here before may still arrive (delayed on the way), and is dropped as late, not as bad.
+  std::set<std::uint32_t> moved_away;
   /// Deploy 1.7: the replication planner's figures, echoed in status replies (-1: unknown).
   double spare_budget = -1;
   double replica_load = -1;
