@@ -15,6 +15,7 @@
 #include "deploy.hpp"
 #include "net/frames.hpp"
 #include "net/node_dispatch.hpp"
+#include "tidemark/core/annotated_actor.hpp"
 #include "tidemark/core/synchronizer.hpp"
 #include "tidemark/examples/example_jobs.hpp"
 
@@ -297,11 +298,17 @@ BOOST_FIXTURE_TEST_CASE(frames_late_for_a_copy_that_moved_away_are_not_bad_frame
 
 namespace {
 
-/// Takes every message and does nothing: the driver and the proxies to other nodes.
-caf::behavior ignoring(caf::event_based_actor* self) {
-  self->set_default_handler(caf::drop);
-  return {[](int) {}};
-}
+/// Takes every message and does nothing: the driver and the proxies to other nodes. A class: CAF
+/// 0.17 spawning a function without arguments binds a reference to a null pointer (UBSan).
+class ignoring final : public tidemark::detail::annotated_actor {
+ public:
+  explicit ignoring(caf::actor_config& cfg) : annotated_actor(cfg) {
+    set_default_handler(caf::drop);
+  }
+  caf::behavior make_behavior() override {
+    return {[](int) {}};
+  }
+};
 
 }  // namespace
 
@@ -323,11 +330,11 @@ BOOST_FIXTURE_TEST_CASE(a_copy_that_comes_back_to_a_node_is_its_newest_actor_the
   caf::actor_system sys{cfg};
   detail::remote_channels remote;
   remote.outbound = [&](std::uint32_t, std::uint32_t, const batch_codec*) {
-    return sys.spawn(ignoring);
+    return sys.spawn<ignoring>();
   };
-  remote.inbound = [&](std::uint32_t, std::uint32_t, caf::actor) { return sys.spawn(ignoring); };
-  detail::deployment_actors actors{sys,      n3->synced.graph,    n3->plan, n3->wiring, n3->where,
-                                   n3->opts, sys.spawn(ignoring), &remote};
+  remote.inbound = [&](std::uint32_t, std::uint32_t, caf::actor) { return sys.spawn<ignoring>(); };
+  detail::deployment_actors actors{sys,      n3->synced.graph,      n3->plan, n3->wiring, n3->where,
+                                   n3->opts, sys.spawn<ignoring>(), &remote};
   BOOST_REQUIRE_EQUAL(actors.stages().size(), 2u);  // the replicas of both window instances
   const auto first = actors.stages().front();
   const auto none_lost = [](std::uint32_t, std::uint32_t) { return false; };
