@@ -1,15 +1,25 @@
 // MQTT publish/subscribe through a real mosquitto broker that the test starts on a free loopback
-// port: a round trip of CITY SenML lines, reconnection after the broker restarts, and the counted
-// errors of an unreachable broker, and a broker that loses its port to another process.
+// port: a round trip of CITY SenML lines, reconnection after the broker restarts, a client that
+// ends at once while it reconnects, the counted errors of an unreachable broker, and a broker that
+// loses its port to another process.
 #define BOOST_TEST_MODULE riot_mqtt_tasks
 #include <boost/test/unit_test.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "../../support/mosquitto_broker.hpp"
 #include "sample_data.hpp"
@@ -23,6 +33,21 @@ using tidemark::test::free_port;
 using broker = tidemark::test::mosquitto_broker;
 
 namespace {
+
+/// Sockets of this host in SYN-SENT towards loopback port `port` (/proc/net/tcp).
+int connecting_sockets(int port) {
+  std::ifstream tcp{"/proc/net/tcp"};
+  char remote[32];
+  std::snprintf(remote, sizeof remote, "0100007F:%04X", port);
+  int n = 0;
+  for (std::string line; std::getline(tcp, line);) {
+    std::istringstream fields{line};
+    std::string slot, local, rem, state;
+    fields >> slot >> local >> rem >> state;
+    n += rem == remote && state == "02";
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -67,6 +92,57 @@ BOOST_AUTO_TEST_CASE(clients_reconnect_and_resubscribe_after_the_broker_restarts
   BOOST_TEST(m->topic == "models/TAXI");
   BOOST_TEST(m->payload == "TAXI-DTC-2000.model");
   BOOST_TEST(publisher.published() == 2u);
+}
+
+// A client ends when its owner is done with it, also while it reconnects: the riot-apps bench once
+// hung for good in a sink's destructor, in libmosquitto's mosquitto_loop_stop, whose network
+// thread loses a disconnect that comes while it reconnects (eclipse-mosquitto issue 2545). Here
+// the broker goes away, and the client's next attempt hangs: the port then has a listener whose
+// accept queue is full, so the connection is never made.
+BOOST_AUTO_TEST_CASE(a_client_ends_at_once_while_it_reconnects) {
+  broker mosquitto;
+  const int port = mosquitto.port();
+  auto publisher = std::make_unique<mqtt_publish>(mqtt_publish_config{broker_at(port), "citydata"});
+  BOOST_REQUIRE(publisher->connected());
+  mosquitto.stop();
+  BOOST_REQUIRE(eventually([&] { return !publisher->connected(); }, 5s));
+
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  BOOST_REQUIRE(listener >= 0);
+  const int on = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  BOOST_REQUIRE(listen(listener, 0) == 0);
+  // fill the accept queue: a connection not made within 200 ms had its SYN dropped, the queue is
+  // full
+  std::vector<int> queued;
+  for (bool full = false; !full && queued.size() < 16;) {
+    const int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    BOOST_REQUIRE(c >= 0);
+    connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    pollfd made{c, POLLOUT, 0};
+    full = poll(&made, 1, 200) == 0;
+    queued.push_back(c);
+  }
+  BOOST_REQUIRE(connecting_sockets(port) == 1);  // the last one
+  // the client's next attempt (after its 1 s backoff) is under way, and hangs
+  BOOST_REQUIRE(eventually([&] { return connecting_sockets(port) > 1; }, 5s));
+
+  std::atomic<bool> ended{false};
+  std::thread owner{[&] {
+    publisher.reset();
+    ended = true;
+  }};
+  // should the destructor hang, the test fails instead of waiting with it (and ctest's timeout
+  // ends the process)
+  owner.detach();
+  BOOST_TEST(eventually([&] { return ended.load(); }, 5s));
+  for (int c : queued) close(c);
+  close(listener);
 }
 
 BOOST_AUTO_TEST_CASE(an_unreachable_broker_gives_counted_errors_not_a_crash) {

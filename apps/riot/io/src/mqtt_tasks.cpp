@@ -1,20 +1,25 @@
-// libmosquitto behind the MQTT tasks: one client per task with the library's network thread
-// (mosquitto_loop_start), which also reconnects with backoff. Callbacks run on that thread, so
-// everything they touch is guarded by the client's mutex.
+// libmosquitto behind the MQTT tasks: one client per task with a network thread of its own that
+// runs mosquitto_loop and reconnects with exponential backoff. Callbacks run on that thread, so
+// everything they touch is guarded by the client's mutex. Not the library's thread
+// (mosquitto_loop_start): libmosquitto 2.0.11 loses a disconnect that comes while its thread
+// reconnects, and mosquitto_loop_stop then waits for ever (eclipse-mosquitto issue 2545); the
+// riot-apps bench hung so at the end of a run. Our thread stops when told, whatever the
+// connection does.
 #include "tidemark/riot/io/mqtt_tasks.hpp"
 
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 
-#include <condition_variable>
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
-#include <system_error>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
 
 namespace tidemark::riot::io {
 
@@ -55,13 +60,18 @@ class mqtt_client {
     mosquitto_subscribe_callback_set(mosq_, &on_subscribe);
     mosquitto_message_v5_callback_set(mosq_, &on_message);
     mosquitto_publish_callback_set(mosq_, &on_publish);
-    mosquitto_reconnect_delay_set(mosq_, broker.reconnect_min_s, broker.reconnect_max_s, true);
+    mosquitto_threaded_set(mosq_, true);  // other threads publish while network_loop runs
     if (int rc = connect(broker); rc != MOSQ_ERR_SUCCESS)
       connection_failed(rc == MOSQ_ERR_ERRNO ? errno_text() : mosquitto_strerror(rc));
-    if (int rc = mosquitto_loop_start(mosq_); rc != MOSQ_ERR_SUCCESS) {
+    try {
+      network_ = std::thread{[this, min = broker.reconnect_min_s, max = broker.reconnect_max_s] {
+        network_loop(std::chrono::seconds{std::max(1u, min)},
+                     std::chrono::seconds{std::max(min, max)});
+      }};
+    } catch (const std::system_error& e) {
       mosquitto_destroy(mosq_);
-      throw std::runtime_error("MQTT client for " + endpoint_ + ": cannot start its network thread: " +
-                               mosquitto_strerror(rc));
+      throw std::runtime_error("MQTT client for " + endpoint_ +
+                               ": cannot start its network thread: " + e.what());
     }
     std::unique_lock<std::mutex> lock{mutex_};
     ready_.wait_for(lock, broker.connect_timeout, [this] { return ready(); });
@@ -72,8 +82,12 @@ class mqtt_client {
   }
 
   ~mqtt_client() {
-    mosquitto_disconnect(mosq_);
-    mosquitto_loop_stop(mosq_, false);
+    {
+      std::lock_guard<std::mutex> lock{mutex_};
+      stopping_ = true;
+    }
+    stop_.notify_all();
+    network_.join();  // it sends our DISCONNECT, if connected, on its way out
     mosquitto_destroy(mosq_);
   }
 
@@ -163,6 +177,34 @@ class mqtt_client {
     return id;
   }
 
+  /// The network thread: mosquitto_loop until the destructor says stop (it wakes at least every
+  /// 100 ms to look); after a lost or failed connection it waits `delay`, doubling from `min` to
+  /// `max` while attempts fail, and reconnects without blocking.
+  void network_loop(std::chrono::seconds min, std::chrono::seconds max) {
+    auto delay = min;
+    std::unique_lock<std::mutex> lock{mutex_};
+    while (!stopping_) {
+      lock.unlock();
+      const int rc = mosquitto_loop(mosq_, 100, 1);
+      lock.lock();
+      if (rc == MOSQ_ERR_SUCCESS) {
+        if (connected_) delay = min;
+        continue;
+      }
+      if (stop_.wait_for(lock, delay, [this] { return stopping_; })) break;
+      delay = std::min(delay * 2, max);
+      lock.unlock();
+      if (int r = mosquitto_reconnect_async(mosq_); r != MOSQ_ERR_SUCCESS)
+        connection_failed(r == MOSQ_ERR_ERRNO ? errno_text() : mosquitto_strerror(r));
+      lock.lock();
+    }
+    lock.unlock();
+    // a last DISCONNECT, written here, where the socket is this thread's
+    if (mosquitto_disconnect(mosq_) == MOSQ_ERR_SUCCESS)
+      for (int i = 0; i < 10 && mosquitto_loop(mosq_, 10, 1) == MOSQ_ERR_SUCCESS; ++i) {
+      }
+  }
+
   // Called with mutex_ not held.
   void connection_failed(const std::string& why) {
     std::lock_guard<std::mutex> lock{mutex_};
@@ -249,6 +291,9 @@ class mqtt_client {
   mosquitto* mosq_ = nullptr;
 
   mutable std::mutex mutex_;
+  bool stopping_ = false;  ///< the destructor runs: the network thread ends
+  std::condition_variable stop_;
+  std::thread network_;  ///< network_loop: started in the constructor's body, joined first
   std::condition_variable ready_;
   std::condition_variable arrived_;
   std::condition_variable acknowledged_;

@@ -25,7 +25,7 @@ struct mqtt_broker {
   int keepalive_s = 30;
   /// How long a task's constructor waits for the first connection before it goes on unconnected.
   std::chrono::milliseconds connect_timeout{2000};
-  /// Reconnect delays grow exponentially from min to max after a lost or refused connection.
+  /// Reconnect delays double from min to max after a lost or refused connection.
   unsigned reconnect_min_s = 1;
   unsigned reconnect_max_s = 30;
   /// A persistent session (MQTT 5 clean start off, kept `session_expiry_s` after a disconnect):
