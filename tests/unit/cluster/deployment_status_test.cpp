@@ -23,6 +23,14 @@ using namespace tidemark;
 
 namespace {
 
+/// The stage and instance of flat stage instance `k` of a deployment with these `offsets`.
+std::pair<std::uint32_t, std::uint32_t> stage_instance(const std::vector<std::uint32_t>& offsets,
+                                                       std::size_t k) {
+  std::uint32_t stage = 0;
+  while (stage + 1 < offsets.size() && offsets[stage + 1] <= k) ++stage;
+  return {stage, static_cast<std::uint32_t>(k - offsets[stage])};
+}
+
 struct deployed_window_count {
   job_registry registry;
   cluster_config cluster;
@@ -196,14 +204,6 @@ struct dispatching : deployed_window_count {
 
   void control(zmq::message_t m) { dispatch->on_control("coordinator", key.c_str(), m); }
 
-  /// The stage and instance of flat stage instance `k`.
-  std::pair<std::uint32_t, std::uint32_t> stage_instance(std::size_t k) const {
-    const auto& offsets = dispatch->current()->offsets;
-    std::uint32_t stage = 0;
-    while (stage + 1 < offsets.size() && offsets[stage + 1] <= k) ++stage;
-    return {stage, static_cast<std::uint32_t>(k - offsets[stage])};
-  }
-
   /// The channel of this node's deployment from copy `copy` of flat instance `k` (`from`) or to
   /// it (not `from`) that crosses to or from another node.
   std::uint32_t channel_of(std::size_t k, std::uint32_t copy, bool from) const {
@@ -239,7 +239,7 @@ BOOST_FIXTURE_TEST_CASE(frames_queued_for_a_copys_lost_node_never_reach_its_rest
                         dispatching_n1) {
   const auto k = replicated().front();
   const auto& d = *dispatch->current();
-  const auto [stage, instance] = stage_instance(k);
+  const auto [stage, instance] = stage_instance(d.offsets, k);
   // n2 (node 1), which ran the primary, is lost; the primary runs again on n4 (node 3)
   control(net::node_lost_frame(1));
   control(net::restore_copy_frame(stage, instance, 0, 3, 0, false));
@@ -271,7 +271,7 @@ BOOST_FIXTURE_TEST_CASE(frames_queued_for_a_copys_lost_node_never_reach_its_rest
 BOOST_FIXTURE_TEST_CASE(frames_late_for_a_copy_that_moved_away_are_not_bad_frames, dispatching_n3) {
   const auto k = replicated().front();
   const auto& d = *dispatch->current();
-  const auto [stage, instance] = stage_instance(k);
+  const auto [stage, instance] = stage_instance(d.offsets, k);
   const auto to_replica = channel_of(k, 1, false);  // from n1's source
   BOOST_REQUIRE(d.receivers[to_replica] != nullptr);
   const auto sent_before = [&](std::uint32_t channel) {
@@ -321,9 +321,8 @@ BOOST_FIXTURE_TEST_CASE(a_copy_that_comes_back_to_a_node_is_its_newest_actor_the
   auto n3 = net::read_deploy(*net::read_control(deploy_frame(2)).body_as_Deploy(), registry, "n3",
                              1 << 20);
   const auto k = static_cast<std::uint32_t>(replicated().front());
-  std::uint32_t stage = 0;
-  while (stage + 1 < n3->offsets.size() && n3->offsets[stage + 1] <= k) ++stage;
-  const detail::wiring::endpoint replica{stage, k - n3->offsets[stage], 1};
+  const auto [stage, instance] = stage_instance(n3->offsets, k);
+  const detail::wiring::endpoint replica{stage, instance, 1};
 
   caf::actor_system_config cfg;
   detail::configure(cfg, n3->opts);

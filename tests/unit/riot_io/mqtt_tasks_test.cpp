@@ -132,15 +132,14 @@ BOOST_AUTO_TEST_CASE(a_client_ends_at_once_while_it_reconnects) {
   // the client's next attempt (after its 1 s backoff) is under way, and hangs
   BOOST_REQUIRE(eventually([&] { return connecting_sockets(port) > 1; }, 5s));
 
-  std::atomic<bool> ended{false};
-  std::thread owner{[&] {
-    publisher.reset();
-    ended = true;
-  }};
   // should the destructor hang, the test fails instead of waiting with it (and ctest's timeout
-  // ends the process)
-  owner.detach();
-  BOOST_TEST(eventually([&] { return ended.load(); }, 5s));
+  // ends the process); the thread owns what it touches
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  std::thread{[ended, p = std::move(publisher)]() mutable {
+    p.reset();
+    *ended = true;
+  }}.detach();
+  BOOST_TEST(eventually([&] { return ended->load(); }, 5s));
   for (int c : queued) close(c);
   close(listener);
 }
