@@ -23,6 +23,11 @@ set(TIDEMARK_RUNTIME_TESTS
     loops_test)
 set(TIDEMARK_RUNTIME_NODE_TESTS cluster_test security_test exactly_once_cluster cluster_status)
 
+# Every test executable repeats its failed checks at the end of its log (tests/support/failure_recap.cpp).
+add_library(tidemark_failure_recap OBJECT ${PROJECT_SOURCE_DIR}/tests/support/failure_recap.cpp)
+target_link_libraries(tidemark_failure_recap PRIVATE Boost::unit_test_framework)
+target_compile_definitions(tidemark_failure_recap PRIVATE BOOST_TEST_DYN_LINK)
+
 function(tidemark_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;RUNS" ${ARGN})
   if(NOT T_TIMEOUT)
@@ -31,7 +36,7 @@ function(tidemark_add_test)
   if(TIDEMARK_SANITIZE)  # sanitized code runs several times slower (TSan most)
     math(EXPR T_TIMEOUT "${T_TIMEOUT} * 4")
   endif()
-  add_executable(${T_NAME} ${T_SOURCES})
+  add_executable(${T_NAME} ${T_SOURCES} $<TARGET_OBJECTS:tidemark_failure_recap>)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} Boost::unit_test_framework)
   target_compile_definitions(${T_NAME} PRIVATE BOOST_TEST_DYN_LINK)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} --log_level=test_suite)
