@@ -1235,11 +1235,31 @@ bool stage_core::sending() const {
   return false;
 }
 
-/// A replica's slot with more than `replica_lag` items waiting (besides what a restored copy's
-/// replay put there) is dropped for good.
+/// The slot among those to the copies of `out`'s receiver that paces the stage: the primary's
+/// while it runs as deployed, once it is lost the first copy that runs as deployed (the one that
+/// took over). Restored copies catch up behind such a copy (one still replaying would slow the
+/// stage to its catching up) and lead only when no such copy is left; with no live copy at all,
+/// the primary's slot.
+std::uint32_t stage_core::leader_of(std::uint32_t out) const {
+  const auto p = primary_of_[out];
+  const auto& copies = copies_of(p);
+  for (bool restored_too : {false, true}) {
+    const auto leads = [&](std::uint32_t k) {
+      return !outs_[k].lost && (restored_too || !outs_[k].restored);
+    };
+    if (leads(p)) return p;
+    for (auto c : copies)
+      if (leads(c)) return c;
+  }
+  return p;
+}
+
+/// A trailing slot with more than `replica_lag` items waiting (besides what a restored copy's
+/// replay put there) is dropped for good. The leading one never is: after a takeover it is the
+/// receiver's only copy that runs as deployed, and the stage waits for it as for a primary.
 void stage_core::check_lag(std::uint32_t out) {
   auto& o = outs_[out];
-  if (o.ready.size() <= cfg_.opts.replica_lag + o.replay) return;
+  if (!trails(out) || o.ready.size() <= cfg_.opts.replica_lag + o.replay) return;
   o.lost = true;
   o.ready.clear();
   io_.copy_dropped(out);

@@ -322,7 +322,10 @@ class stage_core {
   void signal(std::uint32_t out, signal_kind kind, event_time wm);
   void signal_all(signal_kind kind, event_time wm);
   void try_send(std::uint32_t out);
-  bool trails(std::uint32_t out) const { return copy_slot_[out] || outs_[out].restored; }
+  std::uint32_t leader_of(std::uint32_t out) const;
+  /// Whether output slot `out` trails its leader: it never blocks the stage, and past replica_lag
+  /// waiting items it is dropped.
+  bool trails(std::uint32_t out) const { return leader_of(out) != out; }
   void record(std::uint32_t out, ready_item item);
   void trim_logs(std::uint64_t id);
 

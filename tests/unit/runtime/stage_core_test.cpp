@@ -1016,6 +1016,25 @@ BOOST_AUTO_TEST_CASE(a_lost_replica_gets_nothing_more_and_holds_nothing_back) {
   BOOST_TEST(s.io.is_done);
 }
 
+// The takeover test once saw the replica that took over from a lost primary dropped for lagging
+// (the sender ran ahead of it as of any replica), and only a checkpoint saved the job.
+BOOST_AUTO_TEST_CASE(the_replica_that_took_over_paces_the_sender_and_is_never_dropped) {
+  sending_to_a_replica s{2};
+  s.core->on_copies_lost({0}, {});  // the primary's host died
+  for (int i = 1; i <= 5; ++i) s.core->on_data(0, ints({i}));
+  // one credit: [1] goes out, [2] waits for the replica, and the stage takes no more input
+  BOOST_TEST(s.io.take() == (lines{"out 1: [1]"}));
+  BOOST_TEST(s.core->waiting(1) == 1u);
+  BOOST_TEST(s.io.dropped.empty());
+  s.core->on_signal(0, signal_kind::eos, end_of_time);
+  s.core->on_credit(1, 10);
+  BOOST_TEST(s.io.take() ==
+             (lines{"out 1: [2]", "out 1: [3]", "out 1: [4]", "out 1: [5]",
+                    "out 1: watermark " + std::to_string(end_of_time), "out 1: eos"}));
+  BOOST_TEST(s.io.dropped.empty());
+  BOOST_TEST(s.io.is_done);
+}
+
 BOOST_AUTO_TEST_CASE(an_input_copy_whose_sender_is_lost_counts_as_ended) {
   two_copies s;
   s.core->on_data(0, ints({1, 2}));
@@ -1072,6 +1091,22 @@ BOOST_AUTO_TEST_CASE(a_restored_copy_gets_what_was_sent_since_the_checkpoint_the
   BOOST_TEST(s.io.dropped == (std::vector<std::uint32_t>{1}));
   s.core->on_data(0, ints({7}));
   BOOST_TEST(s.io.take() == (lines{"out 0: [7]"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_restored_copy_leads_once_it_is_the_only_one_left) {
+  sending_to_a_replica s{2};
+  s.core->on_credit(0, 100);
+  s.core->on_signal(0, signal_kind::barrier, 1);
+  s.core->on_checkpoint_complete(1);
+  s.core->on_copies_lost({1}, {});
+  s.core->on_output_restored(1, 1);  // the replica runs again, with credit 1
+  s.core->on_copies_lost({0}, {});   // and the primary's host dies
+  s.io.take();
+  for (int i = 1; i <= 5; ++i) s.core->on_data(0, ints({i}));
+  BOOST_TEST(s.io.take() == (lines{"out 1: [1]"}));
+  BOOST_TEST(s.io.dropped.empty());  // a trailing copy would be, past replica_lag 2
+  s.core->on_credit(1, 10);
+  BOOST_TEST(s.io.take() == (lines{"out 1: [2]", "out 1: [3]", "out 1: [4]", "out 1: [5]"}));
 }
 
 BOOST_AUTO_TEST_CASE(a_copy_restored_before_its_barrier_passed_here_starts_behind_it) {
