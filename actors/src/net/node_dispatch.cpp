@@ -485,7 +485,8 @@ void node_dispatch::restore_copy(std::string_view from, const wire::RestoreCopy&
                         std::to_string(e.instance) + " arrived");
       state.pieces.insert(incoming_.pieces.extract(piece));
     }
-    x.restored[{k, e.copy}] = x.where.node(k, e.copy);
+    const auto before = x.where.node(k, e.copy);
+    x.restored[{k, e.copy}] = before;
     (e.copy == 0 ? x.where.node_of[k] : x.where.replicas[k][e.copy - 1]) = m.node();
     x.dropped.erase({k, e.copy});
     for (std::uint32_t c = 0; c < x.channels.size(); ++c) {
@@ -500,10 +501,11 @@ void node_dispatch::restore_copy(std::string_view from, const wire::RestoreCopy&
       const bool other_gone = x.gone.count(sender == x.self ? receiver : sender) > 0;
       x.senders[c].reset();
       x.receivers[c].reset();
-      if (in && receiver != x.self && x.restored[{k, e.copy}] == x.self)
+      if (in && receiver != x.self && before == x.self)
         x.moved_away.insert(c);
       else if (in && receiver == x.self)
         x.moved_away.erase(c);
+      if (before != m.node()) x.former_peers[c].insert(before);
       if (other_gone) continue;
       if (sender == x.self && receiver != x.self)
         x.senders[c] = std::make_unique<reliable_sender<zmq::message_t>>(x.opts.credit,
@@ -584,6 +586,7 @@ void node_dispatch::on_data(const char* key, zmq::message_t& received) {
   bool credit = f.kind() == wire::FrameKind::credit;
   auto expected_peer = credit ? x.receiver_node(ch) : x.sender_node(ch);
   if (!opts_.insecure && (!key || x.nodes[expected_peer].public_key != key)) {
+    if (key && x.former_peer(c, key)) return;  // sent before the copy there moved away
     ++status_.refused_data;
     spdlog::warn("node '{}': refused a frame on channel {} from {}: the channel belongs to node "
                  "'{}'",

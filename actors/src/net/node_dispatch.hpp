@@ -5,6 +5,7 @@
 // a fake port. One thread (the node's I/O thread) owns it.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -64,6 +65,10 @@ struct deployment {
   /// Channels whose receiving copy ran here and was restored on another node: what was sent to it
   /// here before may still arrive (delayed on the way), and is dropped as late, not as bad.
   std::set<std::uint32_t> moved_away;
+  /// By channel, the nodes that ran its other end before a copy was restored elsewhere: a frame
+  /// from one of them on that channel was on its way when the copy moved, and is dropped as late,
+  /// not refused as a frame from a node that does not own the channel.
+  std::map<std::uint32_t, std::set<std::uint32_t>> former_peers;
   /// Deploy 1.7: the replication planner's figures, echoed in status replies (-1: unknown).
   double spare_budget = -1;
   double replica_load = -1;
@@ -74,6 +79,14 @@ struct deployment {
   /// The node of copy `copy` (0: the primary) of stage instance (stage, instance).
   std::uint32_t node_of(std::uint32_t stage, std::uint32_t instance, std::uint32_t copy = 0) const {
     return where.node(offsets[stage] + instance, copy);
+  }
+  /// Whether the peer with public key `key` ran the other end of channel `c` before that copy
+  /// was restored elsewhere (see former_peers).
+  bool former_peer(std::uint32_t c, const char* key) const {
+    auto it = former_peers.find(c);
+    if (it == former_peers.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](std::uint32_t n) { return nodes[n].public_key == key; });
   }
   std::uint32_t sender_node(const channel& c) const {
     return node_of(c.from_stage, c.from_instance, c.from_copy);

@@ -2,8 +2,8 @@
 // nodes and copies its Deploy frame placed, the planner's figures it carried, every copy's state
 // as NodeLost, CopyLost and RestoreCopy change it, and the lag its reliable senders see. And what
 // the node's dispatch does with its channels when a copy moves to another node (frames queued or
-// late for the old node never reach the new incarnation, and are not bad frames), and which actor
-// the node stops when a copy that came back to it is lost again.
+// late for the old node never reach the new incarnation, and are neither bad nor refused frames),
+// and which actor the node stops when a copy that came back to it is lost again.
 #define BOOST_TEST_MODULE deployment status
 #include <boost/test/unit_test.hpp>
 
@@ -53,7 +53,8 @@ struct deployed_window_count {
     std::string window;
     for (const auto& n : j.graph().nodes())
       if (n.op == "window") window = n.name;
-    for (auto id : {"n1", "n2", "n3", "n4"}) cluster.nodes.push_back({id, "tcp://127.0.0.1:1", ""});
+    for (std::string id : {"n1", "n2", "n3", "n4"})
+      cluster.nodes.push_back({id, "tcp://127.0.0.1:1", "key-" + id});
     cluster.pins = {{"readings", "n1"}, {window, "n2"}, {"gather", "n1"}};
     cluster.replicate = {{window, 1}};
     const auto synced = synchronize(j.graph());
@@ -278,7 +279,7 @@ BOOST_FIXTURE_TEST_CASE(frames_late_for_a_copy_that_moved_away_are_not_bad_frame
     return net::signal_frame(channel, 0, wire::FrameKind::watermark, 5, 0, 5);
   };
   auto early = sent_before(to_replica);
-  dispatch->on_data("", early);
+  dispatch->on_data("key-n1", early);
   BOOST_REQUIRE(port.signals == 1u);
 
   // the replica is dropped for lagging and made again on n4 (node 3)
@@ -286,14 +287,45 @@ BOOST_FIXTURE_TEST_CASE(frames_late_for_a_copy_that_moved_away_are_not_bad_frame
   control(net::restore_copy_frame(stage, instance, 1, 3, 0, false));
   BOOST_REQUIRE(d.receivers[to_replica] == nullptr);
   auto late = sent_before(to_replica);
-  dispatch->on_data("", late);
+  dispatch->on_data("key-n1", late);
   BOOST_TEST(dispatch->status().bad_frames == 0u);
   BOOST_TEST(port.signals == 1u);
 
   // a channel that never ended here still makes a bad frame
   auto stray = sent_before(channel_of(k, 0, false));  // to the primary on n2
-  dispatch->on_data("", stray);
+  dispatch->on_data("key-n1", stray);
   BOOST_TEST(dispatch->status().bad_frames == 1u);
+}
+
+// The other way round: credit the replica's old node sent before the replica moved reaches the
+// sending node from a peer that no longer owns the channel. The remade test saw a replica that
+// could not catch up on n4 restored on n1, and n1 warned of refused frames from n4; such a frame
+// is late, and only a node that never ran the channel's other end is refused.
+BOOST_FIXTURE_TEST_CASE(credit_from_the_node_a_copy_left_is_late_not_refused, dispatching_n1) {
+  const auto k = replicated().front();
+  const auto& d = *dispatch->current();
+  const auto [stage, instance] = stage_instance(d.offsets, k);
+  const auto to_replica = channel_of(k, 1, false);  // this node's source sends to it on n3
+  const auto credit = [&] { return net::credit_frame(to_replica, 0, 1, false, 5); };
+  auto from_n3 = credit();
+  dispatch->on_data("key-n3", from_n3);
+  BOOST_REQUIRE(dispatch->status().refused_data == 0u);
+
+  // the replica is dropped for lagging and made again on n4 (node 3)
+  control(net::copy_lost_frame(stage, instance, 1));
+  control(net::restore_copy_frame(stage, instance, 1, 3, 0, false));
+  auto late = credit();
+  dispatch->on_data("key-n3", late);
+  BOOST_TEST(dispatch->status().refused_data == 0u);
+  BOOST_TEST(dispatch->status().bad_frames == 0u);
+  auto from_n4 = credit();
+  dispatch->on_data("key-n4", from_n4);
+  BOOST_TEST(dispatch->status().refused_data == 0u);
+
+  // n2 never ran that end: refused
+  auto stray = credit();
+  dispatch->on_data("key-n2", stray);
+  BOOST_TEST(dispatch->status().refused_data == 1u);
 }
 
 namespace {
