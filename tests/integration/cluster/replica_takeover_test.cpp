@@ -53,16 +53,17 @@ struct two_nodes : test::replicated_window {
   two_nodes() : replicated_window(node_processes(2)) { lay_out(true, "n1"); }
 };
 
-/// Whether the nodes report copy `copy` of both window instances running again on `node` (copies
-/// are restored one after the other: a second loss before both ran again finds one without a live
-/// copy, and the job recovers instead of taking over).
-bool both_restored(const cluster_config& cluster, std::uint32_t copy, const std::string& node) {
+/// Whether the nodes report copy `copy` of both window instances running again after a loss
+/// (copies are restored one after the other: a second loss before both ran again finds one
+/// without a live copy, and the job recovers instead of taking over). Where is the coordinator's
+/// choice among the nodes that hold no copy: a restored copy that cannot catch up is dropped and
+/// restored on the next such node, which on a loaded machine happens.
+bool both_restored(const cluster_config& cluster, std::uint32_t copy) {
   const auto s = query_cluster_status(cluster, std::chrono::milliseconds{500});
   if (!s.plan) return false;
   std::size_t restored = 0;
   for (const auto& i : s.plan->instances)
-    restored += i.copies.size() > copy && i.copies[copy].node == node &&
-                i.copies[copy].now == copy_status::state::restored;
+    restored += i.copies.size() > copy && i.copies[copy].now == copy_status::state::restored;
   return restored == 2;
 }
 
@@ -216,13 +217,10 @@ BOOST_FIXTURE_TEST_CASE(a_lost_copy_is_restored_from_a_checkpoint_and_takes_over
       run(events, 5000, "restored", options("restored", true), [&](test::running_job& job) {
         job.wait_for_results(expected.size() / 4);
         job.kill(1);
-        // the primaries come back on n4 (n3 holds their replicas), which receives the source's
-        // batches
-        job.wait_until([&] { return nodes.status(3).batch_frames_in > 0; }, "n4 receives batches");
-        job.wait_until([&] { return both_restored(nodes.cluster, 0, "n4"); },
-                       "both primaries run on n4");
-        // the decisive check: once the results moved on, n3 dies too; the restored copies on n4,
-        // built from a checkpoint and their senders' replay, are now the only ones
+        // the primaries come back on n4 or n1 (n3 holds their replicas)
+        job.wait_until([&] { return both_restored(nodes.cluster, 0); }, "both primaries run again");
+        // the decisive check: once the results moved on, n3 dies too; the restored copies, built
+        // from a checkpoint and their senders' replay, are now the only ones
         job.wait_for_results(expected.size() / 2);
         job.kill(2);
       });
@@ -256,9 +254,8 @@ BOOST_FIXTURE_TEST_CASE(a_dropped_replica_is_made_again_and_takes_over_the_next_
     fault_command slow;
     slow.links["n3"].delay = 1000ms;
     inject_faults(nodes.cluster, "n1", slow);
-    // both replicas are dropped and made again on n4, which then receives the source's batches
-    job.wait_until([&] { return nodes.status(3).batch_frames_in > 0; }, "n4 receives batches");
-    job.wait_until([&] { return both_restored(nodes.cluster, 1, "n4"); }, "both replicas run on n4");
+    // both replicas are dropped and made again on n4 or n1, the nodes that hold no copy
+    job.wait_until([&] { return both_restored(nodes.cluster, 1); }, "both replicas run again");
     job.wait_for_results(expected.size() / 2);
     job.kill(1);
   });
