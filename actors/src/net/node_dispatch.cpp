@@ -501,11 +501,7 @@ void node_dispatch::restore_copy(std::string_view from, const wire::RestoreCopy&
       const bool other_gone = x.gone.count(sender == x.self ? receiver : sender) > 0;
       x.senders[c].reset();
       x.receivers[c].reset();
-      if (in && receiver != x.self && before == x.self)
-        x.moved_away.insert(c);
-      else if (in && receiver == x.self)
-        x.moved_away.erase(c);
-      if (before != m.node()) x.former_peers[c].insert(before);
+      if (before != m.node()) x.former_ends[c].insert(before);
       if (other_gone) continue;
       if (sender == x.self && receiver != x.self)
         x.senders[c] = std::make_unique<reliable_sender<zmq::message_t>>(x.opts.credit,
@@ -586,7 +582,8 @@ void node_dispatch::on_data(const char* key, zmq::message_t& received) {
   bool credit = f.kind() == wire::FrameKind::credit;
   auto expected_peer = credit ? x.receiver_node(ch) : x.sender_node(ch);
   if (!opts_.insecure && (!key || x.nodes[expected_peer].public_key != key)) {
-    if (key && x.former_peer(c, key)) return;  // sent before the copy there moved away
+    // sent before the copy there moved away
+    if (key && x.ran_an_end_before(c, [&](auto n) { return x.nodes[n].public_key == key; })) return;
     ++status_.refused_data;
     spdlog::warn("node '{}': refused a frame on channel {} from {}: the channel belongs to node "
                  "'{}'",
@@ -612,7 +609,8 @@ void node_dispatch::on_data(const char* key, zmq::message_t& received) {
     return;
   }
   if (!x.receivers[c]) {
-    if (x.moved_away.count(c)) return;  // late for a copy that runs elsewhere now
+    // late for a copy that ran here and runs elsewhere now
+    if (x.ran_an_end_before(c, [&](auto n) { return n == x.self; })) return;
     bad_frame(received, "data for channel " + std::to_string(c) + ", which has no receiver here");
     return;
   }

@@ -62,13 +62,11 @@ struct deployment {
   std::set<std::pair<std::uint32_t, std::uint32_t>> dropped;
   /// Copies restored after a loss (flat instance and copy) and the node each ran on before.
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> restored;
-  /// Channels whose receiving copy ran here and was restored on another node: what was sent to it
-  /// here before may still arrive (delayed on the way), and is dropped as late, not as bad.
-  std::set<std::uint32_t> moved_away;
-  /// By channel, the nodes that ran its other end before a copy was restored elsewhere: a frame
-  /// from one of them on that channel was on its way when the copy moved, and is dropped as late,
-  /// not refused as a frame from a node that does not own the channel.
-  std::map<std::uint32_t, std::set<std::uint32_t>> former_peers;
+  /// By channel, the nodes that ran one of its ends before that copy was restored elsewhere (this
+  /// node among them when the end here moved away). A frame sent before the move may still arrive
+  /// (delayed on the way): from such a node, or for an end that left this node, it is dropped as
+  /// late, not refused or counted as a bad frame.
+  std::map<std::uint32_t, std::set<std::uint32_t>> former_ends;
   /// Deploy 1.7: the replication planner's figures, echoed in status replies (-1: unknown).
   double spare_budget = -1;
   double replica_load = -1;
@@ -80,13 +78,12 @@ struct deployment {
   std::uint32_t node_of(std::uint32_t stage, std::uint32_t instance, std::uint32_t copy = 0) const {
     return where.node(offsets[stage] + instance, copy);
   }
-  /// Whether the peer with public key `key` ran the other end of channel `c` before that copy
-  /// was restored elsewhere (see former_peers).
-  bool former_peer(std::uint32_t c, const char* key) const {
-    auto it = former_peers.find(c);
-    if (it == former_peers.end()) return false;
-    return std::any_of(it->second.begin(), it->second.end(),
-                       [&](std::uint32_t n) { return nodes[n].public_key == key; });
+  /// Whether a node for which `is(node)` holds ran an end of channel `c` before it moved (see
+  /// former_ends).
+  template <class Pred>
+  bool ran_an_end_before(std::uint32_t c, Pred is) const {
+    auto it = former_ends.find(c);
+    return it != former_ends.end() && std::any_of(it->second.begin(), it->second.end(), is);
   }
   std::uint32_t sender_node(const channel& c) const {
     return node_of(c.from_stage, c.from_instance, c.from_copy);
