@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <thread>
-#include <numeric>
 
 #include "../../support/environment.hpp"
 #include "tidemark/runtime/runtime.hpp"
@@ -108,6 +110,39 @@ BOOST_AUTO_TEST_CASE(keyed_reduce_and_fold) {
     std::iota(one_to_n.begin(), one_to_n.end(), 1);
     BOOST_TEST(sorted(ns) == one_to_n);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_key_returned_as_a_view_into_the_key_functions_buffer_is_stored_as_a_string) {
+  // The key is composed per element in a buffer the key function owns and reuses: the stored
+  // keys must be copies, not views of that buffer (which holds only the last element's key).
+  job j{"view_keys"};
+  auto composed = [buffer = std::string()](int x) mutable -> std::string_view {
+    buffer.assign("sensor-") += std::to_string(x % 5);
+    return buffer;
+  };
+  auto keyed = j.from_container(iota(1000)).key_by(composed);
+  auto running_counts = keyed.fold(0, [](int n, int) { return n + 1; });
+  static_assert(std::is_same_v<decltype(running_counts), stream<std::pair<std::string, int>>>);
+  auto counts = running_counts.parallelism(2).collect();
+  auto firsts = keyed
+                    .process<std::string>([](const std::string& key) { return key; },
+                                          [](std::string& key, int, collector<std::string>& out) {
+                                            if (!key.empty()) out(std::exchange(key, ""));
+                                          })
+                    .parallelism(2)
+                    .collect();
+  run(j, small_batches());
+  std::map<std::string, int> last;
+  for (auto& [k, n] : counts.values()) last[k] = std::max(last[k], n);
+  const std::map<std::string, int> expected{{"sensor-0", 200},
+                                            {"sensor-1", 200},
+                                            {"sensor-2", 200},
+                                            {"sensor-3", 200},
+                                            {"sensor-4", 200}};
+  BOOST_TEST(last == expected);
+  BOOST_TEST(
+      sorted(firsts.values()) ==
+      (std::vector<std::string>{"sensor-0", "sensor-1", "sensor-2", "sensor-3", "sensor-4"}));
 }
 
 BOOST_AUTO_TEST_CASE(merge_rebalance_broadcast) {

@@ -344,12 +344,16 @@ class stream {
     });
   }
 
-  /// Partitions by `key(const T&)`: equal keys meet in the same instance downstream.
+  /// Partitions by `key(const T&)`: equal keys meet in the same instance downstream. A key
+  /// composed per element may be returned as a std::string_view into a buffer the (mutable) key
+  /// function owns: keyed state is looked up by the view and stores a std::string per key, so no
+  /// element pays for an allocation.
   template <class KeyFn>
   auto key_by(KeyFn key, std::string name = "") const {
     static_assert(std::is_invocable_v<KeyFn&, const T&>,
                   "key_by(f): f must be callable as f(const T&) and return the key");
-    using K = std::decay_t<std::invoke_result_t<KeyFn&, const T&>>;
+    // a key returned as a std::string_view is stored as a std::string (detail::stored_key_t)
+    using K = detail::stored_key_t<std::decay_t<std::invoke_result_t<KeyFn&, const T&>>>;
     static_assert(std::is_default_constructible_v<std::hash<K>>,
                   "key_by(f): the key type needs a std::hash specialization");
     static_assert(std::is_default_constructible_v<K> && std::is_copy_assignable_v<K>,

@@ -406,7 +406,7 @@ class fold_logic final : public operator_logic {
 
  private:
   out_type step(std::uint64_t hash, const T& x) {
-    K k = key_(x);
+    const auto k = key_(x);  // a K, or a view of one (detail::stored_key_t)
     auto [acc, added] = state_.find_or_add(hash, k);
     if (!added)
       acc = f_(std::move(acc), x);
@@ -414,7 +414,7 @@ class fold_logic final : public operator_logic {
       acc = init_ ? f_(*init_, x) : x;
     else
       acc = f_(*init_, x);
-    return project_(k, acc);
+    return project_(detail::as_stored<K>(k), acc);
   }
 
   KeyFn key_;
@@ -444,11 +444,11 @@ class keyed_process_logic final : public collecting_logic {
     for (std::size_t i = 0; i < b.values.size(); ++i) {
       side_.set_time(timed ? std::optional<event_time>{b.times[i]} : std::nullopt);
       emit_guarded(result->values, side_, [&] {
-        const K k = key_(b.values[i]);
+        const auto k = key_(b.values[i]);  // a K, or a view of one (detail::stored_key_t)
         auto [state, added] = states_.find_or_add(b.hashes[i], k);
         if (added) {
           if constexpr (std::is_invocable_v<MakeState&, const K&>)
-            state = make_state_(k);
+            state = make_state_(detail::as_stored<K>(k));
           else
             state = make_state_();
         }

@@ -502,7 +502,7 @@ class aligned_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
       const auto h = hashes[i];
       high = std::max(high, t);
       this->guarded([&] {
-        const K k = this->key_(xs[i]);
+        const K k(this->key_(xs[i]));
         if constexpr (std::is_same_v<Assigner, tumbling>) {
           // Consecutive events mostly share a window: skip the assigner's division.
           if (t >= on_time_from_ && t < on_time_to_) {
@@ -711,7 +711,7 @@ class session_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
       const auto h = b.hashes[i];
       this->max_seen_ = std::max(this->max_seen_, t);
       this->guarded([&] {
-        const K k = this->key_(b.values[i]);
+        const K k(this->key_(b.values[i]));
         auto& list = keys_.find_or_insert(h, k, [] { return std::vector<session_pane>{}; });
         add_to_sessions(list, b.values[i], t, h, k);
       });
@@ -874,7 +874,7 @@ class count_window_logic final : public window_logic_base<T, K, KeyFn, Fn> {
     for (std::size_t i = 0; i < n; ++i) {
       const auto h = b.hashes[i];
       this->guarded([&] {
-        const K k = this->key_(b.values[i]);
+        const K k(this->key_(b.values[i]));
         auto& ks = keys_.find_or_insert(h, k, [] { return key_state{}; });
         const auto pos = ks.next++;
         if (pos % c_.slide == 0) {

@@ -5,10 +5,38 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace tidemark::detail {
+
+/// The key a keyed operator stores for the key `Q` a key function returns. A key function may
+/// return a std::string_view (into its element, or into a buffer it owns, valid until its next
+/// call): operators look their state up by the view and store a std::string only for a new key,
+/// so a composed key costs no allocation per element. std::hash gives a view and the string
+/// holding its characters the same hash, so partitioning and lookups agree.
+template <class Q>
+struct stored_key {
+  using type = Q;
+};
+template <>
+struct stored_key<std::string_view> {
+  using type = std::string;
+};
+template <class Q>
+using stored_key_t = typename stored_key<Q>::type;
+
+/// `q` as the stored key type K: itself when it is one, else a K made from it.
+template <class K, class Q>
+decltype(auto) as_stored(const Q& q) {
+  if constexpr (std::is_same_v<K, Q>)
+    return (q);
+  else
+    return K(q);
+}
 
 template <class K, class V>
 class flat_hash_map {
@@ -38,8 +66,11 @@ class flat_hash_map {
     return value;
   }
 
-  /// Returns the value slot for `key` and whether it was just added (default-constructed).
-  std::pair<V&, bool> find_or_add(std::uint64_t h, const K& key) {
+  /// Returns the value slot for `key` and whether it was just added (default-constructed). `key`
+  /// may be any type comparable with K and from which a K can be made (a std::string_view for
+  /// std::string keys): it is copied into a K only when added.
+  template <class Q>
+  std::pair<V&, bool> find_or_add(std::uint64_t h, const Q& key) {
     if (size_ >= limit_) grow();
     const auto mask = mask_;
     for (auto i = h & mask;; i = (i + 1) & mask) {
@@ -47,7 +78,7 @@ class flat_hash_map {
       if (!s.used) {
         s.used = true;
         s.hash = h;
-        s.key = key;
+        s.key = as_stored<K>(key);
         ++size_;
         return {s.value, true};
       }

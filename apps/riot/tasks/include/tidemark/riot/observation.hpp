@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "tidemark/core/codec.hpp"
 
@@ -30,8 +31,12 @@ struct observation {
   TIDEMARK_FIELDS(msg_id, timestamp, sensor_id, meta, obs_type, text, value, numeric, missing)
 };
 
-/// The key of per-sensor, per-field task state (sensor id + field name).
-inline std::string sensor_field_key(const observation& o) { return o.sensor_id + '\x1f' + o.obs_type; }
+/// The key of per-sensor, per-field task state (sensor id + field name), composed in `buffer`
+/// (valid until its next use): keyed operators look state up by the view without allocating.
+inline std::string_view sensor_field_key(const observation& o, std::string& buffer) {
+  buffer.assign(o.sensor_id) += '\x1f';
+  return buffer += o.obs_type;
+}
 
 /// Sets a computed numeric value: value, its shortest round-trip text, numeric, not missing.
 void set_value(observation& o, double x);

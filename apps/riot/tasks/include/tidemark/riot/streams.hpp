@@ -25,7 +25,9 @@ namespace detail {
 
 /// Keys observations by sensor id and field, as the RIoTBench bolts kept their state.
 inline auto by_sensor_field(const stream<observation>& in, const std::string& name) {
-  return in.key_by([](const observation& o) { return sensor_field_key(o); }, name + "_by_sensor");
+  return in.key_by([buffer = std::string()](
+                       const observation& o) mutable { return sensor_field_key(o, buffer); },
+                   name + "_by_sensor");
 }
 
 /// `task`'s per-key step for keyed_stream::process: task.process(state, o) may emit one
