@@ -2,12 +2,17 @@
 #include "tidemark/runtime/heap.hpp"
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <variant>
 
@@ -58,6 +63,20 @@ void tune_heap(std::uint64_t memory_budget_bytes) {
   if (trim != 0 && trim <= want) return;
   trim = want;
   mallopt(M_TRIM_THRESHOLD, static_cast<int>(trim));
+}
+
+void tune_thread_cache(char** argv) {
+  const std::string tunable = "glibc.malloc.tcache_count";
+  const char* now = std::getenv("GLIBC_TUNABLES");
+  std::string tunables = now ? now : "";
+  if (tunables.find(tunable) != std::string::npos) return;
+  tunables += (tunables.empty() ? "" : ":") + tunable + "=1000";
+  if (setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  spdlog::warn(
+      "could not re-execute {} with a larger malloc thread cache ({}): running with "
+      "glibc's default",
+      argv[0], std::strerror(errno));
 }
 
 namespace detail {

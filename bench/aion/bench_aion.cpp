@@ -28,6 +28,7 @@
 
 #include "support/bench_support.hpp"
 #include "tidemark/aion/workloads.hpp"
+#include "tidemark/runtime/heap.hpp"
 #include "tidemark/runtime/live.hpp"
 
 using namespace tidemark;
@@ -247,6 +248,7 @@ const json* find_point(const json& points, const std::string& job, const std::st
 }  // namespace
 
 int main(int argc, char** argv) {
+  tidemark::tune_thread_cache(argv);  // the heap the `tidemark` tool runs its jobs with
   CLI::App app{
       "Aion at scale: memory, ingestion and processing of the memory baseline and the tiered store "
       "under a memory budget"};

@@ -20,6 +20,7 @@
 #include "support/window_pipeline.hpp"
 #include "tidemark/riot/apps/jobs.hpp"
 #include "tidemark/riot/io/local_broker.hpp"
+#include "tidemark/runtime/heap.hpp"
 #include "tidemark/runtime/job_registry.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
@@ -450,4 +451,7 @@ int measure(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return tidemark::bench::guarded_main(measure, argc, argv); }
+int main(int argc, char** argv) {
+  tidemark::tune_thread_cache(argv);  // the heap the `tidemark` tool runs its jobs with
+  return tidemark::bench::guarded_main(measure, argc, argv);
+}

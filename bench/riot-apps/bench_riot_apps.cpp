@@ -322,6 +322,7 @@ int measure(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  tidemark::tune_thread_cache(argv);  // the heap the `tidemark` tool runs its jobs with
   tidemark::tune_heap();
   return tidemark::bench::guarded_main(measure, argc, argv);
 }

@@ -18,6 +18,7 @@
 
 #include "support/bench_support.hpp"
 #include "support/window_pipeline.hpp"
+#include "tidemark/runtime/heap.hpp"
 #include "tidemark/runtime/runtime.hpp"
 
 using namespace tidemark;
@@ -155,6 +156,7 @@ nlohmann::json rate_spread(std::uint64_t events, const std::vector<measurement>&
 }  // namespace
 
 int main(int argc, char** argv) {
+  tidemark::tune_thread_cache(argv);  // the heap the `tidemark` tool runs its jobs with
   CLI::App app{"event-time window benchmark"};
   std::string out = tidemark::bench::out_dir() + "/window.json";
   std::uint64_t events = 20'000'000;

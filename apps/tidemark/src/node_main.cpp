@@ -17,6 +17,7 @@
 #include "tidemark/cli/main.hpp"
 #include "tidemark/observe/prometheus.hpp"
 #include "tidemark/runtime/cluster.hpp"
+#include "tidemark/runtime/heap.hpp"
 
 namespace tidemark {
 
@@ -43,6 +44,7 @@ void watch_lifeline(int fd) {
 }  // namespace
 
 int node_main(int argc, char** argv, const job_registry& jobs) {
+  tune_thread_cache(argv);
   CLI::App app{"tidemark-node — one host of a Tidemark cluster (see docs/deploy.md)"};
   node_options opts;
   add_log_level_option(app);

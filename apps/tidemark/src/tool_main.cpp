@@ -14,6 +14,7 @@
 #include "tidemark/runtime/heap.hpp"
 
 int tidemark::tool_main(int argc, char** argv, const tidemark::job_registry& registry) {
+  tidemark::tune_thread_cache(argv);
   tidemark::tune_heap();  // before a job opens its stores, whose threads allocate
   CLI::App app{"tidemark — event-time stream processing on actors"};
   app.require_subcommand(1);
