@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -72,6 +73,12 @@ void tune_thread_cache(char** argv) {
   if (tunables.find(tunable) != std::string::npos) return;
   tunables += (tunables.empty() ? "" : ":") + tunable + "=1000";
   if (setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;
+  // By its path, not as /proc/self/exe: the kernel names a process after the file it executes,
+  // and "exe" is not what ps, top and pkill should see. /proc/self/exe remains when the path is
+  // gone (the program was replaced while it ran).
+  std::error_code ec;
+  if (const auto self = std::filesystem::read_symlink("/proc/self/exe", ec); !ec)
+    execv(self.c_str(), argv);
   execv("/proc/self/exe", argv);
   spdlog::warn(
       "could not re-execute {} with a larger malloc thread cache ({}): running with "
