@@ -1,16 +1,26 @@
 // libmosquitto behind the MQTT tasks: one client per task with a network thread of its own that
-// runs mosquitto_loop and reconnects with exponential backoff. Callbacks run on that thread, so
+// serves the socket and reconnects with exponential backoff. Callbacks run on that thread, so
 // everything they touch is guarded by the client's mutex. Not the library's thread
 // (mosquitto_loop_start): libmosquitto 2.0.11 loses a disconnect that comes while its thread
 // reconnects, and mosquitto_loop_stop then waits for ever (eclipse-mosquitto issue 2545); the
 // riot-apps bench hung so at the end of a run. Our thread stops when told, whatever the
 // connection does.
+//
+// Nor mosquitto_loop: it wakes once per queued packet (a publish writes a byte to the library's
+// wake-up pipe and mosquitto_loop reads one byte per turn), so each message cost the network
+// thread a select, a read and a write of its own, besides the publisher's write to the pipe. The
+// thread polls the socket and an eventfd that a publish signals only while no wake-up is pending,
+// and writes everything queued at each wake-up: a batch of messages costs one wake-up.
 #include "tidemark/riot/io/mqtt_tasks.hpp"
 
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -61,6 +71,12 @@ class mqtt_client {
     mosquitto_message_v5_callback_set(mosq_, &on_message);
     mosquitto_publish_callback_set(mosq_, &on_publish);
     mosquitto_threaded_set(mosq_, true);  // other threads publish while network_loop runs
+    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0) {
+      mosquitto_destroy(mosq_);
+      throw std::runtime_error("MQTT client for " + endpoint_ +
+                               ": cannot create its wake-up eventfd: " + errno_text());
+    }
     if (int rc = connect(broker); rc != MOSQ_ERR_SUCCESS)
       connection_failed(rc == MOSQ_ERR_ERRNO ? errno_text() : mosquitto_strerror(rc));
     try {
@@ -70,6 +86,7 @@ class mqtt_client {
       }};
     } catch (const std::system_error& e) {
       mosquitto_destroy(mosq_);
+      ::close(wake_fd_);
       throw std::runtime_error("MQTT client for " + endpoint_ +
                                ": cannot start its network thread: " + e.what());
     }
@@ -87,8 +104,10 @@ class mqtt_client {
       stopping_ = true;
     }
     stop_.notify_all();
+    wake();
     network_.join();  // it sends our DISCONNECT, if connected, on its way out
     mosquitto_destroy(mosq_);
+    ::close(wake_fd_);
   }
 
   const std::string& endpoint() const noexcept { return endpoint_; }
@@ -104,6 +123,7 @@ class mqtt_client {
     int rc = mosquitto_publish_v5(mosq_, nullptr, topic.c_str(), static_cast<int>(payload.size()),
                                   payload.data(), qos, retain, props);
     mosquitto_property_free_all(&props);
+    if (rc == MOSQ_ERR_SUCCESS && !write_wanted_.exchange(true)) wake();
     std::lock_guard<std::mutex> lock{mutex_};
     // libmosquitto queues a QoS > 0 message before it tries to send it, and sends it after a
     // reconnect when there is no connection now: that one, too, awaits an acknowledgement.
@@ -177,15 +197,15 @@ class mqtt_client {
     return id;
   }
 
-  /// The network thread: mosquitto_loop until the destructor says stop (it wakes at least every
-  /// 100 ms to look); after a lost or failed connection it waits `delay`, doubling from `min` to
-  /// `max` while attempts fail, and reconnects without blocking.
+  /// The network thread: serve() until the destructor says stop (it wakes at least every 100 ms
+  /// to look); after a lost or failed connection it waits `delay`, doubling from `min` to `max`
+  /// while attempts fail, and reconnects without blocking.
   void network_loop(std::chrono::seconds min, std::chrono::seconds max) {
     auto delay = min;
     std::unique_lock<std::mutex> lock{mutex_};
     while (!stopping_) {
       lock.unlock();
-      const int rc = mosquitto_loop(mosq_, 100, 1);
+      const int rc = serve(100);
       lock.lock();
       if (rc == MOSQ_ERR_SUCCESS) {
         if (connected_) delay = min;
@@ -201,8 +221,41 @@ class mqtt_client {
     lock.unlock();
     // a last DISCONNECT, written here, where the socket is this thread's
     if (mosquitto_disconnect(mosq_) == MOSQ_ERR_SUCCESS)
-      for (int i = 0; i < 10 && mosquitto_loop(mosq_, 10, 1) == MOSQ_ERR_SUCCESS; ++i) {
+      for (int i = 0; i < 10 && serve(10) == MOSQ_ERR_SUCCESS; ++i) {
       }
+  }
+
+  /// One turn of the network loop, as mosquitto_loop takes it but woken by wake_fd_: waits up to
+  /// `timeout_ms` for the socket or a wake-up, reads what arrived, writes what is queued and
+  /// keeps the connection alive. libmosquitto's result (MOSQ_ERR_NO_CONN without a connection).
+  int serve(int timeout_ms) {
+    const int sock = mosquitto_socket(mosq_);
+    if (sock < 0) return MOSQ_ERR_NO_CONN;
+    pollfd fds[2] = {
+        {sock, static_cast<short>(POLLIN | (mosquitto_want_write(mosq_) ? POLLOUT : 0)), 0},
+        {wake_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, timeout_ms) < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
+    const bool woken = fds[1].revents & POLLIN;
+    if (woken) {
+      std::uint64_t n;
+      [[maybe_unused]] auto r = ::read(wake_fd_, &n, sizeof n);
+      write_wanted_ = false;  // before the write below: a later publish wakes us again
+    }
+    if (fds[0].revents & (POLLIN | POLLERR | POLLHUP)) {
+      const int rc = mosquitto_loop_read(mosq_, 1);
+      if (rc != MOSQ_ERR_SUCCESS || mosquitto_socket(mosq_) < 0) return rc;
+    }
+    if ((fds[0].revents & POLLOUT) || woken) {
+      const int rc = mosquitto_loop_write(mosq_, 1);
+      if (rc != MOSQ_ERR_SUCCESS || mosquitto_socket(mosq_) < 0) return rc;
+    }
+    return mosquitto_loop_misc(mosq_);
+  }
+
+  void wake() {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto r =
+        ::write(wake_fd_, &one, sizeof one);  // fails only when it is full: awake anyway
   }
 
   // Called with mutex_ not held.
@@ -289,6 +342,8 @@ class mqtt_client {
   std::size_t capacity_;
   message_handler handler_;
   mosquitto* mosq_ = nullptr;
+  int wake_fd_ = -1;                       ///< eventfd: queued packets to write, or stop
+  std::atomic<bool> write_wanted_{false};  ///< wake_fd_ was signalled and not yet served
 
   mutable std::mutex mutex_;
   bool stopping_ = false;  ///< the destructor runs: the network thread ends
