@@ -543,13 +543,13 @@ std::optional<observation> sliding_regression::process(state& s, observation o) 
   if (!accepts(o)) return std::nullopt;
   auto predictions = step(s, o.value);
   if (predictions.empty()) return std::nullopt;
-  o.meta += ',';
-  o.meta += o.obs_type;
+  detail::append_field(o.meta, o.obs_type);
   o.obs_type = "SLR";
   o.text.clear();
+  o.text.reserve(predictions.size() * 25);  // a double's shortest text: at most 24 characters
   for (std::size_t i = 0; i < predictions.size(); ++i) {
     if (i) o.text.push_back('#');
-    o.text += detail::format_double(predictions[i]);
+    detail::append_double(o.text, predictions[i]);
   }
   o.value = std::accumulate(predictions.begin(), predictions.end(), 0.0) /
             static_cast<double>(predictions.size());

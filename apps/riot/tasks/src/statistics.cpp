@@ -66,8 +66,7 @@ std::optional<observation> block_average::process(state& s, observation o) const
   if (!accepts(o)) return std::nullopt;
   auto mean = step(s, o.value);
   if (!mean) return std::nullopt;
-  o.meta += ',';
-  o.meta += o.obs_type;
+  detail::append_field(o.meta, o.obs_type);
   o.obs_type = "AVG";
   set_value(o, *mean);
   return std::optional<observation>{std::move(o)};
@@ -102,6 +101,7 @@ expected<std::optional<accumulated>> accumulator::process(const observation& o) 
   auto& values = inner->second;
   if (contains(config_.multivalue_types, o.obs_type)) {
     split_fields(o.text, '#', parts_);
+    values.reserve(values.size() + parts_.size());
     const auto before = values.size();  // a list with a bad element adds none of its values
     for (auto p : parts_) {
       auto x = detail::parse_double(p);

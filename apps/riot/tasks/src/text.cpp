@@ -70,9 +70,21 @@ void append_json_string(std::string& out, std::string_view text) {
 }
 
 std::string format_double(double x) {
+  std::string out;
+  append_double(out, x);
+  return out;
+}
+
+void append_field(std::string& meta, std::string_view field) {
+  meta.reserve(meta.size() + 1 + field.size());
+  meta.push_back(',');
+  meta.append(field);
+}
+
+void append_double(std::string& out, double x) {
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
-  return std::string(buf, end);
+  out.append(buf, end);
 }
 
 }  // namespace tidemark::riot::detail
