@@ -101,7 +101,7 @@ expected<std::optional<accumulated>> accumulator::process(const observation& o) 
   auto& values = inner->second;
   if (contains(config_.multivalue_types, o.obs_type)) {
     split_fields(o.text, '#', parts_);
-    values.reserve(values.size() + parts_.size());
+    if (values.empty()) values.reserve(parts_.size());  // a later list grows it geometrically
     const auto before = values.size();  // a list with a bad element adds none of its values
     for (auto p : parts_) {
       auto x = detail::parse_double(p);
