@@ -97,7 +97,7 @@ inputs load(const std::string& dir) {
     if (!rec) throw std::runtime_error(rec.error().message);
     std::vector<observation> obs;
     if (!fanout.process(*rec, ++id, obs)) throw std::runtime_error("fan-out failed");
-    std::string row = obs.front().meta;
+    std::string row = obs.front().meta.str();
     for (auto& o : obs) row += "," + o.text;
     in.city_json.push_back(payload);
     in.city_obs.insert(in.city_obs.end(), obs.begin(), obs.end());
@@ -146,7 +146,7 @@ std::vector<task_case> make_cases(const inputs& in, const std::string& dir) {
                    [ann] { return ann->errors().count(); }});
 
   std::vector<std::string> ids;
-  for (auto& o : in.city_obs) ids.push_back(o.sensor_id);
+  for (auto& o : in.city_obs) ids.push_back(o.sensor_id.str());
   auto blf = std::make_shared<bloom_filter_check>(
       bloom_filter_check::from_ids(bloom_filter_config::for_dataset(dataset::city), ids));
   auto obs = std::make_shared<std::vector<observation>>(in.city_obs);
@@ -175,12 +175,12 @@ std::vector<task_case> make_cases(const inputs& in, const std::string& dir) {
                    },
                    none});
   auto dac = std::make_shared<distinct_count>(distinct_count_config::for_dataset(dataset::city));
-  cases.push_back({"DAC", "distinct_count", "CITY sensor id (1024 buckets)", about_68k,
-                   in.city_obs.size(),
-                   [dac, &in](std::size_t i) {
-                     return static_cast<std::uint64_t>(dac->process(in.city_obs[i].sensor_id));
-                   },
-                   none});
+  cases.push_back(
+      {"DAC", "distinct_count", "CITY sensor id (1024 buckets)", about_68k, in.city_obs.size(),
+       [dac, &in](std::size_t i) {
+         return static_cast<std::uint64_t>(dac->process(in.city_obs[i].sensor_id.view()));
+       },
+       none});
   auto kal = std::make_shared<kalman_filter>(kalman_config::for_dataset(dataset::city));
   cases.push_back(
       {"KAL", "kalman_filter", "CITY observation (per sensor+field)", about_68k, obs->size(),
@@ -413,7 +413,7 @@ nlohmann::json runtime_cases(const inputs& in, const std::string& dir, const std
     }));
   if (want("BLF")) {
     std::vector<std::string> ids;
-    for (auto& o : in.city_obs) ids.push_back(o.sensor_id);
+    for (auto& o : in.city_obs) ids.push_back(o.sensor_id.str());
     auto check = std::make_shared<const bloom_filter_check>(
         bloom_filter_check::from_ids(bloom_filter_config::for_dataset(dataset::city), ids));
     all.push_back(through_runtime("BLF", obs, n, repeats, [&](const auto& s) { return bloom_filter_marks(s, check); }));

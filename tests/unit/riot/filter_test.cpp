@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(bloom_filter_sizes_itself_from_capacity_and_fpp) {
 BOOST_AUTO_TEST_CASE(bloom_filter_passes_every_trained_sensor_and_keeps_its_false_positive_bound) {
   auto obs = riot_test::observations(dataset::city, "SYS_sample_data_senml.csv");
   std::set<std::string> ids;
-  for (auto& o : obs) ids.insert(o.sensor_id);
+  for (auto& o : obs) ids.insert(o.sensor_id.str());
   BOOST_TEST(ids.size() == 788u);
   auto check = bloom_filter_check::from_ids({1000, 0.01}, {ids.begin(), ids.end()});
   for (auto& o : obs) BOOST_TEST_REQUIRE(check.process(o));  // no false negatives

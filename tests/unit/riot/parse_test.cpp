@@ -110,6 +110,9 @@ BOOST_AUTO_TEST_CASE(fanout_emits_one_observation_per_observable_with_meta) {
     BOOST_TEST(o.timestamp == 1422748800000);
     BOOST_TEST(o.sensor_id == "ci4lr75sl000802ypo4qrcjda23");
     BOOST_TEST(o.meta == "1422748800000,ci4lr75sl000802ypo4qrcjda23,6.1668213,46.1927629");
+    // one sensor id and one meta for the whole message, not a copy per observation
+    BOOST_TEST(&o.sensor_id.str() == &out.front().sensor_id.str());
+    BOOST_TEST(&o.meta.str() == &out.front().meta.str());
   }
   BOOST_TEST(types == (std::vector<std::string>{"temperature", "humidity", "light", "dust", "airquality_raw"}));
   BOOST_TEST(values == (std::vector<double>{8, 53.7, 0, 411.02, 140}));
@@ -120,7 +123,7 @@ BOOST_AUTO_TEST_CASE(fanout_counts_match_the_datasets) {
   auto taxi = riot_test::observations(dataset::taxi, "TAXI_sample_data_senml.csv");
   BOOST_TEST(taxi.size() == 10000u);
   BOOST_TEST(taxi.front().obs_type == "taxi_identifier");
-  BOOST_TEST(taxi.front().meta.substr(0, 34) == "2013-01-13 23:36:00,1358101800000,");
+  BOOST_TEST(taxi.front().meta.str().substr(0, 34) == "2013-01-13 23:36:00,1358101800000,");
   BOOST_TEST(riot_test::observations(dataset::fit, "FIT_sample_data_senml.csv").size() == 45u * 11);
   auto grid = senml_fanout_config::for_dataset(dataset::grid, data_dir());
   BOOST_TEST(grid.observables == std::vector<std::string>{"energyconsumed"});

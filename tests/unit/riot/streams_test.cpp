@@ -21,7 +21,7 @@ using row = std::tuple<std::string, std::string, double>;  // sensor, meta, mean
 
 std::vector<row> rows_of(const std::vector<observation>& xs) {
   std::vector<row> out;
-  for (auto& o : xs) out.emplace_back(o.sensor_id, o.meta, o.value);
+  for (auto& o : xs) out.emplace_back(o.sensor_id.str(), o.meta.str(), o.value);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -122,7 +122,8 @@ std::vector<std::string> lines_of(const std::string& file) {
 
 /// An observation as one comparable line: message, sensor, statistic, field and value.
 std::string line_of(const observation& o) {
-  return std::to_string(o.msg_id) + "," + o.sensor_id + "," + o.obs_type + "," + o.meta + "," + o.text;
+  return std::to_string(o.msg_id) + "," + o.sensor_id.str() + "," + o.obs_type + "," +
+         o.meta.str() + "," + o.text;
 }
 
 std::vector<std::string> sorted_statistics(const std::vector<std::string>& parallelism_args) {

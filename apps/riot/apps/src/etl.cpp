@@ -60,7 +60,7 @@ class message_join {
     }
     p.values[f->second] = o.missing ? std::string{} : o.text;
     if (++p.filled < fields_) return;
-    split_csv(p.meta, meta_cells_);
+    split_csv(p.meta.view(), meta_cells_);
     tagged row{o.msg_id, {}};
     for (std::size_t i = 0; i < columns_.size(); ++i) {
       if (i) row.text.push_back(',');
@@ -77,7 +77,7 @@ class message_join {
 
  private:
   struct partial {
-    std::string meta;
+    shared_text meta;
     std::vector<std::string> values;
     std::size_t filled = 0;
   };
@@ -168,7 +168,7 @@ stream<tagged> etl_rows(const stream<numbered_line>& lines, const app_options& o
   auto line_sensor = [id_field = fan.id_field](const numbered_line& l) {
     return senml_sensor_of(l.line, id_field);
   };
-  auto obs_sensor = [](const observation& x) { return std::string_view{x.sensor_id}; };
+  auto obs_sensor = [](const observation& x) { return x.sensor_id.view(); };
   auto obs = w.placed(parse_senml(w.feed(lines, "senml_parse", false, line_sensor), fan, errors), "senml_parse");
   auto ranged = w.placed(
       range_filter_marks(w.feed(obs, "range_filter", true, obs_sensor), range_filter_config::for_dataset(d), errors),

@@ -99,7 +99,9 @@ stream<observation> stats_statistics(job& j, const app_options& o, const std::sh
   auto distinct = lines.flat_map<observation>(
       per_instance([fan, config = distinct_count_config::for_dataset(d)](const instance_info&) {
         return [id_field = fan.id_field, first = fan.observables.front(), parse = senml_parse(),
-                dac = distinct_count(config)](const numbered_line& l, collector<observation>& out) mutable {
+                dac = distinct_count(config), sensor_id = shared_text{"all-sensors"},
+                meta = shared_text{"distinct_sensors"}](const numbered_line& l,
+                                                        collector<observation>& out) mutable {
           auto rec = parse.process(senml_payload(l.line));
           if (!rec) return;  // senml_parse reports it
           const auto* id = rec->find(id_field);
@@ -107,8 +109,8 @@ stream<observation> stats_statistics(job& j, const app_options& o, const std::sh
           observation e;
           e.msg_id = l.msg_id;
           e.timestamp = rec->base_time;
-          e.sensor_id = "all-sensors";
-          e.meta = "distinct_sensors";
+          e.sensor_id = sensor_id;
+          e.meta = meta;
           e.obs_type = "DAC";
           set_value(e, dac.process(id->text));
           out(std::move(e));

@@ -135,7 +135,7 @@ bloom_filter_check bloom_filter_check::from_file(bloom_filter_config config, con
 }
 
 bool bloom_filter_check::process(observation& o) const {
-  bool ok = filter_.might_contain(o.sensor_id);
+  bool ok = filter_.might_contain(o.sensor_id.view());
   if (!ok) o.missing = true;
   return ok;
 }

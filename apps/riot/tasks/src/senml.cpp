@@ -235,12 +235,14 @@ expected<std::size_t> senml_fanout::process(const senml_record& record, std::int
     if (!obs_[i])
       return fail(task, "message " + std::to_string(msg_id) + ": observable '" +
                             config_.observables[i] + "' is missing");
+  // one sensor id and meta for all the message's observations
+  const shared_text sensor_id{id->text}, shared_meta{std::move(meta)};
   for (auto* f : obs_) {
     auto& o = out.emplace_back();
     o.msg_id = msg_id;
     o.timestamp = record.base_time;
-    o.sensor_id = id->text;
-    o.meta = meta;
+    o.sensor_id = sensor_id;
+    o.meta = shared_meta;
     o.obs_type = f->name;
     o.text = f->text;
     o.value = f->value;

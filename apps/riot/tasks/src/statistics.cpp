@@ -90,10 +90,10 @@ accumulator::accumulator(accumulator_config config) : config_(std::move(config))
 
 expected<std::optional<accumulated>> accumulator::process(const observation& o) {
   std::optional<tidemark::error> rejected;
-  std::string_view meta = o.meta;
+  std::string_view meta = o.meta.view();
   auto comma = meta.rfind(',');
   auto field = comma == std::string_view::npos ? meta : meta.substr(comma + 1);
-  key_.assign(o.sensor_id) += o.obs_type;
+  key_.assign(o.sensor_id.str()) += o.obs_type;
   auto outer = current_.find(key_);
   if (outer == current_.end()) outer = current_.emplace(key_, accumulated::mapped_type{}).first;
   auto inner = outer->second.find(field);

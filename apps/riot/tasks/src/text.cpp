@@ -75,10 +75,12 @@ std::string format_double(double x) {
   return out;
 }
 
-void append_field(std::string& meta, std::string_view field) {
-  meta.reserve(meta.size() + 1 + field.size());
-  meta.push_back(',');
-  meta.append(field);
+void append_field(shared_text& meta, std::string_view field) {
+  std::string extended;
+  extended.reserve(meta.size() + 1 + field.size());
+  extended.append(meta.view()).push_back(',');
+  extended.append(field);
+  meta = shared_text{std::move(extended)};
 }
 
 void append_double(std::string& out, double x) {

@@ -37,8 +37,8 @@ std::string format_double(double x);
 /// Appends format_double(x) to `out` (no string of its own: one is an allocation past 15 digits).
 void append_double(std::string& out, double x);
 
-/// Appends ",<field>" to an observation's meta with one allocation at most (what AVG and SLR
-/// observations carry: the meta of their input and the field they were computed from).
-void append_field(std::string& meta, std::string_view field);
+/// Replaces an observation's meta with "<meta>,<field>" (what AVG and SLR observations carry: the
+/// meta of their input and the field they were computed from); the input's meta is shared.
+void append_field(shared_text& meta, std::string_view field);
 
 }  // namespace tidemark::riot::detail

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "tidemark/core/codec.hpp"
+#include "tidemark/riot/shared_text.hpp"
 
 namespace tidemark::riot {
 
@@ -14,10 +15,11 @@ struct observation {
   std::int64_t msg_id = 0;
   /// Event time of the message (its SenML base time), milliseconds since the epoch.
   std::int64_t timestamp = 0;
-  /// Value of the dataset's id field (source, taxi_identifier, subjectId, meterid).
-  std::string sensor_id;
-  /// The message's meta fields, comma-joined in the configured order.
-  std::string meta;
+  /// Value of the dataset's id field (source, taxi_identifier, subjectId, meterid); the
+  /// observations of one message share it.
+  shared_text sensor_id;
+  /// The message's meta fields, comma-joined in the configured order; shared like sensor_id.
+  shared_text meta;
   /// Field name, e.g. "temperature".
   std::string obs_type;
   /// The value as text (as received, or as computed by a task).
@@ -34,7 +36,7 @@ struct observation {
 /// The key of per-sensor, per-field task state (sensor id + field name), composed in `buffer`
 /// (valid until its next use): keyed operators look state up by the view without allocating.
 inline std::string_view sensor_field_key(const observation& o, std::string& buffer) {
-  buffer.assign(o.sensor_id) += '\x1f';
+  buffer.assign(o.sensor_id.str()) += '\x1f';
   return buffer += o.obs_type;
 }
 

@@ -189,7 +189,7 @@ inline stream<observation> sliding_regression_of(const stream<observation>& in, 
 inline stream<double> distinct_sensors(const stream<observation>& in, distinct_count_config config) {
   return in.map(per_instance([config](const instance_info&) {
                   return [task = distinct_count(config)](const observation& o) mutable {
-                    return task.process(o.sensor_id);
+                    return task.process(o.sensor_id.view());
                   };
                 }),
                 "distinct_count");

@@ -18,10 +18,9 @@ class keyed_states {
   /// until the next call.
   template <class Init>
   State& get(const observation& o, Init&& init) {
-    key_.assign(o.sensor_id).push_back('\x1f');
-    key_ += o.obs_type;
-    return states_.find_or_insert(tidemark::detail::mix_hash(std::hash<std::string>{}(key_)), key_,
-                                  init);
+    const auto key = sensor_field_key(o, key_);
+    return states_.find_or_insert(tidemark::detail::mix_hash(std::hash<std::string_view>{}(key)),
+                                  key_, init);
   }
 
  private:
