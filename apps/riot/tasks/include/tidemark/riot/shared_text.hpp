@@ -26,9 +26,7 @@ class shared_text {
   shared_text(const char* s) : shared_text(std::string{s}) {}       // NOLINT
 
   const std::string& str() const noexcept { return text_ ? *text_ : none(); }
-  operator const std::string&() const noexcept { return str(); }  // NOLINT
   std::string_view view() const noexcept { return str(); }
-  bool empty() const noexcept { return str().empty(); }
   std::size_t size() const noexcept { return str().size(); }
 
   // with text of any kind that views as a std::string_view (a literal, a std::string, a view)
