@@ -76,8 +76,10 @@ int main(int argc, char** argv) {
         std::size_t keys = 4'000'000;
         int repeats = 3;
         app.add_option("--out", out, "JSON report");
-        app.add_option("--keys", keys, "distinct keys inserted per run");
-        app.add_option("--repeats", repeats, "runs (the median is reported)");
+        app.add_option("--keys", keys, "distinct keys inserted per run")
+            ->check(CLI::PositiveNumber);
+        app.add_option("--repeats", repeats, "runs (the median is reported)")
+            ->check(CLI::PositiveNumber);
         CLI11_PARSE(app, argc, argv);
 
         std::vector<std::string> names;
