@@ -3,15 +3,13 @@
 // beyond the slot array's growth.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace tidemark::detail {
 
@@ -40,25 +38,19 @@ decltype(auto) as_stored(const Q& q) {
     return K(q);
 }
 
-/// Grows without a pause. Past 3/4 full the table takes a doubled slot array, and each later
-/// insertion moves the entries of a few old slots into it; until all have moved, lookups search
-/// both arrays. Slot arrays are zeroed memory (calloc), a slot vacant until an entry is built in
-/// it, so a new array is not written at all: the system maps its pages as entries arrive. A keyed
-/// operator with millions of keys stalled for a second each time its table doubled when one
-/// insertion wrote the whole new array (page faults cost about 11 us per 4 KiB page here) and
-/// moved every entry.
 template <class K, class V>
 class flat_hash_map {
  public:
+  struct slot {
+    std::uint64_t hash = 0;
+    bool used = false;
+    K key{};
+    V value{};
+  };
+
   flat_hash_map() = default;
-  flat_hash_map(const flat_hash_map& other)
-      : slots_(other.slots_), old_(other.old_), next_old_(other.next_old_), size_(other.size_) {
-    set_shape();
-  }
-  flat_hash_map& operator=(const flat_hash_map& other) {
-    if (this != &other) *this = flat_hash_map(other);
-    return *this;
-  }
+  flat_hash_map(const flat_hash_map&) = default;
+  flat_hash_map& operator=(const flat_hash_map&) = default;
   /// A table moved from is empty (tables are handed on between windows and reused).
   flat_hash_map(flat_hash_map&& other) noexcept { take(other); }
   flat_hash_map& operator=(flat_hash_map&& other) noexcept {
@@ -76,115 +68,100 @@ class flat_hash_map {
 
   /// Returns the value slot for `key` and whether it was just added (default-constructed). `key`
   /// may be any type comparable with K and from which a K can be made (a std::string_view for
-  /// std::string keys): it is copied into a K only when added. The reference is valid until the
-  /// next find_or_add or erase.
+  /// std::string keys): it is copied into a K only when added.
   template <class Q>
   std::pair<V&, bool> find_or_add(std::uint64_t h, const Q& key) {
-    if (size_ >=
-        limit_) {  // full, or growing (the limit is 0 meanwhile): one test on the fast path
-      if (auto* s = grow_step(h, key)) return {s->value(), false};
-    }
+    if (size_ >= limit_) grow();
     const auto mask = mask_;
     for (auto i = h & mask;; i = (i + 1) & mask) {
       auto& s = slots_[i];
-      if (s.state != full) {
-        s.build(h, as_stored<K>(key));
+      if (!s.used) {
+        s.used = true;
+        s.hash = h;
+        s.key = as_stored<K>(key);
         ++size_;
-        return {s.value(), true};
+        return {s.value, true};
       }
-      if (s.hash == h && s.key() == key) return {s.value(), false};
+      if (s.hash == h && s.key == key) return {s.value, false};
     }
   }
 
   /// The value for `key` (hash `h`), or nullptr when absent.
   V* find(std::uint64_t h, const K& key) {
     if (size_ == 0) return nullptr;
-    if (auto* s = find_in(slots_, h, key)) return &s->value();
-    if (auto* s = find_old(h, key)) return &s->value();
-    return nullptr;
+    const auto mask = mask_;
+    for (auto i = h & mask;; i = (i + 1) & mask) {
+      auto& s = slots_[i];
+      if (!s.used) return nullptr;
+      if (s.hash == h && s.key == key) return &s.value;
+    }
   }
 
   /// Removes `key` (hash `h`) if present. Backward-shift deletion keeps probe sequences intact
   /// without tombstones.
   void erase(std::uint64_t h, const K& key) {
     if (size_ == 0) return;
-    if (auto* s = find_old(h, key)) {
-      s->destroy();
-      s->state = moved;  // later keys of its probe sequence must stay reachable
-      --size_;
-      return;
-    }
     const auto mask = mask_;
     auto i = h & mask;
     for (;; i = (i + 1) & mask) {
-      if (slots_[i].state != full) return;
-      if (slots_[i].hash == h && slots_[i].key() == key) break;
+      if (!slots_[i].used) return;
+      if (slots_[i].hash == h && slots_[i].key == key) break;
     }
-    slots_[i].destroy();
-    for (auto j = (i + 1) & mask; slots_[j].state == full; j = (j + 1) & mask) {
+    for (auto j = (i + 1) & mask; slots_[j].used; j = (j + 1) & mask) {
       auto home = slots_[j].hash & mask;
       // Slot j may move into the hole at i when its home is not in the cyclic range (i, j].
       if (((j - home) & mask) >= ((j - i) & mask)) {
-        slots_[i].move_in(slots_[j]);
+        slots_[i] = std::move(slots_[j]);
         i = j;
       }
     }
-    slots_[i].state = vacant;
+    slots_[i] = slot{};
     --size_;
   }
 
   /// Removes every entry but keeps the slot array, so a table can be reused without regrowing.
   void clear() {
-    if (!old_.empty()) {
-      old_ = {};
-      set_shape();
-    }
     if (size_ == 0) return;
-    slots_.clear();
+    for (auto& s : slots_)
+      if (s.used) s = slot{};
     size_ = 0;
   }
 
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
-  /// Bytes held by the slot arrays (not counting memory owned by keys or values).
-  std::size_t memory_bytes() const noexcept { return (slots_.size() + old_.size()) * sizeof(slot); }
+  /// Bytes held by the slot array (not counting memory owned by keys or values).
+  std::size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(slot); }
 
   /// Calls f(key, value) for every entry; f may not insert or erase.
   template <class F>
   void for_each(F&& f) {
-    for_each_hashed([&](std::uint64_t, const K& k, V& v) { f(k, v); });
+    for (auto& s : slots_)
+      if (s.used) f(s.key, s.value);
   }
 
   /// Calls f(hash, key, value) for every entry; f may not insert or erase.
   template <class F>
   void for_each_hashed(F&& f) {
-    for (auto* table : {&slots_, &old_})
-      for (std::size_t i = 0; i < table->size(); ++i)
-        if (auto& s = (*table)[i]; s.state == full) f(s.hash, s.key(), s.value());
+    for (auto& s : slots_)
+      if (s.used) f(s.hash, s.key, s.value);
   }
 
   // ---- the slot layout, for checkpoints: iteration order depends on it, and operators emit in
   // iteration order, so a restored table must have the same layout, not just the same entries.
-  // Reading it finishes a growth first: that moves entries but changes none.
 
   /// Slots of the table: 0 or a power of two.
-  std::size_t slot_count() const {
-    finish_growing();
-    return slots_.size();
-  }
+  std::size_t slot_count() const noexcept { return slots_.size(); }
 
   /// Calls f(index, hash, key, value) for every entry, in slot order.
   template <class F>
   void for_each_slot(F&& f) const {
-    finish_growing();
     for (std::size_t i = 0; i < slots_.size(); ++i)
-      if (const auto& s = slots_[i]; s.state == full) f(i, s.hash, s.key(), s.value());
+      if (slots_[i].used) f(i, slots_[i].hash, slots_[i].key, slots_[i].value);
   }
 
   /// Empties the table and gives it `n` slots (0 or a power of two).
   void reset(std::size_t n) {
-    slots_ = slot_array(n);
-    old_ = {};
+    slots_ = std::vector<slot>(n);
     size_ = 0;
     set_shape();
   }
@@ -193,199 +170,48 @@ class flat_hash_map {
   /// (default-constructed) value, or nullptr when `i` is out of range or taken, or when the entry
   /// would fill the last free slot (lookups need one).
   V* put_at(std::size_t i, std::uint64_t h, const K& key) {
-    if (i >= slots_.size() || slots_[i].state == full || size_ + 1 >= slots_.size()) return nullptr;
-    slots_[i].build(h, key);
+    if (i >= slots_.size() || slots_[i].used || size_ + 1 >= slots_.size()) return nullptr;
+    auto& s = slots_[i];
+    s.used = true;
+    s.hash = h;
+    s.key = key;
     ++size_;
-    return &slots_[i].value();
+    return &s.value;
   }
 
  private:
-  /// Slot states. A slot of the old array whose entry went to the new one (or was erased) is
-  /// `moved`, not vacant, so that the probe sequences passing it still reach the entries behind.
-  enum : std::uint8_t { vacant = 0, full = 1, moved = 2 };
-
-  /// Storage for one entry, which exists only while the slot is full (all zero bytes: vacant).
-  struct slot {
-    std::uint64_t hash;
-    std::uint8_t state;
-    alignas(K) unsigned char key_bytes[sizeof(K)];
-    alignas(V) unsigned char value_bytes[sizeof(V)];
-
-    K& key() noexcept { return *std::launder(reinterpret_cast<K*>(key_bytes)); }
-    const K& key() const noexcept { return *std::launder(reinterpret_cast<const K*>(key_bytes)); }
-    V& value() noexcept { return *std::launder(reinterpret_cast<V*>(value_bytes)); }
-    const V& value() const noexcept {
-      return *std::launder(reinterpret_cast<const V*>(value_bytes));
-    }
-
-    /// Builds the entry `key` -> V{} (or -> `value`) in this vacant slot.
-    template <class KeyArg, class... ValueArg>
-    void build(std::uint64_t h, KeyArg&& key, ValueArg&&... value) {
-      new (key_bytes) K(std::forward<KeyArg>(key));
-      try {
-        new (value_bytes) V(std::forward<ValueArg>(value)...);
-      } catch (...) {
-        this->key().~K();
-        throw;
-      }
-      hash = h;
-      state = full;
-    }
-    /// Moves the entry of full slot `from` into this vacant slot; `from` keeps no entry and its
-    /// state is the caller's to set.
-    void move_in(slot& from) noexcept {
-      new (key_bytes) K(std::move(from.key()));
-      new (value_bytes) V(std::move(from.value()));
-      hash = from.hash;
-      state = full;
-      from.destroy();
-    }
-    /// Ends the entry's life; the state is the caller's to set.
-    void destroy() noexcept {
-      key().~K();
-      value().~V();
-    }
-  };
-  static_assert(alignof(slot) <= alignof(std::max_align_t),
-                "calloc's alignment must do for a slot");
-  static_assert(std::is_nothrow_move_constructible_v<K> && std::is_nothrow_move_constructible_v<V>,
-                "entries move between slots where nothing may throw");
-
-  /// An array of slots in zeroed memory, which destroys the entries it holds.
-  class slot_array {
-   public:
-    slot_array() = default;
-    /// calloc maps a large array afresh (zero pages, nothing written) and clears a small one.
-    explicit slot_array(std::size_t n) : n_(n) {
-      if (n == 0) return;
-      slots_ = static_cast<slot*>(std::calloc(n, sizeof(slot)));
-      if (!slots_) throw std::bad_alloc();
-    }
-    slot_array(const slot_array& other) : slot_array(other.n_) {
-      for (std::size_t i = 0; i < n_; ++i) {
-        const auto& s = other.slots_[i];
-        if (s.state == full)
-          slots_[i].build(s.hash, s.key(), s.value());
-        else
-          slots_[i].state = s.state;
-      }
-    }
-    slot_array(slot_array&& other) noexcept
-        : n_(std::exchange(other.n_, 0)), slots_(std::exchange(other.slots_, nullptr)) {}
-    slot_array& operator=(slot_array&& other) noexcept {
-      std::swap(n_, other.n_);
-      std::swap(slots_, other.slots_);
-      return *this;
-    }
-    slot_array& operator=(const slot_array&) = delete;
-    ~slot_array() {
-      clear();
-      std::free(slots_);
-    }
-
-    std::size_t size() const noexcept { return n_; }
-    bool empty() const noexcept { return n_ == 0; }
-    slot& operator[](std::size_t i) noexcept { return slots_[i]; }
-    const slot& operator[](std::size_t i) const noexcept { return slots_[i]; }
-    /// Frees the array without visiting its slots (which reads every page): none may be full.
-    void discard() noexcept {
-      std::free(std::exchange(slots_, nullptr));
-      n_ = 0;
-    }
-    /// Destroys every entry; all slots vacant.
-    void clear() noexcept {
-      for (std::size_t i = 0; i < n_; ++i) {
-        if (slots_[i].state == full) slots_[i].destroy();
-        slots_[i].state = vacant;
-      }
-    }
-
-   private:
-    std::size_t n_ = 0;
-    slot* slots_ = nullptr;
-  };
-
-  /// Old slots that each find_or_add moves on: a growth from n slots is done after n / 8
-  /// insertions, long before the 3n / 4 that fill the new array.
-  static constexpr std::size_t slots_per_step = 8;
-
-  template <class Q>
-  static slot* find_in(slot_array& table, std::uint64_t h, const Q& key) {
-    const auto mask = table.size() - 1;
-    for (auto i = h & mask;; i = (i + 1) & mask) {
-      auto& s = table[i];
-      if (s.state == vacant) return nullptr;
-      if (s.state == full && s.hash == h && s.key() == key) return &s;
-    }
-  }
-
-  template <class Q>
-  slot* find_old(std::uint64_t h, const Q& key) {
-    return old_.empty() ? nullptr : find_in(old_, h, key);
-  }
-
-  /// find_or_add's slow path, out of line so that the fast path stays small enough to inline:
-  /// starts a growth when the table is full, moves the next old slots on, and returns the entry
-  /// of `key` when it is still in the old array.
-  template <class Q>
-  [[gnu::noinline]] slot* grow_step(std::uint64_t h, const Q& key) {
-    if (old_.empty()) grow();
-    move_some();
-    return find_old(h, key);
-  }
-
   void grow() {
-    if (size_ > 0) old_ = std::move(slots_);
-    slots_ = slot_array(slots_.size() + old_.size() == 0 ? 16 : 2 * (slots_.size() + old_.size()));
-    next_old_ = 0;
+    std::vector<slot> old(slots_.empty() ? 16 : slots_.size() * 2);
+    old.swap(slots_);
     set_shape();
-  }
-
-  /// Moves the entries of the next slots_per_step old slots into the new array; frees the old one
-  /// after its last slot.
-  void move_some() const {
-    const auto end = std::min(next_old_ + slots_per_step, old_.size());
     const auto mask = mask_;
-    for (; next_old_ < end; ++next_old_) {
-      auto& s = old_[next_old_];
-      if (s.state != full) continue;
-      auto i = s.hash & mask;
-      while (slots_[i].state == full) i = (i + 1) & mask;
-      slots_[i].move_in(s);
-      s.state = moved;
-    }
-    if (next_old_ < old_.size()) return;
-    old_.discard();
-    set_shape();
-  }
-
-  void finish_growing() const {
-    while (!old_.empty()) move_some();
+    for (auto& s : old)
+      if (s.used) {
+        auto i = s.hash & mask;
+        while (slots_[i].used) i = (i + 1) & mask;
+        slots_[i] = std::move(s);
+      }
   }
 
   void take(flat_hash_map& other) noexcept {
-    slots_ = std::exchange(other.slots_, {});
-    old_ = std::exchange(other.old_, {});
-    next_old_ = std::exchange(other.next_old_, 0);
+    slots_ = std::move(other.slots_);
+    other.slots_.clear();
     size_ = std::exchange(other.size_, 0);
     mask_ = std::exchange(other.mask_, 0);
     limit_ = std::exchange(other.limit_, 0);
   }
 
-  /// The probe mask and the size at which find_or_add leaves its fast path: 3/4 full, or 0
-  /// while growing. Kept beside the slots so that a lookup does not divide by the slot size.
-  void set_shape() const noexcept {
+  /// The probe mask and the size at which the table grows (3/4 full), kept beside the slots so
+  /// that a lookup does not divide by the slot size to count them.
+  void set_shape() noexcept {
     mask_ = slots_.empty() ? 0 : slots_.size() - 1;
-    limit_ = old_.empty() ? slots_.size() / 4 * 3 : 0;
+    limit_ = slots_.size() / 4 * 3;
   }
 
-  // Mutable because reading the layout (const, for a checkpoint) finishes a growth first.
-  mutable slot_array slots_;
-  mutable slot_array old_;  ///< while growing: the previous array, moved on from next_old_
-  mutable std::size_t next_old_ = 0;
-  std::size_t size_ = 0;  ///< entries in both arrays
-  mutable std::size_t mask_ = 0;
-  mutable std::size_t limit_ = 0;
+  std::vector<slot> slots_;
+  std::size_t size_ = 0;
+  std::size_t mask_ = 0;
+  std::size_t limit_ = 0;
 };
 
 /// Mixes a std::hash result so that low bits are usable for partitioning and probing.
