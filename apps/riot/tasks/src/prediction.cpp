@@ -212,28 +212,62 @@ double normal_upper_quantile(double cf) {
   return (lo + hi) / 2;
 }
 
+// Builds the tree from rows sorted once per attribute (as SLIQ does): a node holds, for every
+// attribute, its rows in that attribute's order, and a split divides each list in order, so no node
+// sorts. Rows of equal value may sit in any order: thresholds fall only between distinct values,
+// where the class counts on either side do not depend on it.
 class tree_builder {
  public:
+  using sorted_rows = std::vector<std::vector<std::uint32_t>>;  // per attribute, ascending by value
+
   tree_builder(const labelled_rows& data, std::size_t min_leaf, double cf)
-      : data_(data), classes_(data.classes.size()), min_leaf_(min_leaf), cf_(cf),
-        z_(normal_upper_quantile(cf)) {}
+      : labels_(data.labels),
+        classes_(data.classes.size()),
+        min_leaf_(min_leaf),
+        cf_(cf),
+        z_(normal_upper_quantile(cf)),
+        goes_left_(data.rows.size()) {
+    columns_.assign(data.attributes.size(), std::vector<double>(data.rows.size()));
+    for (std::size_t r = 0; r < data.rows.size(); ++r)
+      for (std::size_t a = 0; a < columns_.size(); ++a) columns_[a][r] = data.rows[r][a];
+  }
+
+  // Every row, sorted by each attribute.
+  sorted_rows all_rows() const {
+    sorted_rows sorted(columns_.size());
+    std::vector<std::pair<double, std::uint32_t>> by_value(labels_.size());
+    for (std::size_t a = 0; a < columns_.size(); ++a) {
+      for (std::uint32_t r = 0; r < by_value.size(); ++r) by_value[r] = {columns_[a][r], r};
+      std::sort(by_value.begin(), by_value.end());
+      sorted[a].reserve(by_value.size());
+      for (auto& v : by_value) sorted[a].push_back(v.second);
+    }
+    return sorted;
+  }
 
   // Builds the subtree of `rows` at the end of `nodes`; returns its pruned estimated errors.
-  double build(std::vector<std::uint32_t>& rows, std::vector<decision_tree_model::node>& nodes) {
+  double build(sorted_rows& rows, std::vector<decision_tree_model::node>& nodes) {
     auto self = nodes.size();
     nodes.emplace_back();
     std::vector<double> counts(classes_, 0);
-    for (auto r : rows) ++counts[data_.labels[r]];
+    for (auto r : rows.front()) ++counts[labels_[r]];
     auto majority = static_cast<std::uint32_t>(std::max_element(counts.begin(), counts.end()) - counts.begin());
-    auto n = static_cast<double>(rows.size());
+    auto n = static_cast<double>(rows.front().size());
     auto errors = n - counts[majority];
     auto leaf_estimate = errors + added_errors(n, errors, z_, cf_);
     nodes[self].index = majority;
 
     auto split = best_split(rows, counts);
     if (!split) return leaf_estimate;
-    std::vector<std::uint32_t> left, right;
-    for (auto r : rows) (data_.rows[r][split->attribute] <= split->threshold ? left : right).push_back(r);
+    const auto& column = columns_[split->attribute];
+    std::size_t left_n = 0;
+    for (auto r : rows.front()) left_n += goes_left_[r] = column[r] <= split->threshold;
+    sorted_rows left(rows.size()), right(rows.size());
+    for (std::size_t a = 0; a < rows.size(); ++a) {
+      left[a].reserve(left_n);
+      right[a].reserve(rows[a].size() - left_n);
+      for (auto r : rows[a]) (goes_left_[r] ? left[a] : right[a]).push_back(r);
+    }
     rows.clear();
     rows.shrink_to_fit();
     nodes[self].leaf = false;
@@ -259,34 +293,37 @@ class tree_builder {
     double ratio;
   };
 
-  std::optional<candidate> best_split(const std::vector<std::uint32_t>& rows, const std::vector<double>& counts) {
-    auto n = static_cast<double>(rows.size());
-    if (rows.size() < 2 * min_leaf_) return std::nullopt;
+  std::optional<candidate> best_split(const sorted_rows& rows,
+                                      const std::vector<double>& counts) const {
+    const auto size = rows.front().size();
+    auto n = static_cast<double>(size);
+    if (size < 2 * min_leaf_) return std::nullopt;
     if (std::count_if(counts.begin(), counts.end(), [](double c) { return c > 0; }) < 2) return std::nullopt;
     // C4.5's minimum branch size: 10 % of the average class size, within [min_leaf, 25].
     auto min_branch = std::clamp(0.1 * n / static_cast<double>(classes_), static_cast<double>(min_leaf_), 25.0);
     auto parent = entropy_bits(counts, n);
     std::vector<candidate> found;
-    std::vector<std::pair<double, std::uint32_t>> sorted(rows.size());
     std::vector<double> left(classes_), right(classes_);
-    for (std::uint32_t a = 0; a < data_.attributes.size(); ++a) {
-      for (std::size_t i = 0; i < rows.size(); ++i) sorted[i] = {data_.rows[rows[i]][a], data_.labels[rows[i]]};
-      std::sort(sorted.begin(), sorted.end());
+    for (std::uint32_t a = 0; a < columns_.size(); ++a) {
+      const auto& column = columns_[a];
+      const auto& sorted = rows[a];
       std::fill(left.begin(), left.end(), 0);
       right = counts;
       double best_gain = -1, best_threshold = 0, best_left_n = 0;
       std::size_t candidates = 0;
-      for (std::size_t i = 0; i + 1 < sorted.size(); ++i) {
-        ++left[sorted[i].second];
-        --right[sorted[i].second];
-        if (sorted[i].first == sorted[i + 1].first) continue;
+      for (std::size_t i = 0; i + 1 < size; ++i) {
+        auto label = labels_[sorted[i]];
+        ++left[label];
+        --right[label];
+        auto value = column[sorted[i]], next = column[sorted[i + 1]];
+        if (value == next) continue;
         auto nl = static_cast<double>(i + 1), nr = n - nl;
         if (nl < min_branch || nr < min_branch) continue;
         ++candidates;
         auto gain = parent - (nl * entropy_bits(left, nl) + nr * entropy_bits(right, nr)) / n;
         if (gain > best_gain) {
           best_gain = gain;
-          best_threshold = (sorted[i].first + sorted[i + 1].first) / 2;
+          best_threshold = (value + next) / 2;
           best_left_n = nl;
         }
       }
@@ -307,11 +344,13 @@ class tree_builder {
     return best;
   }
 
-  const labelled_rows& data_;
+  const std::vector<std::uint32_t>& labels_;
+  std::vector<std::vector<double>> columns_;  // columns_[attribute][row]
   std::size_t classes_;
   std::size_t min_leaf_;
   double cf_;
   double z_;
+  std::vector<char> goes_left_;  // per row: the side of the split being made
 };
 
 }  // namespace
@@ -320,6 +359,7 @@ decision_tree_model train_decision_tree(const labelled_rows& data, std::size_t m
   if (data.rows.empty() || data.rows.size() != data.labels.size())
     throw std::invalid_argument("decision tree: need one label per row and at least one row");
   if (data.classes.empty()) throw std::invalid_argument("decision tree: no classes");
+  if (data.attributes.empty()) throw std::invalid_argument("decision tree: no attributes");
   for (auto& r : data.rows)
     if (r.size() != data.attributes.size())
       throw std::invalid_argument("decision tree: a row has " + std::to_string(r.size()) + " values for " +
@@ -329,9 +369,9 @@ decision_tree_model train_decision_tree(const labelled_rows& data, std::size_t m
   decision_tree_model m;
   m.attributes = data.attributes;
   m.classes = data.classes;
-  std::vector<std::uint32_t> rows(data.rows.size());
-  std::iota(rows.begin(), rows.end(), 0);
-  tree_builder(data, min_leaf, confidence).build(rows, m.nodes);
+  tree_builder builder(data, min_leaf, confidence);
+  auto rows = builder.all_rows();
+  builder.build(rows, m.nodes);
   return m;
 }
 
