@@ -66,9 +66,19 @@ BOOST_AUTO_TEST_CASE(range_scans_follow_the_city_timer_file) {
   BOOST_TEST(batch.back().rfind("1422748805000,", 0) == 0u);
   BOOST_TEST(std::is_sorted(batch.begin(), batch.end()));
   BOOST_TEST(scan.rows_returned() == 1050u);
+  // One row at a time: the same rows in the same order, counted the same way.
+  std::vector<std::string> visited;
+  scan.for_each(1422748803000, 1422748806000,
+                [&](std::string_view row) { visited.emplace_back(row); });
+  BOOST_TEST(visited == batch);
+  BOOST_TEST(scan.rows_returned() == 1100u);
 
   table_range_scan limited{conn, {"city", 3}};
   BOOST_TEST(lines(limited.process(1422748803000, 1422748806000)).size() == 3u);
+  visited.clear();
+  limited.for_each(1422748803000, 1422748806000,
+                   [&](std::string_view row) { visited.emplace_back(row); });
+  BOOST_TEST(visited == std::vector<std::string>(batch.begin(), batch.begin() + 3));
 }
 
 BOOST_AUTO_TEST_CASE(lookup_finds_the_stored_row_by_its_key_columns) {

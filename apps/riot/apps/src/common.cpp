@@ -181,26 +181,29 @@ std::vector<std::string> prediction_columns(riot::dataset d) {
   return names;
 }
 
-void split_csv(std::string_view row, std::vector<std::string_view>& cells) {
+void split_csv(std::string_view row, std::vector<std::string_view>& cells, std::size_t at_most) {
   cells.clear();
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= row.size(); ++i)
-    if (i == row.size() || row[i] == ',') {
-      cells.push_back(row.substr(start, i - start));
-      start = i + 1;
-    }
+  while (cells.size() < at_most) {
+    auto comma = row.find(',');
+    cells.push_back(row.substr(0, comma));
+    if (comma == std::string_view::npos) return;
+    row.remove_prefix(comma + 1);
+  }
 }
 
-std::string project(std::string_view row, const std::vector<std::size_t>& columns) {
+bool append_projected_line(std::string& lines, std::string_view row,
+                           const std::vector<std::size_t>& columns) {
   thread_local std::vector<std::string_view> cells;
-  split_csv(row, cells);
-  std::string out;
+  split_csv(row, cells,
+            columns.empty() ? 0 : *std::max_element(columns.begin(), columns.end()) + 1);
+  for (auto c : columns)
+    if (c >= cells.size() || cells[c].empty()) return false;
+  if (!lines.empty()) lines.push_back('\n');
   for (std::size_t i = 0; i < columns.size(); ++i) {
-    if (columns[i] >= cells.size() || cells[columns[i]].empty()) return {};
-    if (i) out.push_back(',');
-    out.append(cells[columns[i]]);
+    if (i) lines.push_back(',');
+    lines.append(cells[columns[i]]);
   }
-  return out;
+  return true;
 }
 
 io::mqtt_broker broker_of(const std::string& address) {

@@ -2,6 +2,7 @@
 // sink, the shared WiredTiger connection of a run, the dataset's row layout and the broker address.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -99,14 +100,17 @@ io::table_insert_config archive_table(const row_layout& layout);
 /// (CITY: temperature, humidity, light, dust, airquality_raw; TAXI: trip_time_in_secs,
 /// trip_distance, fare_amount; FIT: nine accelerometer axes, ecg_lead_1). GRID throws.
 std::vector<std::string> prediction_columns(riot::dataset d);
-/// The cells of `row` at `columns`, comma-joined; empty when one of them is empty or absent.
-std::string project(std::string_view row, const std::vector<std::size_t>& columns);
+/// Appends the cells of `row` at `columns`, comma-joined, as one more line of the newline-separated
+/// `lines`; returns false and leaves `lines` as it was when one of them is empty or absent.
+bool append_projected_line(std::string& lines, std::string_view row,
+                           const std::vector<std::size_t>& columns);
 
 /// "HOST:PORT" -> broker settings; throws std::invalid_argument naming the value.
 io::mqtt_broker broker_of(const std::string& address);
 
-/// Comma-separated cells (no quoting, as in the RIoTBench data).
-void split_csv(std::string_view row, std::vector<std::string_view>& cells);
+/// Comma-separated cells (no quoting, as in the RIoTBench data); the first `at_most` only.
+void split_csv(std::string_view row, std::vector<std::string_view>& cells,
+               std::size_t at_most = std::numeric_limits<std::size_t>::max());
 
 /// Remembers the metrics of the job built for a directory (see take_metrics).
 std::shared_ptr<run_metrics> new_metrics(const app_options& options, std::uint64_t expected);

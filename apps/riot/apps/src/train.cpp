@@ -129,23 +129,15 @@ app_job build_train(const app_options& o) {
   for (const auto& c : columns) projected.push_back(layout.index_of(c));
   auto batches = w.placed(
       tick.map(per_instance([open = store_opener_of(o), projected](const instance_info&) {
-                 return [scan = io::table_range_scan(open(), io::table_range_scan_config{"archive"}),
-                         projected](const train_tick& t) mutable {
-                   auto rows = scan.process(t.start, t.end);
-                   train_batch b{t.id, t.end, {}, 0};
-                   std::size_t start = 0;
-                   while (start < rows.size()) {
-                     auto nl = rows.find('\n', start);
-                     if (nl == std::string::npos) nl = rows.size();
-                     auto p = project(std::string_view(rows).substr(start, nl - start), projected);
-                     if (!p.empty()) {
-                       if (b.count++) b.rows.push_back('\n');
-                       b.rows += p;
-                     }
-                     start = nl + 1;
-                   }
-                   return b;
-                 };
+                 return
+                     [scan = io::table_range_scan(open(), io::table_range_scan_config{"archive"}),
+                      projected](const train_tick& t) mutable {
+                       train_batch b{t.id, t.end, {}, 0};
+                       scan.for_each(t.start, t.end, [&](std::string_view row) {
+                         b.count += append_projected_line(b.rows, row, projected);
+                       });
+                       return b;
+                     };
                }),
                "range_scan"),
       "range_scan");

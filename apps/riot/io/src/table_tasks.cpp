@@ -113,21 +113,35 @@ table_range_scan::table_range_scan(std::shared_ptr<persistence::wt_connection> c
   if (config_.limit == 0) throw std::invalid_argument("table_range_scan: limit must be > 0");
 }
 
-std::string table_range_scan::process(std::string_view first, std::string_view end) {
-  std::string batch;
+void table_range_scan::visit(std::string_view first, std::string_view end,
+                             const std::function<void(std::string_view)>& row) {
   std::size_t rows = 0;
   if (first < end)
     store_.scan(first, end, [&](std::string_view, std::string_view value) {
-      if (rows > 0) batch += '\n';
-      batch += value;
+      row(value);
       return ++rows < config_.limit;
     });
   returned_ += rows;
+}
+
+std::string table_range_scan::process(std::string_view first, std::string_view end) {
+  std::string batch;
+  bool first_row = true;
+  visit(first, end, [&](std::string_view value) {
+    if (!first_row) batch += '\n';
+    first_row = false;
+    batch += value;
+  });
   return batch;
 }
 
 std::string table_range_scan::process(std::int64_t start, std::int64_t end) {
   return process(ordered_integer_key(start), ordered_integer_key(end));
+}
+
+void table_range_scan::for_each(std::int64_t start, std::int64_t end,
+                                const std::function<void(std::string_view)>& row) {
+  visit(ordered_integer_key(start), ordered_integer_key(end), row);
 }
 
 }  // namespace tidemark::riot::io

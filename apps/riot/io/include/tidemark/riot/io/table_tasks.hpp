@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -115,10 +116,16 @@ class table_range_scan {
   std::string process(std::string_view first, std::string_view end);
   /// The same over keys whose first part is an integer column: start <= value < end.
   std::string process(std::int64_t start, std::int64_t end);
+  /// The same rows one at a time, not joined: `row` sees each value, valid during the call.
+  void for_each(std::int64_t start, std::int64_t end,
+                const std::function<void(std::string_view)>& row);
 
   std::uint64_t rows_returned() const noexcept { return returned_; }
 
  private:
+  void visit(std::string_view first, std::string_view end,
+             const std::function<void(std::string_view)>& row);
+
   table_range_scan_config config_;
   persistence::table_store store_;
   std::uint64_t returned_ = 0;
