@@ -61,7 +61,7 @@ class directory_container final : public blob_container {
       if (!out)
         throw fs::filesystem_error("writing blob", tmp, std::error_code{errno, std::generic_category()});
     }
-    sync_path(tmp, O_RDONLY);
+    if (sync_) sync_path(tmp, O_RDONLY);
     fs::rename(tmp, target);
     if (sync_) sync_path(dir_, O_RDONLY | O_DIRECTORY);
   }

@@ -43,8 +43,11 @@ struct wiredtiger_blobs {
 };
 
 /// Blobs as files in a directory (created if missing). Names must be plain file names. A put
-/// writes a temporary file, fsyncs it and renames it over the target; with `sync` the directory
-/// is fsynced too, so the blob survives power loss.
+/// writes a temporary file and renames it over the target, so a reader sees the whole old blob or
+/// the whole new one. With `sync` the file is fsynced before the rename and the directory after
+/// it: the blob survives power loss. Without, it survives a crash of the process (the OS holds
+/// it), as the stores' `process_crash` level; a power loss may lose the puts of the last seconds
+/// or leave one of them empty.
 struct directory_blobs {
   std::string directory;
   bool sync = true;
