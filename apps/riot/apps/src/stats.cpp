@@ -149,15 +149,19 @@ app_job build_stats(const app_options& o) {
       per_instance([](const instance_info&) {
         return [plt = io::multi_line_plot(io::plot_config{})](const window_of_values& w,
                                                               collector<chart>& out) mutable {
-          std::map<std::string, std::vector<timed_value>> lines;
+          std::map<std::string, std::vector<timed_value>, std::less<>> lines;
+          std::string line_name;  // "<statistic> <field>", built in place
           std::int64_t t0 = INT64_MAX;
           for (const auto& [key, fields] : *w.values) {
-            std::string statistic = "value";  // the accumulator's key is sensor id + obs type
+            std::string_view statistic = "value";  // the accumulator's key is sensor id + obs type
             for (const char* type : {"AVG", "SLR", "DAC"})
               if (key.size() >= 3 && key.compare(key.size() - 3, 3, type) == 0) statistic = type;
             for (const auto& [field, values] : fields) {
-              auto& line = lines[statistic + " " + field];
-              line.insert(line.end(), values.begin(), values.end());
+              line_name.assign(statistic).append(1, ' ').append(field);
+              auto line = lines.find(line_name);
+              if (line == lines.end())
+                line = lines.emplace(line_name, std::vector<timed_value>{}).first;
+              line->second.insert(line->second.end(), values.begin(), values.end());
               for (const auto& v : values) t0 = std::min(t0, v.time);
             }
           }

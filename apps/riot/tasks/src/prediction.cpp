@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <numeric>
 #include <stdexcept>
 
 #include "text.hpp"
@@ -537,6 +536,15 @@ sliding_regression::sliding_regression(sliding_regression_config config) : confi
 }
 
 std::vector<double> sliding_regression::step(state& s, double y) const {
+  std::vector<double> out;
+  if (auto line = fit(s, y)) {
+    out.reserve(config_.predict_window);
+    for (std::size_t k = 1; k <= config_.predict_window; ++k) out.push_back(line->at(s.n + k));
+  }
+  return out;
+}
+
+std::optional<sliding_regression::fitted_line> sliding_regression::fit(state& s, double y) const {
   const auto cap = config_.train_window;
   // a ring indexed by arrival: input k (0-based) sits at k mod cap
   if (s.window.size() < cap) {
@@ -545,7 +553,7 @@ std::vector<double> sliding_regression::step(state& s, double y) const {
     s.window[s.n % cap] = y;
   }
   ++s.n;
-  if (s.n <= cap) return {};
+  if (s.n <= cap) return std::nullopt;
   // the i-th oldest of the window's inputs n-cap+1 ... n (1-based) sits at (n + i) mod cap
   auto at = [&](std::size_t i) { return s.window[(s.n + i) % cap]; };
   // x of the window's values: n-w+1 ... n. Fit around the window's centre for accuracy.
@@ -561,12 +569,7 @@ std::vector<double> sliding_regression::step(state& s, double y) const {
     sxy += dx * (at(i) - y_mean);
     sxx += dx * dx;
   }
-  auto slope = sxy / sxx;
-  std::vector<double> out;
-  out.reserve(config_.predict_window);
-  for (std::size_t k = 1; k <= config_.predict_window; ++k)
-    out.push_back(y_mean + slope * (static_cast<double>(s.n + k) - x_mean));
-  return out;
+  return fitted_line{x_mean, y_mean, sxy / sxx};
 }
 
 bool sliding_regression::accepts(const observation& o) const {
@@ -581,18 +584,20 @@ std::optional<observation> sliding_regression::process(const observation& o) {
 
 std::optional<observation> sliding_regression::process(state& s, observation o) const {
   if (!accepts(o)) return std::nullopt;
-  auto predictions = step(s, o.value);
-  if (predictions.empty()) return std::nullopt;
+  auto line = fit(s, o.value);
+  if (!line) return std::nullopt;
   detail::append_field(o.meta, o.obs_type);
   o.obs_type = "SLR";
   o.text.clear();
-  o.text.reserve(predictions.size() * 25);  // a double's shortest text: at most 24 characters
-  for (std::size_t i = 0; i < predictions.size(); ++i) {
-    if (i) o.text.push_back('#');
-    detail::append_double(o.text, predictions[i]);
+  o.text.reserve(config_.predict_window * 25);  // a double's shortest text: at most 24 characters
+  double sum = 0;  // the mean of the predictions, summed in their order
+  for (std::size_t k = 1; k <= config_.predict_window; ++k) {
+    const auto prediction = line->at(s.n + k);
+    if (k > 1) o.text.push_back('#');
+    detail::append_double(o.text, prediction);
+    sum += prediction;
   }
-  o.value = std::accumulate(predictions.begin(), predictions.end(), 0.0) /
-            static_cast<double>(predictions.size());
+  o.value = sum / static_cast<double>(config_.predict_window);
   return std::optional<observation>{std::move(o)};
 }
 

@@ -22,6 +22,10 @@ const senml_field* senml_record::find(std::string_view name) const noexcept {
 // be fixed at compile time to the portable fallback kernel); it validates the whole message first.
 struct senml_parse::impl {
   dom::parser parser;
+  // Scratch of one message, kept between messages for their capacity.
+  std::string base_name, base_unit, text;
+  std::vector<std::optional<std::int64_t>> times;  // per entry: its "t"
+  std::vector<bool> named;                         // per entry: it had an "n"
 };
 
 senml_parse::senml_parse() : impl_(std::make_unique<impl>()) {}
@@ -66,10 +70,16 @@ expected<senml_record> senml_parse::process(std::string_view json) {
   if (doc.get_object().get(root)) return fail(task, "the message is not a JSON object");
 
   senml_record rec;
-  std::string base_name, base_unit, text;
+  auto& base_name = impl_->base_name;
+  auto& base_unit = impl_->base_unit;
+  auto& text = impl_->text;
+  auto& times = impl_->times;
+  auto& named = impl_->named;
+  base_name.clear();
+  base_unit.clear();
+  times.clear();
+  named.clear();
   std::optional<double> number;
-  std::vector<std::optional<std::int64_t>> times;
-  std::vector<bool> named;
   bool has_entries = false;
 
   for (auto [key, v] : root) {

@@ -222,6 +222,16 @@ class sliding_regression {
   std::optional<observation> process(const observation& o);
 
  private:
+  /// The least-squares line through the window; prediction k is at(n + k).
+  struct fitted_line {
+    double x_mean, y_mean, slope;
+    double at(std::uint64_t x) const noexcept {
+      return y_mean + slope * (static_cast<double>(x) - x_mean);
+    }
+  };
+  /// Adds `y`; the line once the window is full.
+  std::optional<fitted_line> fit(state& s, double y) const;
+
   sliding_regression_config config_;
   detail::keyed_states<state> states_;
 };
